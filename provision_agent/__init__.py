@@ -1,0 +1,1 @@
+"""provision-agent: image-based bare-metal provisioning with real disk layouts."""

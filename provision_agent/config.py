@@ -1,0 +1,53 @@
+"""Command-line and config-file options (oslo.config).
+
+CLI flags use oslo.config's spelling with underscores: --input_data_file, --dry_run, ...
+The same options may be set in the [DEFAULT] section of a --config-file.
+"""
+
+from oslo_config import cfg
+
+CONF = cfg.CONF
+
+cli_opts = [
+    cfg.StrOpt("input_data_file",
+               help="Path of the JSON document that describes the provisioning."),
+    cfg.StrOpt("input_data_url",
+               help="HTTP(S) URL to fetch the JSON document from instead of a file."),
+    cfg.StrOpt("data_driver", default="native",
+               help="Data driver that translates the input document: 'native' (our schema), "
+                    "'nailgun' (Fuel provision.json) or 'ironic' (Ironic node data)."),
+    cfg.BoolOpt("dry_run", default=False,
+                help="Validate and plan, print the plan and the layout, and touch nothing."),
+    cfg.StrOpt("plan_format", default="text", choices=["text", "json"],
+               help="How --dry_run prints the plan: a readable text tree, or one JSON "
+                    "document {\"layout\": ..., \"steps\": [...]} for programs."),
+    cfg.StrOpt("inventory_file",
+               help="Plan against a recorded machine inventory (ironic-python-agent format) "
+                    "instead of discovering this machine's disks."),
+    cfg.StrOpt("target_root", default="/tmp/provision-target",
+               help="Directory under which the new system's filesystems are mounted."),
+    cfg.StrOpt("events_file",
+               help="Append structured JSON progress events, one per line, to this file."),
+    cfg.IntOpt("events_fd",
+               help="Write structured JSON progress events, one per line, to this open file "
+                    "descriptor."),
+]
+
+# debug and log_file are oslo.log's names in most OpenStack tools; we keep them with plain
+# logging so that the ramdisk does not need oslo.log.
+logging_cli_opts = [
+    cfg.BoolOpt("debug", short="d", default=False,
+                help="Log debug messages and show tracebacks for every error."),
+    cfg.StrOpt("log_file",
+               help="Also write the log to this file (the console keeps getting it)."),
+]
+
+
+def register(conf=CONF):
+    conf.register_cli_opts(cli_opts)
+    conf.register_cli_opts(logging_cli_opts)
+
+
+def list_opts():
+    """Entry point for oslo-config-generator."""
+    return [("DEFAULT", cli_opts + logging_cli_opts)]

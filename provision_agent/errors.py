@@ -1,0 +1,76 @@
+"""Typed errors. Each carries the process exit code the CLI turns it into.
+
+Exit codes (also in the README and `provision --help`):
+  0 success, 1 unexpected, 2 invalid input, 3 machine does not match,
+  4 a command failed while executing, 5 image error.
+"""
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_INVALID_INPUT = 2
+EXIT_MACHINE_MISMATCH = 3
+EXIT_COMMAND_FAILED = 4
+EXIT_IMAGE_ERROR = 5
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input, with where it is (a JSON path or an object id)."""
+
+    location: str
+    message: str
+
+    def __str__(self):
+        return f"{self.location}: {self.message}"
+
+
+class ProvisionError(Exception):
+    exit_code = EXIT_UNEXPECTED
+
+
+class _ProblemsError(ProvisionError):
+    """An error that lists every problem found, not just the first."""
+
+    headline = "problems"
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        lines = [f"{self.headline} ({len(self.problems)}):"]
+        lines += [f"  - {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class InputError(_ProblemsError):
+    exit_code = EXIT_INVALID_INPUT
+    headline = "invalid input"
+
+
+class MachineMismatch(_ProblemsError):
+    exit_code = EXIT_MACHINE_MISMATCH
+    headline = "the machine does not match the input"
+
+
+class CommandError(ProvisionError):
+    """An external command failed; keeps what an operator needs to see why."""
+
+    exit_code = EXIT_COMMAND_FAILED
+
+    def __init__(self, argv, returncode, stdout="", stderr="", reason=None):
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stdout = stdout or ""
+        self.stderr = stderr or ""
+        tail = "\n".join(self.stderr.strip().splitlines()[-10:])
+        what = reason or f"exited with {returncode}"
+        msg = f"command {' '.join(self.argv)!r} {what}"
+        if tail:
+            msg += f"; stderr:\n{tail}"
+        super().__init__(msg)
+
+
+class ImageError(ProvisionError):
+    """Download, checksum, decompression or format problem with an image."""
+
+    exit_code = EXIT_IMAGE_ERROR

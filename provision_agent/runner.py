@@ -1,0 +1,58 @@
+"""The one way provision-agent runs an external program.
+
+Argument lists only (never a shell), every call logged with its duration, output captured, and
+a failure raised as CommandError carrying the command, exit code and stderr. Drivers take a
+Runner so unit tests can hand them a fake one.
+"""
+
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+
+from provision_agent.errors import CommandError
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 600
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+class Runner:
+    def __init__(self, env=None):
+        # A fixed C locale keeps tool output parseable whatever the ramdisk's locale is.
+        self.env = dict(os.environ, LC_ALL="C", LANG="C", **(env or {}))
+
+    def run(self, argv, *, check=True, timeout=DEFAULT_TIMEOUT, input=None, ok_codes=(0,)):
+        """Run argv and return a Result; raise CommandError unless its exit code is in ok_codes."""
+        argv = [str(a) for a in argv]
+        if not argv:
+            raise ValueError("empty command")
+        LOG.info("run: %s", " ".join(argv))
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(
+                argv, input=input, capture_output=True, text=True, timeout=timeout,
+                env=self.env, check=False)
+        except FileNotFoundError:
+            raise CommandError(argv, 127, reason="could not start: program not found")
+        except subprocess.TimeoutExpired as exc:
+            raise CommandError(argv, None, exc.stdout or "", exc.stderr or "",
+                               reason=f"timed out after {timeout}s")
+        took = time.monotonic() - start
+        result = Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr, took)
+        LOG.debug("exit %s after %.2fs: %s", proc.returncode, took, argv[0])
+        if proc.stderr.strip():
+            LOG.debug("stderr of %s: %s", argv[0], proc.stderr.strip())
+        if check and proc.returncode not in ok_codes:
+            raise CommandError(argv, proc.returncode, proc.stdout, proc.stderr)
+        return result

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the host needs to build the ramdisk, run the VM bench and the
+# functional tests. Idempotent: packages already present are not fetched again.
+set -euo pipefail
+
+packages=(
+  # VM bench and ramdisk build
+  qemu-system-x86 qemu-utils mmdebstrap cpio zstd xz-utils bzip2 ovmf
+  openssh-client openssh-server
+  # functional tests on loop devices and the tools provision drives
+  gdisk parted dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
+  # a Python to run tox from
+  python3 python3-venv python3-pip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "host packages: all present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "host packages missing (${missing[*]}); run as root or install them" >&2
+  exit 1
+fi
+echo "host packages: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
