@@ -1,0 +1,125 @@
+"""`provision`: the command operators and the Ironic driver run.
+
+    provision --input_data_file F [--dry_run]     validate, plan, and (without --dry_run) provision
+    provision validate --input_data_file F        only say whether the input fits this machine
+    provision inventory                           print this machine's disks (IPA inventory format)
+"""
+
+import json
+import logging
+import sys
+import traceback
+
+from oslo_config import cfg
+
+from provision_agent import config, errors, inventory, pipeline, render
+
+LOG = logging.getLogger("provision")
+
+SUBCOMMANDS = ("run", "validate", "inventory")
+
+DESCRIPTION = (
+    "Provision this machine's disks from a JSON description: partitions, MD RAID, LVM, "
+    "filesystems, images, bootloader and configdrive. Everything is validated and planned "
+    "before the first byte is written. Subcommands (optional, first argument): 'run' (the "
+    "default) provisions; 'validate' checks the input against the machine and exits; "
+    "'inventory' prints this machine's disks as JSON in ironic-python-agent's format.")
+
+EPILOG = (
+    "Examples: provision --input_data_file layout.json --dry_run ; "
+    "provision --input_data_file layout.json --inventory_file inventory.json --dry_run "
+    "--plan_format json ; provision --data_driver nailgun --input_data_file provision.json ; "
+    "provision inventory > inventory.json. "
+    "Exit codes: 0 success; 1 unexpected error; 2 invalid input (schema or semantic, every "
+    "problem listed with its location); 3 the machine does not match (disk not found, "
+    "ambiguous or too small); 4 a command failed while executing; 5 image error (download, "
+    "checksum, format). Tracebacks are shown only with --debug.")
+
+
+def setup_logging(debug, log_file):
+    root = logging.getLogger()
+    root.handlers[:] = []
+    root.setLevel(logging.DEBUG if debug or log_file else logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.DEBUG if debug else logging.INFO)
+    console.setFormatter(fmt)
+    root.addHandler(console)
+    if log_file:
+        fh = logging.FileHandler(log_file)
+        fh.setLevel(logging.DEBUG)
+        fh.setFormatter(fmt)
+        root.addHandler(fh)
+    for noisy in ("stevedore", "urllib3", "ironic_lib"):
+        logging.getLogger(noisy).setLevel(logging.WARNING if not debug else logging.DEBUG)
+
+
+def parse_args(argv, conf):
+    command = "run"
+    if argv and argv[0] in SUBCOMMANDS:
+        command, argv = argv[0], argv[1:]
+    config.register(conf)
+    conf(argv, project="provision-agent", prog="provision", default_config_files=[],
+         description=DESCRIPTION, epilog=EPILOG)
+    return command
+
+
+def machine_disks(conf):
+    if conf.inventory_file:
+        return inventory.load(conf.inventory_file)
+    return inventory.discover()
+
+
+def run(command, conf):
+    if command == "inventory":
+        print(json.dumps({"inventory": {"disks": inventory.discover()}}, indent=2))
+        return errors.EXIT_OK
+    document = pipeline.read_input(conf.input_data_file, conf.input_data_url)
+    layout = pipeline.load_layout(document, conf.data_driver)
+    planned = pipeline.build_plan(layout, machine_disks(conf))
+    if command == "validate":
+        print(f"valid: {len(planned.steps)} steps planned")
+        return errors.EXIT_OK
+    if conf.dry_run:
+        print(render.plan_json(planned) if conf.plan_format == "json"
+              else render.plan_text(planned))
+        return errors.EXIT_OK
+    LOG.info("plan:\n%s", render.plan_text(planned))
+    from provision_agent import execution    # needs the drivers; a dry run does not
+    report = execution.provision(planned, conf)
+    print(json.dumps(report, indent=2) if conf.plan_format == "json"
+          else execution.summary(report))
+    return errors.EXIT_OK
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    conf = cfg.ConfigOpts()
+    try:
+        command = parse_args(argv, conf)
+    except cfg.Error as exc:
+        print(f"provision: error: {exc}", file=sys.stderr)
+        return errors.EXIT_INVALID_INPUT
+    setup_logging(conf.debug, conf.log_file)
+    try:
+        return run(command, conf)
+    except errors.ProvisionError as exc:
+        LOG.debug("failure", exc_info=True)
+        if conf.debug:
+            traceback.print_exc()
+        print(f"provision: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("provision: interrupted", file=sys.stderr)
+        return errors.EXIT_UNEXPECTED
+    except Exception as exc:
+        LOG.debug("unexpected failure", exc_info=True)
+        if conf.debug:
+            traceback.print_exc()
+        print(f"provision: unexpected error: {type(exc).__name__}: {exc} "
+              "(run with --debug for a traceback)", file=sys.stderr)
+        return errors.EXIT_UNEXPECTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

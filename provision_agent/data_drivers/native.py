@@ -1,0 +1,122 @@
+"""The native format: a JSON document checked against schema/native-v1.json."""
+
+import functools
+import json
+from importlib import resources
+
+import jsonschema
+
+from provision_agent import model
+from provision_agent.data_drivers.base import DataDriver
+from provision_agent.errors import InputError, Problem
+from provision_agent.units import parse_size
+
+
+@functools.cache
+def schema():
+    text = resources.files("provision_agent").joinpath("schema/native-v1.json").read_text()
+    return json.loads(text)
+
+
+def json_path(parts):
+    path = "$"
+    for p in parts:
+        path += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return path
+
+
+def schema_problems(document):
+    """Every schema violation, each with the JSON path of the offending value."""
+    validator = jsonschema.Draft202012Validator(schema())
+    problems = []
+    for err in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.path))):
+        # For oneOf/anyOf the best sub-error says more than "is not valid under any".
+        best = jsonschema.exceptions.best_match([err]) if err.context else err
+        problems.append(Problem(json_path(best.absolute_path), best.message))
+    return problems
+
+
+class NativeDriver(DataDriver):
+    def layout(self):
+        problems = schema_problems(self.data)
+        if problems:
+            raise InputError(problems)
+        return build_layout(self.data)
+
+
+def _size(value, where, problems, default_unit="MiB"):
+    try:
+        return parse_size(value, default_unit)
+    except ValueError as exc:
+        problems.append(Problem(where, str(exc)))
+        return parse_size(1)
+
+
+def build_layout(doc):
+    """Model objects from a schema-valid native document."""
+    problems = []
+    layout = model.Layout()
+    for i, d in enumerate(doc["disks"]):
+        where = f"$.disks[{i}]"
+        disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
+                          wipe=d.get("wipe", True), origin=d.get("origin", where))
+        for j, p in enumerate(d.get("partitions", [])):
+            pwhere = f"{where}.partitions[{j}]"
+            disk.partitions.append(model.Partition(
+                id=p["id"], size=_size(p["size"], pwhere + ".size", problems),
+                type=p.get("type", "linux"), type_guid=p.get("type_guid"), name=p.get("name"),
+                guid=p.get("guid"), flags=list(p.get("flags", [])), keep=p.get("keep", False),
+                origin=p.get("origin", pwhere)))
+        layout.disks.append(disk)
+    for i, r in enumerate(doc.get("raids", [])):
+        where = f"$.raids[{i}]"
+        chunk = r.get("chunk")
+        chunk_kib = None
+        if chunk is not None:
+            chunk_kib = _size(chunk, where + ".chunk", problems, "KiB").bytes // 1024
+        layout.raids.append(model.Raid(
+            id=r["id"], name=r.get("name", r["id"]), level=r["level"],
+            members=list(r["members"]), spares=list(r.get("spares", [])),
+            metadata=r.get("metadata", "1.2"), chunk_kib=chunk_kib,
+            origin=r.get("origin", where)))
+    for i, v in enumerate(doc.get("volume_groups", [])):
+        where = f"$.volume_groups[{i}]"
+        vg = model.VolumeGroup(id=v["id"], name=v.get("name", v["id"]), pvs=list(v["pvs"]),
+                               origin=v.get("origin", where))
+        for j, lv in enumerate(v.get("logical_volumes", [])):
+            lwhere = f"{where}.logical_volumes[{j}]"
+            vg.logical_volumes.append(model.LogicalVolume(
+                id=lv["id"], name=lv.get("name", lv["id"]),
+                size=_size(lv["size"], lwhere + ".size", problems),
+                stripes=lv.get("stripes"), origin=lv.get("origin", lwhere)))
+        layout.volume_groups.append(vg)
+    for i, f in enumerate(doc.get("filesystems", [])):
+        layout.filesystems.append(model.Filesystem(
+            device=f["device"], type=f["type"], mount=f.get("mount"), label=f.get("label"),
+            mount_options=f.get("mount_options", "defaults"),
+            mkfs_options=list(f.get("mkfs_options", [])), fstab_pass=f.get("fstab_pass"),
+            origin=f.get("origin", f"$.filesystems[{i}]")))
+    for i, im in enumerate(doc.get("images", [])):
+        fmt = im.get("format", "raw")
+        layout.images.append(model.Image(
+            uri=im["uri"], format=fmt, target=im.get("target", "/"),
+            compression=im.get("compression", "auto"), checksum=im.get("checksum"),
+            checksum_of=im.get("checksum_of", "compressed"),
+            allow_no_checksum=im.get("allow_no_checksum", False),
+            origin=im.get("origin", f"$.images[{i}]")))
+    if "bootloader" in doc:
+        b = doc["bootloader"]
+        layout.bootloader = model.Bootloader(
+            type=b.get("type", "grub2"), boot_mode=b.get("boot_mode", "auto"),
+            targets=b.get("targets"), kernel_params=b.get("kernel_params", ""),
+            origin=b.get("origin", "$.bootloader"))
+    if "configdrive" in doc:
+        c = doc["configdrive"]
+        layout.configdrive = model.Configdrive(
+            format=c.get("format", "config-2"), content=c.get("content"),
+            meta_data=c.get("meta_data"), user_data=c.get("user_data"),
+            network_data=c.get("network_data"), partition=c.get("partition"),
+            disk=c.get("disk"), origin=c.get("origin", "$.configdrive"))
+    if problems:
+        raise InputError(problems)
+    return layout

@@ -1,0 +1,85 @@
+"""Which disks a machine has: read from a recorded inventory or discovered live.
+
+The format is ironic-python-agent's (what Ironic stores from inspection): either
+{"inventory": {"disks": [...]}} or the bare {"disks": [...]}. Disk fields: name, size (bytes),
+model, serial, wwn, vendor, rotational, by_path, hctl, and optionally by_id (a list of links).
+"""
+
+import json
+import logging
+
+from ironic_lib import utils as il_utils
+
+from provision_agent.errors import InputError, Problem
+
+LOG = logging.getLogger(__name__)
+
+SECTOR = 512
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise InputError([Problem(path, f"cannot read inventory: {exc.strerror}")])
+    except json.JSONDecodeError as exc:
+        raise InputError([Problem(f"{path}:{exc.lineno}:{exc.colno}",
+                                  f"inventory is not valid JSON: {exc.msg}")])
+    return from_document(doc, path)
+
+
+def from_document(doc, where="inventory"):
+    inv = doc.get("inventory", doc) if isinstance(doc, dict) else None
+    disks = inv.get("disks") if isinstance(inv, dict) else None
+    if not isinstance(disks, list):
+        raise InputError([Problem(where, "no disks list: expected {\"inventory\": {\"disks\": "
+                                         "[...]}} or {\"disks\": [...]}")])
+    problems = []
+    result = []
+    for i, d in enumerate(disks):
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str) \
+                or not isinstance(d.get("size"), int) or isinstance(d.get("size"), bool):
+            problems.append(Problem(f"{where}: disks[{i}]", "needs a name and a size in bytes"))
+            continue
+        result.append(normalize(d))
+    if problems:
+        raise InputError(problems)
+    return result
+
+
+def normalize(disk):
+    d = dict(disk)
+    if not d["name"].startswith("/dev/"):
+        d["name"] = "/dev/" + d["name"]
+    by_id = d.get("by_id") or []
+    d["by_id"] = [by_id] if isinstance(by_id, str) else list(by_id)
+    return d
+
+
+def discover():
+    """This machine's disks, through udev."""
+    from provision_agent.drivers import discovery   # pyudev is only needed on a live machine
+    return [normalize(d) for d in discovery.discover_disks()]
+
+
+def _matches_by_id(disk, link):
+    if not link.startswith("/dev/"):
+        link = "/dev/disk/by-id/" + link
+    return link in disk.get("by_id", [])
+
+
+def match(disks, hints):
+    """Disks that satisfy every hint. Raises ValueError for a malformed hint."""
+    hints = dict(hints)
+    by_id = hints.pop("by_id", None)
+    name = hints.get("name")
+    if isinstance(name, str) and not name.startswith(("/dev/", "s==", "s!=", "<")):
+        hints["name"] = "/dev/" + name
+    by_path = hints.get("by_path")
+    if isinstance(by_path, str) and not by_path.startswith(("/dev/", "s==", "s!=", "<")):
+        hints["by_path"] = "/dev/disk/by-path/" + by_path
+    candidates = [d for d in disks if by_id is None or _matches_by_id(d, by_id)]
+    if not hints:
+        return candidates
+    return list(il_utils.find_devices_by_hints(candidates, hints))

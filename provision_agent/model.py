@@ -1,0 +1,136 @@
+"""What the machine should look like, independent of any input format.
+
+Data drivers build a Layout; validation checks it; resolution binds it to real disks; the
+planner turns the bound layout into steps. Every referencable object has an `id` unique across
+the layout; references between objects are by id. `origin` is where the object came from in the
+input (a JSON path, or a Fuel space/volume index) so that errors can point back at it.
+"""
+
+from dataclasses import dataclass, field
+
+from provision_agent.units import Size
+
+PARTITION_TYPES = ("bios_grub", "esp", "raid", "lvm", "swap", "linux", "custom")
+FS_TYPES = ("ext2", "ext3", "ext4", "xfs", "vfat", "btrfs", "swap")
+RAID_LEVELS = (0, 1, 4, 5, 6, 10)
+IMAGE_FORMATS = ("raw", "disk", "tar", "qcow2")
+COMPRESSIONS = ("auto", "none", "gzip", "xz", "bzip2", "zstd")
+
+
+@dataclass
+class Partition:
+    id: str
+    size: Size
+    type: str = "linux"
+    type_guid: str | None = None      # only for type "custom"
+    name: str | None = None           # GPT partition name
+    guid: str | None = None           # unique partition GUID to set
+    flags: list = field(default_factory=list)
+    keep: bool = False
+    origin: str = ""
+
+
+@dataclass
+class Disk:
+    id: str
+    hints: dict                        # root-device-hint style: name, by_path, by_id, serial, ...
+    table: str = "gpt"
+    partitions: list = field(default_factory=list)
+    wipe: bool = True
+    origin: str = ""
+
+
+@dataclass
+class Raid:
+    id: str
+    name: str
+    level: int
+    members: list                      # ids of partitions or disks
+    spares: list = field(default_factory=list)
+    metadata: str = "1.2"
+    chunk_kib: int | None = None
+    origin: str = ""
+
+
+@dataclass
+class LogicalVolume:
+    id: str
+    name: str
+    size: Size
+    stripes: int | None = None
+    origin: str = ""
+
+
+@dataclass
+class VolumeGroup:
+    id: str
+    name: str
+    pvs: list                          # ids of partitions, raids or disks
+    logical_volumes: list = field(default_factory=list)
+    origin: str = ""
+
+
+@dataclass
+class Filesystem:
+    device: str                        # id of a partition, raid, logical volume or disk
+    type: str
+    mount: str | None = None
+    label: str | None = None
+    mount_options: str = "defaults"
+    mkfs_options: list = field(default_factory=list)
+    fstab_pass: int | None = None      # None: 1 for /, 2 for other mounted fs, 0 for swap
+    origin: str = ""
+
+
+@dataclass
+class Image:
+    uri: str
+    format: str = "raw"
+    target: str = "/"                  # device id for raw/qcow2, disk id for disk, mount for tar
+    compression: str = "auto"
+    checksum: str | None = None        # "algo:hex"
+    checksum_of: str = "compressed"
+    allow_no_checksum: bool = False
+    origin: str = ""
+
+
+@dataclass
+class Bootloader:
+    type: str = "grub2"
+    boot_mode: str = "auto"            # bios | uefi | auto (detected at run time)
+    targets: list | None = None        # disk ids; None: every disk holding a boot partition
+    kernel_params: str = ""
+    origin: str = ""
+
+
+@dataclass
+class Configdrive:
+    format: str = "config-2"           # config-2 | nocloud
+    content: str | None = None         # Ironic form: gzip+base64 ISO, or a URL
+    meta_data: dict | None = None
+    user_data: str | None = None
+    network_data: dict | None = None
+    partition: str | None = None       # partition id; None: a small partition at the disk's end
+    disk: str | None = None            # disk id for the created partition; None: first disk
+    origin: str = ""
+
+
+@dataclass
+class Layout:
+    disks: list = field(default_factory=list)
+    raids: list = field(default_factory=list)
+    volume_groups: list = field(default_factory=list)
+    filesystems: list = field(default_factory=list)
+    images: list = field(default_factory=list)
+    bootloader: Bootloader | None = None
+    configdrive: Configdrive | None = None
+
+    def partitions(self):
+        for disk in self.disks:
+            for part in disk.partitions:
+                yield disk, part
+
+    def logical_volumes(self):
+        for vg in self.volume_groups:
+            for lv in vg.logical_volumes:
+                yield vg, lv

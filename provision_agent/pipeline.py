@@ -1,0 +1,94 @@
+"""input → data driver → layout → validation → resolution → plan, with nothing written.
+
+Everything that can be wrong with the input or the machine is found here, before the executor
+touches a disk.
+"""
+
+import json
+import logging
+from dataclasses import dataclass
+
+import requests
+from stevedore import driver as sd_driver
+from stevedore import extension
+
+from provision_agent import inventory, model, planner, resolve, validate
+from provision_agent.errors import InputError, MachineMismatch, Problem
+from provision_agent.units import MiB, parse_size
+
+LOG = logging.getLogger(__name__)
+
+DATA_DRIVER_NAMESPACE = "provision_agent.data_drivers"
+CONFIGDRIVE_SIZE = 64 * MiB
+
+
+@dataclass
+class Planned:
+    resolved: resolve.Resolved
+    steps: list
+
+
+def read_input(path=None, url=None, timeout=60):
+    if bool(path) == bool(url):
+        raise InputError([Problem("options", "give exactly one of --input_data_file and "
+                                             "--input_data_url")])
+    where = path or url
+    try:
+        if path:
+            with open(path) as f:
+                text = f.read()
+        else:
+            resp = requests.get(url, timeout=timeout)
+            resp.raise_for_status()
+            text = resp.text
+    except OSError as exc:
+        raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
+    except requests.RequestException as exc:
+        raise InputError([Problem(where, f"cannot fetch input: {exc}")])
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError([Problem(f"{where}:{exc.lineno}:{exc.colno}",
+                                  f"not valid JSON: {exc.msg}")])
+
+
+def data_driver_names():
+    return sorted(extension.ExtensionManager(DATA_DRIVER_NAMESPACE).names())
+
+
+def load_layout(document, driver_name="native"):
+    try:
+        mgr = sd_driver.DriverManager(DATA_DRIVER_NAMESPACE, driver_name,
+                                      invoke_on_load=True, invoke_args=(document,))
+    except Exception as exc:   # stevedore raises several types for "no such plugin"
+        if driver_name in data_driver_names():
+            raise
+        raise InputError([Problem("--data_driver", f"unknown data driver {driver_name!r}; "
+                                                   f"known: {', '.join(data_driver_names())}")]) \
+            from exc
+    return mgr.driver.layout()
+
+
+def complete(layout):
+    """Add what the input implies but does not spell out."""
+    cd = layout.configdrive
+    if cd and not cd.partition and layout.disks:
+        disk = next((d for d in layout.disks if d.id == cd.disk), layout.disks[0])
+        if disk.partitions:
+            disk.partitions.append(model.Partition(
+                id=planner.CONFIGDRIVE_ID, size=parse_size(CONFIGDRIVE_SIZE, "B"),
+                type="linux", name="config-2" if disk.table == "gpt" else None,
+                origin=f"{cd.origin} (implied partition)"))
+    return layout
+
+
+def build_plan(layout, disks):
+    """Validate and plan; raise InputError (2) or MachineMismatch (3) listing every problem."""
+    complete(layout)
+    problems = validate.check(layout)
+    res, mismatch = resolve.resolve(layout, disks)
+    if problems:
+        raise InputError(problems + mismatch)
+    if mismatch:
+        raise MachineMismatch(mismatch)
+    return Planned(res, planner.plan(res))

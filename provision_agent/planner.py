@@ -1,0 +1,168 @@
+"""Turn a resolved layout into the ordered list of steps the executor runs.
+
+Order: wipe → tables and partitions → settle → md → LVM → mkfs → block-level images → mount →
+tar images → fstab/mdadm.conf → bootloader → configdrive → umount. Everything a step needs is
+in its arguments, so the printed plan is what runs.
+"""
+
+from provision_agent import parttypes
+from provision_agent.steps import Step
+from provision_agent.units import human
+
+CONFIGDRIVE_ID = "configdrive"
+
+
+def _depth(mount):
+    return 0 if mount == "/" else mount.rstrip("/").count("/")
+
+
+def boot_targets(layout, res):
+    """Disk ids to install the bootloader on (explicit, or where boot partitions live)."""
+    bl = layout.bootloader
+    if bl.targets:
+        return list(bl.targets)
+    owner = {p.id: d.id for d, p in layout.partitions()}
+    targets = [d.id for d in layout.disks if any(p.type in ("bios_grub", "esp")
+                                                 for p in d.partitions)]
+    mounts = {fs.mount: fs.device for fs in layout.filesystems if fs.mount}
+    boot_dev = mounts.get("/boot") or mounts.get("/")
+    for r in layout.raids:
+        if r.id == boot_dev:
+            targets += [owner.get(m, m) for m in r.members]
+    if boot_dev in owner:
+        targets.append(owner[boot_dev])
+    return list(dict.fromkeys(t for t in targets if t in res.disks))
+
+
+def plan(res):
+    layout = res.layout
+    steps = []
+    dev = res.devices.get
+    image_targets = {im.target for im in layout.images if im.format in ("raw", "qcow2")}
+
+    for disk in layout.disks:
+        name = dev(disk.id)
+        placed = res.placed.get(disk.id, [])
+        keep = [p.number for p in placed if p.part_id and _part(layout, p.part_id).keep]
+        if disk.wipe:
+            steps.append(Step("wipe", {"disk": name, "keep": keep},
+                              f"wipe old signatures on {name}"
+                              + (f" (keeping partitions {keep})" if keep else "")))
+        if not disk.partitions:
+            continue
+        steps.append(Step("partition_table", {"disk": name, "label": disk.table},
+                          f"new {disk.table} partition table on {name}"))
+        for p in placed:
+            part = _part(layout, p.part_id) if p.part_id else None
+            steps.append(Step("partition", {
+                "disk": name, "number": p.number, "device": p.device,
+                "start": p.start, "end": p.end,
+                "type": parttypes.type_code(disk.table, part.type if part else "extended",
+                                            part.type_guid if part else None),
+                "name": part.name if part else None,
+                "flags": parttypes.flags(disk.table, part.type, part.flags) if part else [],
+                "kind": p.kind, "guid": part.guid if part else None,
+                "keep": bool(part and part.keep)},
+                f"partition {p.device} {human(p.size)} "
+                + (part.type if part else "extended")))
+    part_devices = [p.device for ps in res.placed.values() for p in ps if p.kind != "extended"]
+    if part_devices:
+        steps.append(Step("settle", {"disks": [dev(d.id) for d in layout.disks
+                                               if d.partitions],
+                                     "devices": part_devices},
+                          "re-read partition tables and wait for the partition devices"))
+
+    for r in layout.raids:
+        steps.append(Step("md_create", {
+            "device": dev(r.id), "name": r.name, "level": r.level,
+            "members": [dev(m) for m in r.members], "spares": [dev(s) for s in r.spares],
+            "metadata": r.metadata, "chunk_kib": r.chunk_kib},
+            f"RAID{r.level} {dev(r.id)} over {len(r.members)} members"))
+    for vg in layout.volume_groups:
+        for pv in vg.pvs:
+            steps.append(Step("pv_create", {"device": dev(pv)}, f"LVM physical volume {dev(pv)}"))
+        steps.append(Step("vg_create", {"name": vg.name, "pvs": [dev(pv) for pv in vg.pvs]},
+                          f"volume group {vg.name}"))
+        # 'remaining' is taken last so that it really gets what the others leave.
+        for lv in sorted(vg.logical_volumes, key=lambda lv: lv.size.remaining):
+            size_bytes, extents = res.lv_sizes[lv.id]
+            steps.append(Step("lv_create", {
+                "vg": vg.name, "name": lv.name, "device": dev(lv.id), "size_bytes": size_bytes,
+                "extents": extents, "stripes": lv.stripes},
+                f"logical volume {dev(lv.id)} " + (human(size_bytes) if size_bytes else extents)))
+
+    for fs in layout.filesystems:
+        if fs.device in image_targets:
+            continue        # the image brings its own filesystem
+        steps.append(Step("mkfs", {"device": dev(fs.device), "fs_type": fs.type,
+                                   "label": fs.label, "options": fs.mkfs_options},
+                          f"{fs.type} on {dev(fs.device)}"
+                          + (f" labelled {fs.label}" if fs.label else "")))
+
+    fs_of = {fs.device: fs for fs in layout.filesystems}
+    for im in layout.images:
+        if im.format != "tar":
+            fs = fs_of.get(im.target)
+            steps.append(_image_step(im, dev(im.target), None, fs.type if fs else None))
+
+    mounted = sorted((fs for fs in layout.filesystems if fs.mount and fs.type != "swap"),
+                     key=lambda fs: (_depth(fs.mount), fs.mount))
+    for fs in mounted:
+        steps.append(Step("mount", {"device": dev(fs.device), "mount_point": fs.mount,
+                                    "fs_type": fs.type, "options": fs.mount_options},
+                          f"mount {dev(fs.device)} at {fs.mount}"))
+    for im in sorted((im for im in layout.images if im.format == "tar"),
+                     key=lambda im: _depth(im.target)):
+        steps.append(_image_step(im, None, im.target, None))
+
+    if layout.filesystems:
+        steps.append(Step("fstab", {"entries": [_fstab_entry(fs, dev(fs.device))
+                                                for fs in layout.filesystems
+                                                if fs.mount or fs.type == "swap"]},
+                          "write /etc/fstab by UUID"))
+    if layout.raids:
+        steps.append(Step("mdadm_conf", {"arrays": [dev(r.id) for r in layout.raids]},
+                          "write /etc/mdadm/mdadm.conf"))
+    bl = layout.bootloader
+    if bl and bl.type != "none":
+        targets = [dev(t) for t in boot_targets(layout, res)]
+        steps.append(Step("bootloader", {"type": bl.type, "boot_mode": bl.boot_mode,
+                                         "targets": targets, "kernel_params": bl.kernel_params},
+                          f"grub2 ({bl.boot_mode}) on {', '.join(targets) or 'no disk'}"))
+    cd = layout.configdrive
+    if cd:
+        device = dev(cd.partition or CONFIGDRIVE_ID)
+        steps.append(Step("configdrive", {
+            "device": device, "format": cd.format, "content": cd.content,
+            "meta_data": cd.meta_data, "user_data": cd.user_data,
+            "network_data": cd.network_data}, f"{cd.format} configdrive on {device}"))
+    if mounted:
+        steps.append(Step("umount", {"mount_points": [fs.mount for fs in reversed(mounted)]},
+                          "unmount the target filesystems"))
+    return steps
+
+
+def _image_step(im, device, mount_point, fs_type):
+    where = device or mount_point
+    return Step("write_image", {
+        "device": device, "mount_point": mount_point, "uri": im.uri, "format": im.format,
+        "compression": im.compression, "checksum": im.checksum, "checksum_of": im.checksum_of,
+        "allow_no_checksum": im.allow_no_checksum, "fs_type": fs_type},
+        f"{im.format} image {im.uri} to {where}")
+
+
+def _fstab_entry(fs, device):
+    if fs.type == "swap":
+        mount, options, default_pass = "none", "sw", 0
+    else:
+        mount, options = fs.mount, fs.mount_options
+        default_pass = 1 if fs.mount == "/" else 2
+    return {"device": device, "mount_point": mount, "fs_type": fs.type, "options": options,
+            "dump": 0, "pass": default_pass if fs.fstab_pass is None else fs.fstab_pass}
+
+
+def _part(layout, part_id):
+    for _, p in layout.partitions():
+        if p.id == part_id:
+            return p
+    raise KeyError(part_id)

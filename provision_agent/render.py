@@ -1,0 +1,95 @@
+"""Printable forms of a plan: a layout tree for people, one JSON document for programs."""
+
+import json
+
+from provision_agent.units import human
+
+
+def layout_dict(res):
+    lay = res.layout
+    parts = {p.id: p for _, p in lay.partitions()}
+    return {
+        "disks": [{
+            "id": d.id, "device": res.devices.get(d.id), "size": res.sizes.get(d.id),
+            "serial": res.disks.get(d.id, {}).get("serial"), "table": d.table,
+            "partitions": [{
+                "id": p.part_id, "number": p.number, "device": p.device, "start": p.start,
+                "end": p.end, "size": p.size, "kind": p.kind,
+                "type": parts[p.part_id].type if p.part_id else "extended",
+                "keep": bool(p.part_id and parts[p.part_id].keep),
+            } for p in res.placed.get(d.id, [])],
+        } for d in lay.disks],
+        "raids": [{
+            "id": r.id, "device": res.devices[r.id], "level": r.level, "metadata": r.metadata,
+            "members": [res.devices.get(m) for m in r.members],
+            "spares": [res.devices.get(s) for s in r.spares], "size": res.sizes.get(r.id),
+        } for r in lay.raids],
+        "volume_groups": [{
+            "id": vg.id, "name": vg.name, "pvs": [res.devices.get(p) for p in vg.pvs],
+            "size": res.sizes.get(vg.id),
+            "logical_volumes": [{
+                "id": lv.id, "name": lv.name, "device": res.devices[lv.id],
+                "size": res.sizes.get(lv.id), "stripes": lv.stripes,
+            } for lv in vg.logical_volumes],
+        } for vg in lay.volume_groups],
+        "filesystems": [{
+            "device": res.devices.get(fs.device), "id": fs.device, "type": fs.type,
+            "mount": fs.mount, "label": fs.label, "mount_options": fs.mount_options,
+        } for fs in lay.filesystems],
+        "images": [{"uri": im.uri, "format": im.format, "target": im.target}
+                   for im in lay.images],
+    }
+
+
+def plan_json(planned):
+    return json.dumps({"layout": layout_dict(planned.resolved),
+                       "steps": [s.to_dict() for s in planned.steps]}, indent=2)
+
+
+def plan_text(planned):
+    res = planned.resolved
+    lay = res.layout
+    fs_on = {fs.device: fs for fs in lay.filesystems}
+    used_by = {}
+    for r in lay.raids:
+        for m in r.members + r.spares:
+            used_by[m] = f"md {res.devices[r.id]}" + (" (spare)" if m in r.spares else "")
+    for vg in lay.volume_groups:
+        for pv in vg.pvs:
+            used_by[pv] = f"pv of VG {vg.name}"
+
+    def tail(obj_id):
+        if obj_id in fs_on:
+            fs = fs_on[obj_id]
+            what = fs.type + (f" {fs.mount}" if fs.mount else "")
+            return what + (f" [{fs.label}]" if fs.label else "")
+        return used_by.get(obj_id, "")
+
+    lines = ["Layout:"]
+    for d in lay.disks:
+        lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {d.table if d.partitions else 'whole disk'}"
+                     f"  (disk {d.id})" + (f"  → {tail(d.id)}" if tail(d.id) else ""))
+        placed = res.placed.get(d.id, [])
+        for i, p in enumerate(placed):
+            branch = "└─" if i == len(placed) - 1 else "├─"
+            ptype = "extended" if not p.part_id else \
+                next(x.type for _, x in lay.partitions() if x.id == p.part_id)
+            t = tail(p.part_id) if p.part_id else ""
+            lines.append(f"  {branch} {p.device}  {human(p.size):>8}  {ptype}"
+                         + (f"  → {t}" if t else ""))
+    for r in lay.raids:
+        lines.append(f"{res.devices[r.id]}  RAID{r.level}  ~{human(res.sizes.get(r.id, 0))}"
+                     f"  metadata {r.metadata}" + (f"  → {tail(r.id)}" if tail(r.id) else ""))
+    for vg in lay.volume_groups:
+        lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}")
+        for i, lv in enumerate(vg.logical_volumes):
+            branch = "└─" if i == len(vg.logical_volumes) - 1 else "├─"
+            size = human(res.sizes.get(lv.id, 0))
+            lines.append(f"  {branch} {res.devices[lv.id]}  {size:>8}"
+                         + ("  (remaining)" if lv.size.remaining else "")
+                         + (f"  → {tail(lv.id)}" if tail(lv.id) else ""))
+    lines.append("")
+    lines.append(f"Plan ({len(planned.steps)} steps):")
+    for i, s in enumerate(planned.steps, 1):
+        lines.append(f"  {i:3d}. [{s.kind}] {s.description}")
+    return "\n".join(lines)

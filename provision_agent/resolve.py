@@ -1,0 +1,144 @@
+"""Bind a Layout to a machine's disks and compute every device path and size.
+
+Problems found here are the machine's (a hint matching no disk or several, a disk too small for
+its partitions, volume groups too small for their volumes): they exit 3, not 2.
+"""
+
+from dataclasses import dataclass, field
+
+from provision_agent import geometry, inventory
+from provision_agent.devnames import lv_device, md_device
+from provision_agent.errors import Problem
+from provision_agent.units import MiB, align_up, human
+
+EXTENT = 4 * MiB
+PV_DATA_OFFSET = MiB
+
+
+@dataclass
+class Resolved:
+    layout: object
+    disks: dict = field(default_factory=dict)       # disk id -> inventory dict
+    placed: dict = field(default_factory=dict)      # disk id -> [geometry.Placed]
+    devices: dict = field(default_factory=dict)     # any block id -> device path
+    sizes: dict = field(default_factory=dict)       # any block id -> bytes (md/vg estimates)
+    vg_extents: dict = field(default_factory=dict)  # vg id -> extents available
+    lv_sizes: dict = field(default_factory=dict)    # lv id -> (size_bytes | None, extents | None)
+
+
+def md_reserve(member_bytes):
+    """Space mdadm keeps on each member for superblock, bitmap and data offset (upper bound).
+
+    mdadm picks a data offset of up to 128 MiB, shrunk for small members to about 1/1024th of
+    the member; 1 MiB more covers the superblock and internal bitmap.
+    """
+    return min(128 * MiB, max(MiB, member_bytes // 1024)) + MiB
+
+
+def md_size(level, member_sizes):
+    n, smallest = len(member_sizes), min(member_sizes)
+    usable = smallest - md_reserve(smallest)
+    data_disks = {0: n, 1: 1, 4: n - 1, 5: n - 1, 6: n - 2, 10: n / 2}[level]
+    return max(0, int(usable * data_disks))
+
+
+def resolve(layout, disks):
+    """Returns (Resolved, problems). Run validate.check first: this assumes references hold."""
+    res = Resolved(layout)
+    problems = []
+    taken = {}
+    for disk in layout.disks:
+        try:
+            found = inventory.match(disks, disk.hints)
+        except ValueError as exc:
+            problems.append(Problem(disk.origin or disk.id, f"bad disk hint: {exc}"))
+            continue
+        names = ", ".join(d["name"] for d in found)
+        if not found:
+            problems.append(Problem(disk.origin or disk.id,
+                                    f"no disk matches {_hint_text(disk.hints)}; the machine has "
+                                    f"{_disk_list(disks)}"))
+            continue
+        if len(found) > 1:
+            problems.append(Problem(disk.origin or disk.id,
+                                    f"{len(found)} disks match {_hint_text(disk.hints)} ({names}); "
+                                    "add a hint so exactly one does"))
+            continue
+        dev = found[0]
+        if dev["name"] in taken:
+            problems.append(Problem(disk.origin or disk.id,
+                                    f"{dev['name']} is already matched by disk {taken[dev['name']]!r}"))
+            continue
+        taken[dev["name"]] = disk.id
+        res.disks[disk.id] = dev
+        res.devices[disk.id] = dev["name"]
+        res.sizes[disk.id] = dev["size"]
+        placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions)
+        problems += [Problem(disk.origin or disk.id, e) for e in errs]
+        res.placed[disk.id] = placed
+        for p in placed:
+            if p.part_id:
+                res.devices[p.part_id] = p.device
+                res.sizes[p.part_id] = p.size
+
+    for r in layout.raids:
+        res.devices[r.id] = md_device(r.name)
+        member_sizes = [res.sizes[m] for m in r.members if m in res.sizes]
+        if len(member_sizes) == len(r.members) and member_sizes:
+            res.sizes[r.id] = md_size(r.level, member_sizes)
+            small = [s for s in r.spares if s in res.sizes and res.sizes[s] < min(member_sizes)]
+            for s in small:
+                problems.append(Problem(r.origin or r.id,
+                                        f"spare {s!r} is smaller than the smallest member"))
+
+    for vg in layout.volume_groups:
+        pv_sizes = [res.sizes.get(pv) for pv in vg.pvs]
+        if None in pv_sizes:
+            continue    # a disk did not resolve; that is already reported
+        extents = sum(max(0, (s - PV_DATA_OFFSET) // EXTENT) for s in pv_sizes)
+        res.vg_extents[vg.id] = extents
+        res.sizes[vg.id] = extents * EXTENT
+        problems += _place_lvs(vg, extents, res)
+    return res, problems
+
+
+def _place_lvs(vg, extents, res):
+    problems = []
+    used = 0
+    for lv in vg.logical_volumes:
+        res.devices[lv.id] = lv_device(vg.name, lv.name)
+        if lv.size.remaining:
+            res.lv_sizes[lv.id] = (None, "100%FREE")
+            continue
+        if lv.size.percent:
+            n = int(extents * lv.size.percent / 100)
+            res.lv_sizes[lv.id] = (None, f"{lv.size.percent:g}%VG")
+        else:
+            n = align_up(lv.size.bytes, EXTENT) // EXTENT
+            res.lv_sizes[lv.id] = (n * EXTENT, None)
+        res.sizes[lv.id] = n * EXTENT
+        used += n
+    if used > extents:
+        problems.append(Problem(vg.origin or vg.id,
+                                f"logical volumes need {human(used * EXTENT)} but volume group "
+                                f"{vg.name} has about {human(extents * EXTENT)}"))
+    rest = extents - used
+    for lv in vg.logical_volumes:
+        if lv.size.remaining:
+            if rest < 1 and used <= extents:
+                problems.append(Problem(lv.origin or lv.id,
+                                        f"no space left in {vg.name} for 'remaining'"))
+            res.sizes[lv.id] = max(0, rest) * EXTENT
+    return problems
+
+
+def _hint_text(hints):
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(hints.items()))
+
+
+def _disk_list(disks):
+    if not disks:
+        return "no disks"
+    return "; ".join(f"{d['name']} ({human(d['size'])}"
+                     + (f", serial {d['serial']}" if d.get("serial") else "") + ")"
+                     for d in disks)

@@ -1,0 +1,175 @@
+"""Checks of a Layout on its own (no machine needed). Every problem is reported, not the first.
+
+Problems name the object by its origin (a JSON path, or a Fuel space/volume for that driver).
+"""
+
+from collections import Counter
+
+from provision_agent.errors import Problem
+
+MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
+
+
+def _where(obj):
+    return obj.origin or getattr(obj, "id", "?")
+
+
+def check(layout):
+    problems = []
+    add = lambda obj, msg: problems.append(Problem(_where(obj), msg))  # noqa: E731
+
+    objects = {}
+    for obj in _referencable(layout):
+        if obj.id in objects:
+            add(obj, f"duplicate id {obj.id!r} (also used at {_where(objects[obj.id])})")
+        else:
+            objects[obj.id] = obj
+    disks = {d.id: d for d in layout.disks}
+    parts = {p.id: p for _, p in layout.partitions()}
+    raids = {r.id: r for r in layout.raids}
+    lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
+    whole_disks = {d.id: d for d in layout.disks if not d.partitions}
+    block_ids = set(parts) | set(raids) | set(lvs) | set(whole_disks)
+
+    _check_disks(layout, add)
+    users = Counter()
+
+    def use(ref, obj, what, allowed):
+        if ref not in allowed:
+            kind = "disk with partitions" if ref in disks else "unknown id"
+            add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
+            return
+        users[ref] += 1
+        if users[ref] == 2:
+            add(obj, f"{ref!r} is used by more than one raid, volume group or filesystem")
+
+    for r in layout.raids:
+        for ref in r.members + r.spares:
+            use(ref, r, "member", set(parts) | set(whole_disks))
+        if len(r.members) < MIN_MEMBERS[r.level]:
+            add(r, f"RAID{r.level} needs at least {MIN_MEMBERS[r.level]} members, "
+                   f"got {len(r.members)}")
+        if r.chunk_kib is not None and r.level == 1:
+            add(r, "chunk does not apply to RAID1")
+    names = Counter(r.name for r in layout.raids)
+    for r in layout.raids:
+        if names[r.name] > 1:
+            add(r, f"duplicate raid name {r.name!r}")
+
+    vg_names = Counter(vg.name for vg in layout.volume_groups)
+    for vg in layout.volume_groups:
+        if vg_names[vg.name] > 1:
+            add(vg, f"duplicate volume group name {vg.name!r}")
+        for ref in vg.pvs:
+            use(ref, vg, "physical volume", set(parts) | set(raids) | set(whole_disks))
+        remaining = [lv for lv in vg.logical_volumes if lv.size.remaining]
+        if len(remaining) > 1:
+            add(vg, f"'remaining' is used by {len(remaining)} logical volumes; at most one may")
+        lv_names = Counter(lv.name for lv in vg.logical_volumes)
+        for lv in vg.logical_volumes:
+            if lv_names[lv.name] > 1:
+                add(lv, f"duplicate logical volume name {lv.name!r} in {vg.name}")
+            if lv.stripes and lv.stripes > len(vg.pvs):
+                add(lv, f"{lv.stripes} stripes need as many physical volumes; "
+                        f"{vg.name} has {len(vg.pvs)}")
+
+    _check_filesystems(layout, use, block_ids, add)
+    _check_images(layout, add, block_ids, disks)
+    _check_bootloader(layout, add, disks, parts)
+    if layout.configdrive and layout.configdrive.partition \
+            and layout.configdrive.partition not in parts:
+        add(layout.configdrive, f"partition {layout.configdrive.partition!r} does not exist")
+    if layout.configdrive and layout.configdrive.disk and layout.configdrive.disk not in disks:
+        add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
+    return problems
+
+
+def _referencable(layout):
+    yield from layout.disks
+    yield from (p for _, p in layout.partitions())
+    yield from layout.raids
+    yield from layout.volume_groups
+    yield from (lv for _, lv in layout.logical_volumes())
+
+
+def _check_disks(layout, add):
+    for disk in layout.disks:
+        remaining = [p for p in disk.partitions if p.size.remaining]
+        if len(remaining) > 1:
+            add(disk, f"'remaining' is used by {len(remaining)} partitions on one disk; "
+                      "at most one may")
+        for p in disk.partitions:
+            if p.type == "custom" and not p.type_guid:
+                add(p, "type 'custom' needs a type_guid")
+            if p.type_guid and p.type != "custom":
+                add(p, "type_guid is only for type 'custom'")
+            if disk.table == "msdos" and p.type == "bios_grub":
+                add(p, "a bios_grub partition only exists on gpt tables")
+            if disk.table == "msdos" and (p.name or p.guid):
+                add(p, "msdos tables have no partition names or GUIDs")
+
+
+def _check_filesystems(layout, use, block_ids, add):
+    mounts = {}
+    for fs in layout.filesystems:
+        use(fs.device, fs, "device", block_ids)
+        if fs.type == "swap":
+            if fs.mount:
+                add(fs, "swap has no mount point")
+            continue
+        if fs.mount:
+            if fs.mount in mounts:
+                add(fs, f"mount point {fs.mount} is also used at {_where(mounts[fs.mount])}")
+            mounts[fs.mount] = fs
+        if fs.mount == "/boot/efi" and fs.type != "vfat":
+            add(fs, "the ESP mounted at /boot/efi must be vfat")
+    whole_disk_image = any(im.format == "disk" for im in layout.images)
+    if "/" not in mounts and not whole_disk_image:
+        add(_Anywhere("$.filesystems"), "no root filesystem: one filesystem must mount at /")
+
+
+class _Anywhere:
+    def __init__(self, origin):
+        self.origin = origin
+
+
+def _check_images(layout, add, block_ids, disks):
+    mounts = {fs.mount: fs for fs in layout.filesystems if fs.mount}
+    fs_devices = {fs.device: fs for fs in layout.filesystems}
+    for im in layout.images:
+        if im.checksum is None and not im.allow_no_checksum:
+            add(im, "no checksum: give one, or set allow_no_checksum to write it unverified")
+        if im.format == "tar":
+            if im.target not in mounts:
+                add(im, f"tar images extract into a mounted filesystem; {im.target!r} is not "
+                        "a mount point of this layout")
+        elif im.format == "disk":
+            if im.target not in disks:
+                add(im, f"a whole-disk image needs a disk id as target, not {im.target!r}")
+            elif disks[im.target].partitions:
+                add(im, f"disk {im.target!r} gets a whole-disk image and may not also list "
+                        "partitions")
+        else:
+            if im.target not in block_ids:
+                add(im, f"target {im.target!r} is not a partition, raid or logical volume")
+            elif im.target in fs_devices and fs_devices[im.target].type == "swap":
+                add(im, f"target {im.target!r} is swap")
+
+
+def _check_bootloader(layout, add, disks, parts):
+    bl = layout.bootloader
+    if not bl or bl.type == "none":
+        return
+    for t in bl.targets or []:
+        if t not in disks:
+            add(bl, f"bootloader target {t!r} is not a disk id")
+            continue
+        disk = disks[t]
+        types = {p.type for p in disk.partitions}
+        if bl.boot_mode == "bios" and disk.table == "gpt" and "bios_grub" not in types:
+            add(bl, f"BIOS boot from gpt disk {t!r} needs a bios_grub partition on it")
+        if bl.boot_mode == "uefi" and "esp" not in types:
+            add(bl, f"UEFI boot from disk {t!r} needs an esp partition on it")
+    if bl.boot_mode == "uefi":
+        if not any(fs.mount == "/boot/efi" for fs in layout.filesystems):
+            add(bl, "UEFI boot needs a vfat filesystem mounted at /boot/efi")
