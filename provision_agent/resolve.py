@@ -73,6 +73,8 @@ def resolve(layout, disks):
         res.disks[disk.id] = dev
         res.devices[disk.id] = dev["name"]
         res.sizes[disk.id] = dev["size"]
+        if sum(p.size.remaining for p in disk.partitions) > 1:
+            continue    # validation reports it; there is no single way to place them
         placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions)
         problems += [Problem(disk.origin or disk.id, e) for e in errs]
         res.placed[disk.id] = placed

@@ -1,0 +1,168 @@
+"""Every semantic problem is found before anything runs, with its location, all at once."""
+
+import json
+
+import pytest
+
+from tests.unit.helpers import inventory, mutate, run_cli, sample
+
+from provision_agent import inventory as inv_mod
+from provision_agent import pipeline
+from provision_agent.data_drivers.native import NativeDriver
+from provision_agent.errors import InputError, MachineMismatch
+
+DISKS = inv_mod.from_document(inventory("three-disks"))
+
+
+def problems_of(doc, disks=DISKS):
+    with pytest.raises((InputError, MachineMismatch)) as exc:
+        pipeline.build_plan(NativeDriver(doc).layout(), disks)
+    return exc.value, [str(p) for p in exc.value.problems]
+
+
+def test_samples_are_valid():
+    for name, inv in (("single-disk", "single-disk"), ("two-disk-raid-lvm", "three-disks"),
+                      ("uefi", "single-disk")):
+        planned = pipeline.build_plan(NativeDriver(sample(name)).layout(),
+                                      inv_mod.from_document(inventory(inv)))
+        assert planned.steps
+
+
+def test_schema_errors_carry_json_paths():
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: (
+        d["disks"][1]["partitions"][2].__setitem__("size", "lots"),
+        d["raids"][0].__setitem__("level", 3),
+        d["filesystems"][0].__setitem__("type", "ntfs")))
+    with pytest.raises(InputError) as exc:
+        NativeDriver(doc).layout()
+    locations = {p.location for p in exc.value.problems}
+    assert "$.disks[1].partitions[2].size" in locations
+    assert "$.raids[0].level" in locations
+    assert "$.filesystems[0].type" in locations
+
+
+def test_unknown_reference_and_duplicate_ids():
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: (
+        d["raids"][0]["members"].__setitem__(1, "nope"),
+        d["disks"][1]["partitions"][0].__setitem__("id", "bios0")))
+    err, problems = problems_of(doc)
+    assert isinstance(err, InputError)
+    assert any("$.raids[0]" in p and "'nope'" in p for p in problems)
+    assert any("$.disks[1].partitions[0]" in p and "duplicate id 'bios0'" in p for p in problems)
+
+
+def test_raid_level_vs_member_count():
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: d["raids"][1].__setitem__("level", 5))
+    _, problems = problems_of(doc)
+    assert any("$.raids[1]" in p and "RAID5 needs at least 3 members, got 2" in p
+               for p in problems)
+
+
+def test_duplicate_mount_points_and_no_root():
+    doc = mutate(sample("two-disk-raid-lvm"),
+                 lambda d: d["filesystems"][1].__setitem__("mount", "/boot"))
+    _, problems = problems_of(doc)
+    assert any("$.filesystems[1]" in p and "mount point /boot is also used" in p
+               for p in problems)
+    assert any("no root filesystem" in p for p in problems)
+
+
+def test_remaining_twice_on_one_disk():
+    doc = mutate(sample("single-disk"),
+                 lambda d: d["disks"][0]["partitions"][1].__setitem__("size", "remaining"))
+    _, problems = problems_of(doc)
+    assert any("$.disks[0]" in p and "'remaining' is used by 2 partitions" in p
+               for p in problems)
+
+
+def test_device_used_twice():
+    doc = mutate(sample("two-disk-raid-lvm"),
+                 lambda d: d["volume_groups"][0]["pvs"].append("md-boot"))
+    _, problems = problems_of(doc)
+    assert any("'md-boot' is used by more than one" in p for p in problems)
+
+
+def test_bootloader_target_without_boot_partition():
+    doc = mutate(sample("single-disk"), lambda d: (
+        d["disks"][0]["partitions"].pop(0),
+        d.__setitem__("bootloader", {"boot_mode": "bios", "targets": ["disk0"]})))
+    _, problems = problems_of(doc)
+    assert any("$.bootloader" in p and "needs a bios_grub partition" in p for p in problems)
+
+
+def test_uefi_needs_esp_mount():
+    doc = mutate(sample("uefi"), lambda d: d["filesystems"].pop(0))
+    _, problems = problems_of(doc)
+    assert any("vfat filesystem mounted at /boot/efi" in p for p in problems)
+
+
+def test_image_without_checksum_refused_unless_allowed():
+    doc = mutate(sample("single-disk"), lambda d: d.__setitem__(
+        "images", [{"uri": "http://10.0.2.2/root.img.gz", "target": "root"}]))
+    _, problems = problems_of(doc)
+    assert any("$.images[0]" in p and "no checksum" in p for p in problems)
+    doc["images"][0]["allow_no_checksum"] = True
+    pipeline.build_plan(NativeDriver(doc).layout(), DISKS)
+
+
+def test_disk_too_small_is_machine_mismatch():
+    doc = mutate(sample("single-disk"),
+                 lambda d: d["disks"][0]["partitions"][1].__setitem__("size", "8GiB"))
+    err, problems = problems_of(doc)
+    assert isinstance(err, MachineMismatch) and err.exit_code == 3
+    assert any("$.disks[0]" in p and "need" in p and "/dev/vda" in p for p in problems)
+
+
+def test_hint_matching_no_disk_or_several():
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: (
+        d["disks"][0].__setitem__("match", {"serial": "nosuch"}),
+        d["disks"][1].__setitem__("match", {"model": "QEMU HARDDISK"})))
+    err, problems = problems_of(doc)
+    assert isinstance(err, MachineMismatch)
+    assert any("$.disks[0]" in p and "no disk matches serial='nosuch'" in p
+               and "/dev/vda (4GiB, serial disk0)" in p for p in problems)
+    assert any("$.disks[1]" in p and "3 disks match" in p for p in problems)
+
+
+def test_vg_too_small_is_machine_mismatch():
+    doc = mutate(sample("two-disk-raid-lvm"),
+                 lambda d: d["volume_groups"][0]["logical_volumes"][0].__setitem__("size", "20GiB"))
+    err, problems = problems_of(doc)
+    assert isinstance(err, MachineMismatch)
+    assert any("volume group os" in p for p in problems)
+
+
+def test_all_problems_reported_at_once(tmp_path):
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: (
+        d["raids"][1].__setitem__("level", 6),
+        d["filesystems"][1].__setitem__("mount", "/boot"),
+        d["disks"][0]["partitions"][1].__setitem__("size", "remaining")))
+    rc, out, err = run_cli(tmp_path, doc)
+    assert rc == 2
+    assert "Traceback" not in err
+    assert err.count("\n  - ") >= 4
+    assert "$.raids[1]" in err and "$.filesystems[1]" in err and "$.disks[0]" in err
+
+
+def test_by_id_and_by_path_hints():
+    disks = DISKS
+    assert [d["name"] for d in inv_mod.match(disks, {"by_id": "virtio-disk1"})] == ["/dev/vdb"]
+    assert [d["name"] for d in inv_mod.match(
+        disks, {"by_path": "/dev/disk/by-path/pci-0000:00:06.0"})] == ["/dev/vdc"]
+    assert [d["name"] for d in inv_mod.match(disks, {"name": "vda"})] == ["/dev/vda"]
+    assert len(inv_mod.match(disks, {"size": ">= 4"})) == 3
+    assert inv_mod.match(disks, {"size": "> 4"}) == []
+
+
+def test_inventory_bare_and_wrapped_forms(tmp_path):
+    wrapped = inventory("single-disk")
+    bare = wrapped["inventory"]
+    assert inv_mod.from_document(wrapped) == inv_mod.from_document(bare)
+    with pytest.raises(InputError):
+        inv_mod.from_document({"disks": [{"name": "sda"}]})
+    p = tmp_path / "inv.json"
+    p.write_text("{not json")
+    with pytest.raises(InputError) as exc:
+        inv_mod.load(str(p))
+    assert "not valid JSON" in str(exc.value)
+    assert json.dumps  # keep import used
