@@ -46,6 +46,14 @@ def apply(doc, path, action, value):
     return doc
 
 
+# Values of the right type, so that many mutants pass the schema and reach the semantic and
+# machine checks (unknown references, sizes that do not fit, disks that do not exist).
+plausible = st.sampled_from([
+    "remaining", "50%", "100%", "1GiB", "9GiB", 5000, 1, "/", "/boot", "/var", "raid", "lvm",
+    "md-os", "md-boot", "disk0", "disk1", "root", "lv-root", "boot0", "os0", "/dev/vdz",
+    "/dev/vdc", 0, 5, 10, "1.0", "ext4", "xfs", "swap", "uefi", "bios"])
+
+
 @st.composite
 def mutated(draw):
     name, inv = draw(st.sampled_from(SAMPLES))
@@ -54,11 +62,12 @@ def mutated(draw):
         all_paths = list(paths(doc))
         path = draw(st.sampled_from(all_paths))
         action = draw(st.sampled_from(["replace", "delete", "duplicate"]))
-        doc = apply(doc, path, action, draw(json_values))
+        value = draw(st.one_of(plausible, json_values))
+        doc = apply(doc, path, action, value)
     return doc, inv
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutated())
 def test_mutations_exit_cleanly_with_locations(tmp_path, case):
     doc, inv = case
