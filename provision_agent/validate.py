@@ -109,10 +109,17 @@ def _check_disks(layout, add):
                 add(p, "msdos tables have no partition names or GUIDs")
 
 
+# Longest label each mkfs accepts.
+LABEL_MAX = {"vfat": 11, "xfs": 12, "ext2": 16, "ext3": 16, "ext4": 16, "swap": 16,
+             "btrfs": 255}
+
+
 def _check_filesystems(layout, use, block_ids, add):
     mounts = {}
     for fs in layout.filesystems:
         use(fs.device, fs, "device", block_ids)
+        if fs.label and len(fs.label) > LABEL_MAX[fs.type]:
+            add(fs, f"{fs.type} labels have at most {LABEL_MAX[fs.type]} characters")
         if fs.type == "swap":
             if fs.mount:
                 add(fs, "swap has no mount point")

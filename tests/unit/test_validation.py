@@ -166,3 +166,9 @@ def test_inventory_bare_and_wrapped_forms(tmp_path):
         inv_mod.load(str(p))
     assert "not valid JSON" in str(exc.value)
     assert json.dumps  # keep import used
+
+
+def test_label_length_per_filesystem():
+    doc = mutate(sample("uefi"), lambda d: d["filesystems"][0].__setitem__("label", "EFI-SYSTEM-1"))
+    _, problems = problems_of(doc)
+    assert any("$.filesystems[0]" in p and "vfat labels have at most 11" in p for p in problems)
