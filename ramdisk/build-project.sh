@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the small, often changing layer of the ramdisk: this project (a wheel of the working
+# tree), /init and the SSH configuration, as a cpio archive appended after the base one
+# (the kernel unpacks concatenated archives in order, later files win).
+# Usage (normally called by ramdisk/build.sh): build-project.sh OUT.cpio.zst REPO HOSTKEY_DIR [KEYFILE...]
+set -euo pipefail
+
+out=$1 repo=$2 hostkeys=$3
+shift 3
+here=$(cd "$(dirname "$0")" && pwd)
+venv=${PROVISION_AGENT_CACHE:?}/ramdisk/build-venv
+work=$(mktemp -d "${TMPDIR:-/tmp}/provision-ramdisk-project.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+stage=$work/stage
+
+# A copy of the working tree (tracked + untracked, not ignored): building in the clone would
+# write build/ and *.egg-info where other people are working.
+mkdir -p "$work/src"
+(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) \
+  | tar -xf - -C "$work/src"
+
+if [ ! -x "$venv/bin/pip" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip setuptools wheel
+fi
+"$venv/bin/pip" wheel -q --no-deps --no-build-isolation -w "$work/wheels" "$work/src"
+
+# Debian's python3 looks in /usr/lib/python3/dist-packages; the dependencies come from Debian
+# packages in the base layer, so only this project goes in here.
+site=$stage/usr/lib/python3/dist-packages
+"$venv/bin/pip" install -q --no-deps --no-compile --target "$site" "$work"/wheels/*.whl
+rm -rf "$site/bin"
+
+# Console scripts for the ramdisk's python3 (pip would write the build venv's path).
+mkdir -p "$stage/usr/bin"
+for ep in "$site"/*.dist-info/entry_points.txt; do
+  [ -f "$ep" ] || continue
+  awk '/^\[/ {s = ($0 == "[console_scripts]")} s && / = / {print $1, $3}' "$ep" |
+  while read -r name target; do
+    cat > "$stage/usr/bin/$name" <<PY
+#!/usr/bin/python3
+import sys
+from ${target%%:*} import ${target##*:}
+sys.exit(${target##*:}())
+PY
+    chmod 755 "$stage/usr/bin/$name"
+  done
+done
+
+install -D -m 755 "$here/init" "$stage/init"
+install -D -m 755 "$here/poweroff" "$stage/usr/local/sbin/poweroff"
+install -D -m 644 "$here/sshd_config" "$stage/etc/ssh/sshd_config.d/provision.conf"
+if [ -f "$hostkeys/ssh_host_ed25519_key" ]; then
+  install -D -m 600 "$hostkeys/ssh_host_ed25519_key" "$stage/etc/ssh/ssh_host_ed25519_key"
+  install -D -m 644 "$hostkeys/ssh_host_ed25519_key.pub" "$stage/etc/ssh/ssh_host_ed25519_key.pub"
+fi
+mkdir -p "$stage/etc/provision"
+for key in "$@"; do cat "$key"; echo; done > "$stage/etc/provision/authorized_keys"
+
+(cd "$stage" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc -R 0:0 --quiet) \
+  | zstd -q -T0 -10 -o "$out.tmp"
+mv "$out.tmp" "$out"

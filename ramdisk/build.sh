@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds (or reuses) the provision ramdisk: vmlinuz + initramfs + manifest.json.
+#
+# Two cached layers, so a code change costs seconds, not a full rebuild:
+#   base     Debian rootfs + kernel modules (build-base.sh), keyed by packages.txt, build-base.sh,
+#            the apt sources and the suite;
+#   project  this working tree as a wheel, /init and SSH config (build-project.sh), keyed by
+#            their contents. initramfs = base.cpio.zst + project.cpio.zst (concatenated).
+#
+# Usage: sudo ramdisk/build.sh [--authorized-key FILE]... [--mirror URL|SOURCES_FILE]
+#                              [--suite bookworm] [--out DIR] [--rebuild] [--no-host-key]
+# Output: $PROVISION_AGENT_CACHE/ramdisk/current/{vmlinuz,initramfs,manifest.json,
+#         ssh_host_ed25519_key.pub} unless --out; the path is printed last on stdout.
+set -euo pipefail
+source "$(dirname "$0")/../scripts/lib.sh"
+here=$REPO_ROOT/ramdisk
+
+keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --authorized-key) keys+=("$(realpath "$2")"); shift 2 ;;
+    --mirror) mirror=$2; shift 2 ;;
+    --suite) suite=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --rebuild) rebuild=1; shift ;;
+    --no-host-key) hostkey=0; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "build.sh must run as root (mmdebstrap --mode=root)" >&2; exit 1; }
+
+cache=$PROVISION_AGENT_CACHE/ramdisk
+out=${out:-$cache/current}
+mkdir -p "$cache" "$out"
+exec 9>"$cache/.lock"
+flock 9   # two test sessions building at once would trample each other's layers
+
+# The mirror: the building machine's own apt sources unless told otherwise.
+if [ -z "$mirror" ]; then
+  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list; do
+    [ -s "$f" ] && grep -qE "^(Suites:.*\b$suite\b|deb .* $suite )" "$f" && { mirror=$f; break; }
+  done
+  [ -n "$mirror" ] || { echo "no apt source for $suite found; pass --mirror" >&2; exit 1; }
+fi
+mirror_id=$mirror
+[ -f "$mirror" ] && mirror_id=$(grep -v '^\s*#' "$mirror")
+
+sha() { sha256sum | cut -c1-16; }
+base_key=$( { cat "$here/build-base.sh" "$here/packages.txt"; echo "$mirror_id" "$suite"; } | sha)
+base=$cache/base-$base_key
+
+t0=$(date +%s.%N)
+if [ "$rebuild" = 1 ] || [ ! -f "$base/base.cpio.zst" ]; then
+  rm -rf "$base.tmp" && mkdir -p "$base.tmp"
+  "$here/build-base.sh" "$base.tmp" "$mirror" "$suite" 2>&1 | grep -v 'filename containing newline' >&2
+  echo "$(date +%s.%N) - $t0" > "$base.tmp/build-time"
+  rm -rf "$base" && mv "$base.tmp" "$base"
+  base_state=built
+else
+  base_state=cached
+fi
+t1=$(date +%s.%N)
+
+# A fixed host key, made once per cache, so clients can pin it across rebuilds.
+hostkeys=$cache/hostkeys
+if [ "$hostkey" = 1 ] && [ ! -f "$hostkeys/ssh_host_ed25519_key" ]; then
+  mkdir -p "$hostkeys"
+  ssh-keygen -q -t ed25519 -N '' -C provision-ramdisk -f "$hostkeys/ssh_host_ed25519_key"
+fi
+[ "$hostkey" = 1 ] || hostkeys=/nonexistent
+
+project_key=$( {
+  cd "$REPO_ROOT" && git ls-files -co --exclude-standard -z | LC_ALL=C sort -z \
+    | xargs -0 sha256sum 2>/dev/null
+  cat "${keys[@]}" /dev/null; cat "$hostkeys"/*.pub 2>/dev/null || true
+} | sha)
+project=$cache/project-$project_key.cpio.zst
+if [ "$rebuild" = 1 ] || [ ! -f "$project" ]; then
+  "$here/build-project.sh" "$project" "$REPO_ROOT" "$hostkeys" "${keys[@]}"
+  project_state=built
+else
+  project_state=cached
+fi
+t2=$(date +%s.%N)
+
+cp "$base/vmlinuz" "$out/vmlinuz.tmp" && mv "$out/vmlinuz.tmp" "$out/vmlinuz"
+cat "$base/base.cpio.zst" "$project" > "$out/initramfs.tmp" && mv "$out/initramfs.tmp" "$out/initramfs"
+rm -f "$out/ssh_host_ed25519_key.pub"
+[ "$hostkey" = 1 ] && cp "$hostkeys/ssh_host_ed25519_key.pub" "$out/"
+
+python3 "$here/manifest.py" --out "$out" --base "$base" --project "$project" \
+  --base-state "$base_state" --project-state "$project_state" --times "$t0" "$t1" "$t2" \
+  --mirror "$mirror" --suite "$suite" >&2
+echo "$out"
