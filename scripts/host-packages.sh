@@ -8,7 +8,7 @@ packages=(
   qemu-system-x86 qemu-utils mmdebstrap cpio zstd xz-utils bzip2 ovmf
   openssh-client openssh-server
   # functional tests on loop devices and the tools provision drives
-  gdisk parted dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
+  gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
   # a Python to run tox from
   python3 python3-venv python3-pip
 )
