@@ -1,0 +1,71 @@
+"""Finding (or building) the ramdisk the VM boots, and the SSH client key for it."""
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def cache_dir():
+    """The same cache scripts/lib.sh uses: outside the clone, shared by every checkout."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(os.environ.get("PROVISION_AGENT_CACHE") or os.path.join(base, "provision-agent"))
+
+
+@dataclass(frozen=True)
+class Ramdisk:
+    directory: Path
+
+    @property
+    def kernel(self):
+        return self.directory / "vmlinuz"
+
+    @property
+    def initramfs(self):
+        return self.directory / "initramfs"
+
+    @property
+    def host_public_key(self):
+        """The sshd host key baked in at build time (one line, "ssh-ed25519 AAAA... comment")."""
+        return (self.directory / "ssh_host_ed25519_key.pub").read_text().strip()
+
+    @property
+    def manifest(self):
+        return json.loads((self.directory / "manifest.json").read_text())
+
+
+class RamdiskBuildError(RuntimeError):
+    pass
+
+
+def ensure_ramdisk(rebuild=False):
+    """Build the ramdisk or reuse the cached layers; return it.
+
+    PROVISION_RAMDISK_DIR points at a prebuilt one instead (nothing is built then).
+    The build is cheap when only the project changed (seconds) and needs root.
+    """
+    prebuilt = os.environ.get("PROVISION_RAMDISK_DIR")
+    if prebuilt:
+        return Ramdisk(Path(prebuilt))
+    argv = ["bash", str(REPO_ROOT / "ramdisk" / "build.sh")] + (["--rebuild"] if rebuild else [])
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RamdiskBuildError(
+            f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    summary = [ln for ln in proc.stderr.splitlines() if ln.startswith("ramdisk:")]
+    for line in summary:
+        print(line)
+    return Ramdisk(Path(proc.stdout.strip().splitlines()[-1]))
+
+
+def client_key():
+    """Path of the bench's SSH private key (made once, kept in the cache); .pub next to it."""
+    path = cache_dir() / "vmbench" / "id_ed25519"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "provision-vmbench",
+                        "-f", str(path)], check=True)
+    return path

@@ -1,0 +1,327 @@
+"""One qemu VM booting the provision ramdisk (or its own disks), always torn down.
+
+TCG only (no usable KVM on these hosts), user networking with SSH forwarded to 127.0.0.1 on a
+free port, sparse raw disks with serial numbers, the serial console written to a log file that
+is kept under artifacts/.
+"""
+
+import base64
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import tenacity
+
+from tests.vmbench.guest import GuestQueries
+from tests.vmbench.ramdisk import REPO_ROOT, client_key, ensure_ramdisk
+from tests.vmbench.ssh import SSH, GuestCommandError
+
+READY_LINE = "PROVISION-RAMDISK READY"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+
+
+def parse_size(size):
+    """'4G' -> bytes (binary units, like qemu-img and truncate)."""
+    if isinstance(size, int):
+        return size
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(i?B)?\s*", str(size), re.IGNORECASE)
+    if not m:
+        raise ValueError(f"bad size {size!r}")
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Disk:
+    path: Path
+    size: int
+    serial: str
+
+
+@dataclass(frozen=True)
+class ProvisionRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    log: str
+
+
+class VMError(RuntimeError):
+    pass
+
+
+class VM(GuestQueries):
+    """See tests/vmbench/README.md for the whole API; the short form:
+
+        with VM(disks=3, disk_size="4G") as vm:
+            vm.ssh("lsblk")                    # -> Result(returncode, stdout, stderr)
+            run = vm.provision(doc, ["--debug"])  # -> ProvisionRun(returncode, ..., log)
+            vm.stop()
+            inspect vm.disk_images            # the raw files, still there until the with ends
+    """
+
+    def __init__(self, disks=3, disk_size="4G", *, serials=None, disk_images=None, bus="virtio",
+                 name="vm", memory=2048, cpus=2, boot="ramdisk", firmware="bios", ramdisk=None,
+                 append="", ready_timeout=None, keep_disks=False, artifacts=None):
+        if boot not in ("ramdisk", "disk"):
+            raise ValueError("boot is 'ramdisk' (direct kernel boot) or 'disk' (firmware boots the disks)")
+        self.name = name
+        self.bus = bus
+        self.memory = memory
+        self.cpus = cpus
+        self.boot = boot
+        self.firmware = firmware
+        self.append = append
+        self.keep_disks = keep_disks
+        # FIELD_NOTES: ~30 s to SSH under TCG on an idle 2-core host; CI runs other jobs too.
+        self.ready_timeout = ready_timeout or int(os.environ.get("VMBENCH_READY_TIMEOUT", 240))
+        self.ramdisk = ramdisk or (ensure_ramdisk() if boot == "ramdisk" else None)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        root = Path(artifacts or os.environ.get("VMBENCH_ARTIFACTS") or REPO_ROOT / "artifacts" / "vmbench")
+        self.artifacts = root / f"{name}-{stamp}-{os.getpid()}-{id(self) % 10000}"
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"vmbench-{name}-",
+                                             dir=os.environ.get("VMBENCH_TMP", "/var/tmp")))
+        self._disk_args = (disk_images, disks, disk_size, serials)
+        self.disks = []
+        self.proc = None
+        self.port = None
+        self._ssh = None
+        self.boot_seconds = None
+        self.last_provision_log = ""
+        self._runs = 0
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self):
+        try:
+            self.start()
+            if self.boot == "ramdisk":
+                self.wait_ready()
+        except BaseException:
+            self.report_failure()
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.report_failure()
+        self.close()
+        return False
+
+    def start(self):
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        self.disks = self._make_disks(*self._disk_args)
+        self.port = free_port()
+        self.console_log = self.artifacts / "console.log"
+        argv = self.qemu_argv()
+        (self.artifacts / "qemu-argv.txt").write_text(" ".join(argv) + "\n")
+        self._started = time.monotonic()
+        with open(self.artifacts / "qemu.log", "w") as qlog:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        if self.ramdisk:
+            known = self.workdir / "known_hosts"
+            fields = self.ramdisk.host_public_key.split()
+            known.write_text(f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
+            self._ssh = SSH(self.port, client_key(), known)
+
+    def qemu_argv(self):
+        argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg", "-cpu", "max",
+                "-smp", str(self.cpus), "-m", str(self.memory), "-nographic", "-nodefaults",
+                "-serial", f"file:{self.console_log}", "-no-reboot",
+                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
+                "-device", "virtio-net-pci,netdev=n0"]
+        if self.firmware == "uefi":
+            vars_copy = self.workdir / "OVMF_VARS.fd"
+            shutil.copy(OVMF_VARS, vars_copy)
+            argv += ["-drive", f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}",
+                     "-drive", f"if=pflash,format=raw,file={vars_copy}"]
+        if self.boot == "ramdisk":
+            key = base64.b64encode(client_key().with_suffix(".pub").read_bytes().strip()).decode()
+            cmdline = f"console=ttyS0 rdinit=/init panic=-1 sshkey={key} {self.append}".strip()
+            argv += ["-kernel", str(self.ramdisk.kernel), "-initrd", str(self.ramdisk.initramfs),
+                     "-append", cmdline]
+        if self.bus == "scsi":
+            argv += ["-device", "virtio-scsi-pci,id=scsi0"]
+        for i, disk in enumerate(self.disks):
+            argv += ["-drive", f"file={disk.path},format=raw,if=none,id=d{i},cache=unsafe,discard=unmap"]
+            argv += ["-device", self._disk_device(i, disk)]
+        return argv
+
+    def _disk_device(self, i, disk):
+        boot = f",bootindex={i + 1}" if self.boot == "disk" else ""
+        if self.bus == "virtio":
+            return f"virtio-blk-pci,drive=d{i},serial={disk.serial}{boot}"
+        if self.bus == "scsi":
+            return f"scsi-hd,drive=d{i},bus=scsi0.0,serial={disk.serial}{boot}"
+        if self.bus == "nvme":
+            return f"nvme,drive=d{i},serial={disk.serial}{boot}"
+        raise ValueError(f"unknown disk bus {self.bus!r}")
+
+    def _make_disks(self, images, count, size, serials):
+        if images:
+            paths = [Path(p) for p in images]
+            sizes = [p.stat().st_size for p in paths]
+        else:
+            sizes = [parse_size(s) for s in count] if isinstance(count, (list, tuple)) \
+                else [parse_size(size)] * count
+            paths = [self.workdir / f"disk{i}.img" for i in range(len(sizes))]
+            for p, s in zip(paths, sizes):
+                with open(p, "wb") as f:
+                    f.truncate(s)   # sparse: a 4 GiB disk costs nothing until written
+        serials = list(serials or [f"PA-DISK{i}" for i in range(len(paths))])
+        if len(serials) != len(paths):
+            raise ValueError("one serial per disk")
+        return [Disk(p, s, ser) for p, s, ser in zip(paths, sizes, serials)]
+
+    @property
+    def disk_images(self):
+        return [d.path for d in self.disks]
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_console(self, pattern, timeout=None):
+        """Wait for a regex on the serial console; return the match. Fails fast if qemu exits."""
+        deadline = time.monotonic() + (timeout or self.ready_timeout)
+        rx = re.compile(pattern)
+        while time.monotonic() < deadline:
+            text = self.console_text()
+            m = rx.search(text)
+            if m:
+                return m
+            if "Kernel panic" in text:
+                raise VMError(f"{self.name}: kernel panic before {pattern!r}")
+            if not self.running():
+                raise VMError(f"{self.name}: qemu exited ({self.proc.returncode}) before {pattern!r}:\n"
+                              + (self.artifacts / "qemu.log").read_text()[-2000:])
+            time.sleep(0.5)
+        raise VMError(f"{self.name}: no {pattern!r} on the console after {timeout or self.ready_timeout}s")
+
+    def wait_ready(self):
+        """Console says READY, then SSH answers; records boot_seconds (qemu start to SSH)."""
+        self.wait_console(re.escape(READY_LINE))
+        remaining = max(10.0, self.ready_timeout - (time.monotonic() - self._started))
+        retry = tenacity.Retrying(stop=tenacity.stop_after_delay(remaining),
+                                  wait=tenacity.wait_fixed(1), reraise=True,
+                                  retry=tenacity.retry_if_exception_type(GuestCommandError))
+        retry(self._ssh.run, "true", timeout=30)
+        self.boot_seconds = round(time.monotonic() - self._started, 1)
+        print(f"vmbench: {self.name} SSH ready {self.boot_seconds}s after qemu start "
+              f"(port {self.port}, artefacts {self.artifacts})")
+
+    def stop(self, timeout=60):
+        """Power the guest off (sync first) and wait for qemu to exit; kill it if it will not."""
+        if not self.running():
+            return
+        if self._ssh is not None:
+            try:
+                self._ssh.run("sync; poweroff", check=False, timeout=20)
+            except GuestCommandError:
+                pass
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()   # qemu closes its images cleanly on SIGTERM
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def close(self):
+        """stop() plus removing the disk images (unless keep_disks) and the work directory."""
+        try:
+            self.stop()
+        finally:
+            if not self.keep_disks:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # ---- talking to the guest ----------------------------------------------------------------
+    def ssh(self, command, *, check=True, timeout=600, input=None):
+        if self._ssh is None:
+            raise VMError("no SSH: this VM did not boot the ramdisk")
+        return self._ssh.run(command, check=check, timeout=timeout, input=input)
+
+    def put(self, local, remote):
+        self._ssh.put(local, remote)
+
+    def get(self, remote, local):
+        self._ssh.get(remote, local)
+
+    def write_text(self, remote, text):
+        parent = shlex.quote(os.path.dirname(remote) or "/")
+        self.ssh(f"mkdir -p {parent} && cat > {shlex.quote(remote)}", input=text)
+
+    def provision(self, document=None, args=(), *, subcommand=None, timeout=3600):
+        """Run /usr/bin/provision in the guest; return ProvisionRun (never raises on its exit code).
+
+        document: a dict/list (sent as JSON), a str of JSON text, a local Path, or None.
+        The guest's --log_file is fetched, kept under artifacts/ and returned as .log.
+        """
+        self._runs += 1
+        n = self._runs
+        argv = ["provision"] + ([subcommand] if subcommand else [])
+        if document is not None:
+            if isinstance(document, Path):
+                text = document.read_text()
+            elif isinstance(document, str):
+                text = document
+            else:
+                text = json.dumps(document, indent=1)
+            remote = f"/tmp/vmbench/input-{n}.json"
+            self.write_text(remote, text)
+            (self.artifacts / f"provision-{n}-input.json").write_text(text)
+            argv += ["--input_data_file", remote]
+        log = f"/tmp/vmbench/provision-{n}.log"
+        argv += ["--log_file", log, *args]
+        self.ssh("mkdir -p /tmp/vmbench")
+        res = self.ssh(argv, check=False, timeout=timeout)
+        logtext = self.ssh(["cat", log], check=False).stdout
+        self.last_provision_log = logtext
+        (self.artifacts / f"provision-{n}.log").write_text(
+            f"$ {res.command}\n# exit {res.returncode}\n--- stdout\n{res.stdout}\n"
+            f"--- stderr\n{res.stderr}\n--- log\n{logtext}")
+        return ProvisionRun(res.returncode, res.stdout, res.stderr, logtext)
+
+    def inventory(self):
+        """`provision inventory` parsed (the machine's disks in ironic-python-agent's format)."""
+        res = self.ssh(["provision", "inventory"])
+        return json.loads(res.stdout)
+
+    # ---- diagnostics ---------------------------------------------------------------------------
+    def console_text(self):
+        try:
+            return self.console_log.read_text(errors="replace")
+        except (OSError, AttributeError):
+            return ""
+
+    def console_tail(self, lines=60):
+        return "\n".join(self.console_text().splitlines()[-lines:])
+
+    def failure_report(self, lines=60):
+        parts = [f"==== {self.name}: artefacts in {self.artifacts}",
+                 f"==== console tail ({self.console_log if hasattr(self, 'console_log') else '-'})",
+                 self.console_tail(lines)]
+        if self.last_provision_log:
+            parts += ["==== provision log tail",
+                      "\n".join(self.last_provision_log.splitlines()[-lines:])]
+        return "\n".join(parts)
+
+    def report_failure(self):
+        print(self.failure_report())
