@@ -45,7 +45,7 @@ cp "$kx/boot/vmlinuz-$kver" "$out/vmlinuz"
 echo "$kver" > "$out/kernel-version"
 mods=$kx/lib/modules/$kver
 keep=(
-  kernel/drivers/md kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata
+  kernel/block kernel/drivers/md kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata
   kernel/drivers/nvme kernel/drivers/virtio kernel/drivers/cdrom kernel/drivers/firmware
   kernel/drivers/net/virtio_net.ko kernel/drivers/net/net_failover.ko
   kernel/drivers/net/ethernet/intel/e1000 kernel/drivers/net/ethernet/intel/e1000e
