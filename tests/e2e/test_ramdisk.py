@@ -1,0 +1,47 @@
+"""The ramdisk boots, SSH works with a pinned host key, and the tools provision needs are there."""
+
+import hashlib
+
+
+def test_provision_and_storage_tools_present(shared_vm):
+    assert shared_vm.ssh("provision --help").stdout.startswith("usage: provision")
+    for tool in ("mdadm", "lvm", "sgdisk", "sfdisk", "parted", "mkfs.ext4", "mkfs.xfs",
+                 "mkfs.vfat", "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso"):
+        shared_vm.ssh(f"command -v {tool}")
+    assert "Personalities" in shared_vm.mdstat()
+    # dm is loaded: LVM will be able to activate volumes
+    assert "device-mapper" in shared_vm.ssh("cat /proc/misc").stdout
+
+
+def test_python_dependencies_import(shared_vm):
+    mods = "oslo_config stevedore pyudev requests jsonschema tenacity zstandard ironic_lib"
+    shared_vm.ssh(f"python3 -c 'import {mods.replace(' ', ',')}'")
+    shared_vm.ssh("python3 -c 'import provision_agent.cli'")
+
+
+def test_sshd_is_key_only(shared_vm):
+    config = shared_vm.ssh("sshd -T").stdout.splitlines()
+    assert "permitrootlogin without-password" in config
+    assert "passwordauthentication no" in config
+
+
+def test_guest_reaches_host_over_user_network(shared_vm, tmp_path):
+    from tests.vmbench import FileServer
+    (tmp_path / "hello.txt").write_text("hello from the host\n")
+    with FileServer(tmp_path) as srv:
+        got = shared_vm.ssh(["python3", "-c",
+                             f"import urllib.request; print(urllib.request.urlopen("
+                             f"'{srv.guest_url('hello.txt')}', timeout=30).read().decode())"])
+    assert got.stdout.strip() == "hello from the host"
+    assert "/hello.txt" in srv.requested
+
+
+def test_manifest_matches_artefacts(ramdisk):
+    manifest = ramdisk.manifest
+    for name, path in (("vmlinuz", ramdisk.kernel), ("initramfs", ramdisk.initramfs)):
+        entry = manifest["artefacts"][name]
+        assert entry["bytes"] == path.stat().st_size
+        assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert manifest["artefacts"]["initramfs"]["bytes"] <= 100 * (1 << 20)
+    for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin"):
+        assert pkg in manifest["packages"], pkg
