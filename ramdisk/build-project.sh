@@ -23,7 +23,13 @@ if [ ! -x "$venv/bin/pip" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip setuptools wheel
 fi
-"$venv/bin/pip" wheel -q --no-deps --no-build-isolation -w "$work/wheels" "$work/src"
+# setuptools' warnings are for the integrator's packaging, not for every build: keep them in
+# the log and show them only when the build fails.
+if ! "$venv/bin/pip" wheel -q --no-deps --no-build-isolation -w "$work/wheels" "$work/src" \
+     > "$work/wheel.log" 2>&1; then
+  cat "$work/wheel.log" >&2
+  exit 1
+fi
 
 # Debian's python3 looks in /usr/lib/python3/dist-packages; the dependencies come from Debian
 # packages in the base layer, so only this project goes in here.
