@@ -15,6 +15,8 @@ root=$work/root
 include=$(grep -v -e '^\s*#' -e '^\s*$' "$here/packages.txt" | paste -sd, -)
 
 # (mmdebstrap empties /tmp at the end, hence /.build.)
+# mmdebstrap's essential set resolves init-system-helpers' "usrmerge | usr-is-merged" to usrmerge
+# before our usr-is-merged is seen; usrmerge drags in all of perl (~50 MB), so it is purged below.
 # The kernel comes from the same mirror as everything else: download it inside the chroot
 # and unpack it with dpkg -x, so no initramfs-tools/hooks run and nothing is "installed".
 kernel_hook='set -e
@@ -35,6 +37,7 @@ mmdebstrap --mode=root --variant=minbase --quiet \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
   --customize-hook="$kernel_hook" \
+  --customize-hook='chroot "$1" apt-get -y -qq purge usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl perl-modules-5.36 libperl5.36 >/dev/null' \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}\t\${Version}\t\${Installed-Size}\n" > "$1/.build/packages.tsv"' \
   "$suite" "$root" "$mirror"
 

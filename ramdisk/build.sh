@@ -84,6 +84,10 @@ else
 fi
 t2=$(date +%s.%N)
 
+# Old layers are ~100 MB each: keep only this base and the few newest project layers.
+for old in "$cache"/base-*; do [ "$old" = "$base" ] || rm -rf "$old"; done
+ls -t "$cache"/project-*.cpio.zst | tail -n +6 | xargs -r rm -f
+
 cp "$base/vmlinuz" "$out/vmlinuz.tmp" && mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 cat "$base/base.cpio.zst" "$project" > "$out/initramfs.tmp" && mv "$out/initramfs.tmp" "$out/initramfs"
 rm -f "$out/ssh_host_ed25519_key.pub"
