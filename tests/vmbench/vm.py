@@ -229,12 +229,13 @@ class VM(GuestQueries):
         """Power the guest off (sync first) and wait for qemu to exit; kill it if it will not."""
         if not self.running():
             return
-        if self._ssh is not None:
+        try:
+            if self._ssh is None:
+                raise subprocess.TimeoutExpired("qemu", 0)   # nothing to ask: go straight to SIGTERM
             try:
                 self._ssh.run("sync; poweroff", check=False, timeout=20)
             except GuestCommandError:
                 pass
-        try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.terminate()   # qemu closes its images cleanly on SIGTERM
