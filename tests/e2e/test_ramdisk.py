@@ -5,9 +5,10 @@ import hashlib
 
 def test_provision_and_storage_tools_present(shared_vm):
     assert shared_vm.ssh("provision --help").stdout.startswith("usage: provision")
-    for tool in ("mdadm", "lvm", "sgdisk", "sfdisk", "parted", "mkfs.ext4", "mkfs.xfs",
-                 "mkfs.vfat", "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso"):
-        shared_vm.ssh(f"command -v {tool}")
+    tools = ["mdadm", "lvm", "sgdisk", "sfdisk", "parted", "mkfs.ext4", "mkfs.xfs", "mkfs.vfat",
+             "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso", "wipefs"]
+    found = shared_vm.ssh("for t in " + " ".join(tools) + "; do command -v $t || true; done")
+    assert [p.rsplit("/", 1)[-1] for p in found.stdout.split()] == tools
     assert "Personalities" in shared_vm.mdstat()
     # dm is loaded: LVM will be able to activate volumes
     assert "device-mapper" in shared_vm.ssh("cat /proc/misc").stdout
