@@ -14,17 +14,24 @@ root=$work/root
 
 include=$(grep -v -e '^\s*#' -e '^\s*$' "$here/packages.txt" | paste -sd, -)
 
-# (mmdebstrap empties /tmp at the end, hence /.build.)
-# mmdebstrap's essential set resolves init-system-helpers' "usrmerge | usr-is-merged" to usrmerge
-# before our usr-is-merged is seen; usrmerge drags in all of perl (~50 MB), so it is purged below.
 # The kernel comes from the same mirror as everything else: download it inside the chroot
 # and unpack it with dpkg -x, so no initramfs-tools/hooks run and nothing is "installed".
+# (/.build, not /tmp: mmdebstrap empties /tmp at the end.)
 kernel_hook='set -e
 pkg=$(chroot "$1" apt-cache depends linux-image-amd64 | awk "/Depends: linux-image-[0-9]/ {print \$2; exit}")
 mkdir -p "$1/.build/kernel"
 chroot "$1" sh -c "cd /.build/kernel && apt-get download -q $pkg" 2>&1 | { grep -v unsandboxed || true; }
 test -n "$(ls "$1"/.build/kernel/*.deb)"
 dpkg-deb -x "$1"/.build/kernel/*.deb "$1/.build/kernel/x"
+'
+
+# mmdebstrap's essential set resolves init-system-helpers' "usrmerge | usr-is-merged" to usrmerge
+# before our usr-is-merged is seen; usrmerge drags in all of perl (~50 MB, 8 MiB compressed).
+perl_hook='set -e
+pkgs=$(chroot "$1" dpkg-query -W -f="\${db:Status-Abbrev} \${Package}\n" usrmerge "libfile-find-rule-perl" \
+       "libnumber-compare-perl" "libtext-glob-perl" perl "perl-modules-*" "libperl5*" 2>/dev/null \
+       | awk "/^ii/ {print \$2}")
+[ -z "$pkgs" ] || chroot "$1" apt-get -y -qq purge $pkgs >/dev/null
 '
 
 echo "base: mmdebstrap $suite (minbase) from $mirror"
@@ -37,7 +44,7 @@ mmdebstrap --mode=root --variant=minbase --quiet \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/info/*' \
   --customize-hook="$kernel_hook" \
-  --customize-hook='chroot "$1" apt-get -y -qq purge usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl perl-modules-5.36 libperl5.36 >/dev/null' \
+  --customize-hook="$perl_hook" \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}\t\${Version}\t\${Installed-Size}\n" > "$1/.build/packages.tsv"' \
   "$suite" "$root" "$mirror"
 
