@@ -126,19 +126,27 @@ class VM(GuestQueries):
     def start(self):
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self.disks = self._make_disks(*self._disk_args)
-        self.port = free_port()
         self.console_log = self.artifacts / "console.log"
+        # The free port can be taken by someone else before qemu binds it: then try another.
+        for _ in range(3):
+            self.port = free_port()
+            self._launch()
+            time.sleep(0.5)
+            if self.running() or "hostfwd" not in (self.artifacts / "qemu.log").read_text():
+                break
+        if self.ramdisk:
+            known = self.workdir / "known_hosts"
+            fields = self.ramdisk.host_public_key.split()
+            known.write_text(f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
+            self._ssh = SSH(self.port, client_key(), known)
+
+    def _launch(self):
         argv = self.qemu_argv()
         (self.artifacts / "qemu-argv.txt").write_text(" ".join(argv) + "\n")
         self._started = time.monotonic()
         with open(self.artifacts / "qemu.log", "w") as qlog:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog,
                                          stderr=subprocess.STDOUT, start_new_session=True)
-        if self.ramdisk:
-            known = self.workdir / "known_hosts"
-            fields = self.ramdisk.host_public_key.split()
-            known.write_text(f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
-            self._ssh = SSH(self.port, client_key(), known)
 
     def qemu_argv(self):
         argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg", "-cpu", "max",
