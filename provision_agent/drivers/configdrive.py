@@ -1,0 +1,124 @@
+"""Write a configdrive (config-2 ISO or NoCloud vfat) to its partition.
+
+Input forms: Ironic's gzip+base64 ISO (or an http(s) URL serving it), or JSON parts
+(meta_data, user_data, network_data) that are built here into config-2 (genisoimage/xorriso)
+or NoCloud (mkfs.vfat -n cidata + mcopy).
+"""
+
+import base64
+import binascii
+import gzip
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+
+from provision_agent.errors import ImageError, InputError
+
+CONFIG2_LABEL = "config-2"
+NOCLOUD_LABEL = "cidata"
+
+
+def decode_ironic(content):
+    """Ironic's configdrive string -> raw ISO bytes (gzip is optional, base64 is not)."""
+    try:
+        raw = base64.b64decode(content, validate=False)
+    except (binascii.Error, ValueError) as exc:
+        raise ImageError(f"configdrive is not base64: {exc}")
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except OSError as exc:
+            raise ImageError(f"configdrive gzip is corrupt: {exc}")
+    return raw
+
+
+def fetch(url, timeout=60):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.read().decode("ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImageError(f"cannot fetch configdrive {url}: {exc}")
+
+
+def iso_label(data):
+    """Volume id of an ISO9660 image (primary volume descriptor at 32 KiB), or None."""
+    pvd = data[32768:32768 + 2048]
+    if len(pvd) < 72 or pvd[1:6] != b"CD001":
+        return None
+    return pvd[40:72].decode("ascii", "replace").strip()
+
+
+def _tree_config2(top, meta_data, user_data, network_data):
+    d = os.path.join(top, "openstack", "latest")
+    os.makedirs(d)
+    _write(os.path.join(d, "meta_data.json"), json.dumps(meta_data or {}))
+    if user_data is not None:
+        _write(os.path.join(d, "user_data"), user_data)
+    if network_data is not None:
+        _write(os.path.join(d, "network_data.json"), json.dumps(network_data))
+
+
+def _write(path, data):
+    mode = "wb" if isinstance(data, bytes) else "w"
+    with open(path, mode) as f:
+        f.write(data if isinstance(data, (str, bytes)) else json.dumps(data))
+
+
+def build_config2(runner, meta_data, user_data, network_data, out):
+    with tempfile.TemporaryDirectory() as top:
+        _tree_config2(top, meta_data, user_data, network_data)
+        tool = shutil.which("genisoimage") or shutil.which("xorrisofs")
+        if not tool:
+            raise ImageError("neither genisoimage nor xorrisofs is installed")
+        runner.run([tool, "-o", out, "-ldots", "-allow-lowercase", "-allow-multidot", "-l",
+                    "-quiet", "-J", "-r", "-V", CONFIG2_LABEL, top])
+
+
+def build_nocloud(runner, meta_data, user_data, network_data, out, size=8 << 20):
+    with open(out, "wb") as f:
+        f.truncate(size)
+    runner.run(["mkfs.vfat", "-n", NOCLOUD_LABEL, out])
+    with tempfile.TemporaryDirectory() as top:
+        files = {"meta-data": json.dumps(meta_data or {}),
+                 "user-data": user_data if user_data is not None else "#cloud-config\n{}\n"}
+        if network_data is not None:
+            files["network-config"] = json.dumps(network_data)
+        for name, data in files.items():
+            p = os.path.join(top, name)
+            _write(p, data)
+            runner.run(["mcopy", "-i", out, p, f"::/{name}"])
+
+
+def device_size(path):
+    with open(path, "rb") as f:
+        return f.seek(0, os.SEEK_END)
+
+
+def write(runner, args):
+    """The configdrive step: build or decode the drive, check label and size, dd it."""
+    device, fmt = args["device"], args.get("format") or "config-2"
+    content = args.get("content")
+    with tempfile.TemporaryDirectory() as work:
+        out = os.path.join(work, "configdrive.img")
+        if content:
+            if content.startswith(("http://", "https://")):
+                content = fetch(content)
+            data = decode_ironic(content)
+            if iso_label(data) != CONFIG2_LABEL:
+                raise ImageError(f"configdrive ISO label is {iso_label(data)!r}, not config-2")
+            _write(out, data)
+        elif fmt == "config-2":
+            build_config2(runner, args.get("meta_data"), args.get("user_data"),
+                          args.get("network_data"), out)
+        elif fmt == "nocloud":
+            build_nocloud(runner, args.get("meta_data"), args.get("user_data"),
+                          args.get("network_data"), out)
+        else:
+            raise InputError([f"unknown configdrive format {fmt!r}"])
+        need, have = os.path.getsize(out), device_size(device)
+        if need > have:
+            raise ImageError(f"configdrive is {need} bytes, {device} holds only {have}")
+        runner.run(["dd", f"if={out}", f"of={device}", "bs=1M", "conv=fsync,notrunc"])
+        return need
