@@ -1,0 +1,25 @@
+"""GRUB_CMDLINE_LINUX in the target's /etc/default/grub: the input's kernel_params plus root=UUID."""
+
+import os
+import re
+
+KEY = "GRUB_CMDLINE_LINUX"
+
+
+def merge(params, root_uuid=None):
+    words = [w for w in (params or "").split() if not w.startswith("root=")]
+    if root_uuid:
+        words.insert(0, f"root=UUID={root_uuid}")
+    return " ".join(words)
+
+
+def set_cmdline(root, params, root_uuid=None):
+    path = os.path.join(root, "etc/default/grub")
+    text = open(path).read() if os.path.exists(path) else ""
+    line = f'{KEY}="{merge(params, root_uuid)}"'
+    pattern = re.compile(rf"^{KEY}=.*$", re.M)
+    text = pattern.sub(line, text) if pattern.search(text) else text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return line
