@@ -1,0 +1,86 @@
+import os
+
+import pytest
+
+from provision_agent.drivers import bootloader, chroot, initramfs, kernel_cmdline
+from provision_agent.errors import ImageError
+from provision_agent.runner import Result
+
+
+class FakeRunner:
+    def __init__(self, fail_on=None):
+        self.calls = []
+        self.fail_on = fail_on
+
+    def run(self, argv, **kw):
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        if self.fail_on and self.fail_on in argv:
+            raise RuntimeError("boom")
+        return Result(tuple(argv), 0, "", "", 0.0)
+
+
+def test_bios_installs_on_every_target():
+    cmds = bootloader.install_commands("bios", ["/dev/sda", "/dev/sdb"], "/mnt", True)
+    assert cmds == [["grub-install", "--target=i386-pc", "/dev/sda"],
+                    ["grub-install", "--target=i386-pc", "/dev/sdb"]]
+
+
+def test_uefi_has_removable_fallback_and_ramdisk_paths():
+    cmds = bootloader.install_commands("uefi", ["/dev/sda"], "/mnt", False)
+    assert any("--removable" in c for c in cmds)
+    assert all("--efi-directory=/mnt/boot/efi" in c for c in cmds)
+    assert all("--boot-directory=/mnt/boot" in c for c in cmds)
+
+
+def test_boot_mode_detection(tmp_path):
+    assert bootloader.boot_mode("bios") == "bios"
+    assert bootloader.boot_mode("auto", str(tmp_path / "missing")) == "bios"
+    assert bootloader.boot_mode("auto", str(tmp_path)) == "uefi"
+
+
+def test_chroot_unmounts_on_failure(tmp_path):
+    r = FakeRunner()
+    with pytest.raises(ValueError):
+        with chroot.bound(r, str(tmp_path)):
+            raise ValueError("x")
+    umounts = [c[-1] for c in r.calls if c[0] == "umount"]
+    assert umounts == [str(tmp_path / n) for n in reversed(chroot.BINDS)]
+
+
+def test_chroot_unmounts_what_was_mounted_when_a_bind_fails(tmp_path):
+    r = FakeRunner(fail_on=str(tmp_path / "sys"))
+    with pytest.raises(RuntimeError):
+        with chroot.bound(r, str(tmp_path)):
+            pass
+    assert [c[-1] for c in r.calls if c[0] == "umount"] == [str(tmp_path / "proc"),
+                                                            str(tmp_path / "dev")]
+
+
+def _exe(root, rel):
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("")
+    p.chmod(0o755)
+
+
+def test_initramfs_tool_detected(tmp_path):
+    r = FakeRunner()
+    ch = chroot.Chroot(r, str(tmp_path))
+    with pytest.raises(ImageError):
+        initramfs.regenerate(ch)
+    _exe(tmp_path, "usr/bin/dracut")
+    initramfs.regenerate(ch)
+    assert r.calls[-1][:3] == ["chroot", str(tmp_path), "dracut"]
+    _exe(tmp_path, "usr/sbin/update-initramfs")
+    initramfs.regenerate(ch)
+    assert r.calls[-1][2] == "update-initramfs"
+
+
+def test_cmdline_replaces_existing_and_sets_root_uuid(tmp_path):
+    (tmp_path / "etc/default").mkdir(parents=True)
+    (tmp_path / "etc/default/grub").write_text('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="quiet"\n')
+    kernel_cmdline.set_cmdline(str(tmp_path), "console=ttyS0 root=/dev/sda1", "abcd")
+    text = (tmp_path / "etc/default/grub").read_text()
+    assert 'GRUB_CMDLINE_LINUX="root=UUID=abcd console=ttyS0"' in text
+    assert "GRUB_TIMEOUT=5" in text and text.count("GRUB_CMDLINE_LINUX=") == 1
