@@ -9,6 +9,8 @@ packages=(
   openssh-client openssh-server
   # functional tests on loop devices and the tools provision drives
   gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
+  # configdrive: config-2 ISO and NoCloud vfat
+  genisoimage mtools
   # a Python to run tox from
   python3 python3-venv python3-pip
 )
