@@ -1,0 +1,43 @@
+#!/bin/bash
+# Small bootable Debian bookworm test OS for the boot e2e tests, cached outside the clone keyed
+# by this script's hash: prints the cache directory holding root.ext4.zst and root.tar.zst.
+# The marker unit prints PROVISION-BOOT-OK and the configdrive label to the serial console.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${PROVISION_AGENT_CACHE:-$HOME/.cache/provision-agent}
+key=$(sha256sum "$here/build-debian.sh" | cut -c1-16)
+out=$cache/test-os-$key
+if [ -s "$out/root.ext4.zst" ] && [ -s "$out/root.tar.zst" ]; then echo "$out"; exit 0; fi
+mkdir -p "$cache"
+work=$(mktemp -d "$cache/test-os-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mmdebstrap --variant=minbase --skip=check/empty \
+  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,initramfs-tools,util-linux,udev,e2fsprogs,dosfstools \
+  --dpkg-opt=path-exclude=/usr/share/doc/* --dpkg-opt=path-exclude=/usr/share/man/* \
+  --dpkg-opt=path-exclude=/usr/share/locale/* \
+  --customize-hook='mkdir -p "$1/etc/default" && echo "GRUB_TERMINAL=serial" >> "$1/etc/default/grub" && echo "GRUB_TIMEOUT=1" >> "$1/etc/default/grub"' \
+  --customize-hook='cat > "$1/etc/systemd/system/boot-marker.service" <<UNIT
+[Unit]
+Description=print the provision boot marker
+After=local-fs.target systemd-udev-settle.service
+[Service]
+Type=oneshot
+ExecStart=/bin/sh -c "echo PROVISION-BOOT-OK cd=\$(blkid -L config-2 || blkid -L cidata || echo none) > /dev/ttyS0"
+[Install]
+WantedBy=multi-user.target
+UNIT
+ln -s /etc/systemd/system/boot-marker.service "$1/etc/systemd/system/multi-user.target.wants/boot-marker.service"' \
+  --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+  bookworm "$work/root" http://deb.debian.org/debian
+tar -C "$work/root" --numeric-owner -cf - . | zstd -q -T0 -19 -o "$work/root.tar.zst"
+size=$(du -sm "$work/root" | cut -f1)
+truncate -s $((size * 13 / 10 + 64))M "$work/root.ext4"
+mkfs.ext4 -q -L root -d "$work/root" "$work/root.ext4"
+e2fsck -fy "$work/root.ext4" >/dev/null || true
+resize2fs -M "$work/root.ext4" >/dev/null 2>&1
+zstd -q -T0 -19 --rm -o "$work/root.ext4.zst" "$work/root.ext4"
+rm -rf "$work/root"
+mkdir -p "$out" && mv "$work/root.ext4.zst" "$work/root.tar.zst" "$out/"
+# keep only the current key
+for d in "$cache"/test-os-*; do [ "$d" = "$out" ] || case $d in *build*) ;; *) rm -rf "$d";; esac; done
+echo "$out"
