@@ -9,12 +9,20 @@ key=$(sha256sum "$here/build-debian.sh" | cut -c1-16)
 out=$cache/test-os-$key
 if [ -s "$out/root.ext4.zst" ] && [ -s "$out/root.tar.zst" ]; then echo "$out"; exit 0; fi
 mkdir -p "$cache"
+# the mirror: the host's own apt sources for bookworm (as the ramdisk build does), or $TEST_OS_MIRROR
+mirror=${TEST_OS_MIRROR:-}
+if [ -z "$mirror" ]; then
+  for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list; do
+    [ -s "$f" ] && grep -qE "^(Suites:.*\bbookworm\b|deb .* bookworm )" "$f" && { mirror=$f; break; }
+  done
+fi
+[ -n "$mirror" ] || { echo "no apt source for bookworm; set TEST_OS_MIRROR" >&2; exit 1; }
 work=$(mktemp -d "$cache/test-os-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mmdebstrap --variant=minbase --skip=check/empty \
   --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,initramfs-tools,util-linux,udev,e2fsprogs,dosfstools \
-  --dpkg-opt=path-exclude=/usr/share/doc/* --dpkg-opt=path-exclude=/usr/share/man/* \
-  --dpkg-opt=path-exclude=/usr/share/locale/* \
+  --dpkgopt=path-exclude=/usr/share/doc/* --dpkgopt=path-exclude=/usr/share/man/* \
+  --dpkgopt=path-exclude=/usr/share/locale/* \
   --customize-hook='mkdir -p "$1/etc/default" && echo "GRUB_TERMINAL=serial" >> "$1/etc/default/grub" && echo "GRUB_TIMEOUT=1" >> "$1/etc/default/grub"' \
   --customize-hook='cat > "$1/etc/systemd/system/boot-marker.service" <<UNIT
 [Unit]
@@ -28,7 +36,7 @@ WantedBy=multi-user.target
 UNIT
 ln -s /etc/systemd/system/boot-marker.service "$1/etc/systemd/system/multi-user.target.wants/boot-marker.service"' \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
-  bookworm "$work/root" http://deb.debian.org/debian
+  bookworm "$work/root" "$mirror"
 tar -C "$work/root" --numeric-owner -cf - . | zstd -q -T0 -19 -o "$work/root.tar.zst"
 size=$(du -sm "$work/root" | cut -f1)
 truncate -s $((size * 13 / 10 + 64))M "$work/root.ext4"
