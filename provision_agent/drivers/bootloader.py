@@ -1,7 +1,8 @@
 """grub2 for BIOS (i386-pc on every target disk) and UEFI (x86_64-efi, removable path too).
 
-ESP on several disks: the first ESP is installed, the others are kept in sync by copying
-(RAID1 metadata 1.0 ESPs are not supported). The image's grub is used when it has one,
+UEFI installs into the one ESP mounted at /boot/efi (plus the removable EFI/BOOT/BOOTX64.EFI
+path, so firmware without an NVRAM entry still boots); ESPs on further disks are not synced yet
+and RAID1 (metadata 1.0) ESPs are not supported. The image's grub is used when it has one,
 else the ramdisk's with --boot-directory/--efi-directory pointing into the target.
 """
 
@@ -29,10 +30,9 @@ def _root_uuid(runner, root):
 
 def install_commands(mode, targets, root, in_chroot):
     """The grub-install argument lists, in order (pure, for the plan and for tests)."""
-    prefix = [] if in_chroot else []
     if mode == "bios":
         extra = [] if in_chroot else [f"--boot-directory={root}/boot"]
-        return [[*prefix, "grub-install", "--target=i386-pc", *extra, t] for t in targets]
+        return [["grub-install", "--target=i386-pc", *extra, t] for t in targets]
     efi = "/boot/efi" if in_chroot else f"{root}/boot/efi"
     extra = [] if in_chroot else [f"--boot-directory={root}/boot"]
     base = ["grub-install", "--target=x86_64-efi", f"--efi-directory={efi}", *extra,
