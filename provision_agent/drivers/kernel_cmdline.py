@@ -18,7 +18,10 @@ def set_cmdline(root, params, root_uuid=None):
     text = open(path).read() if os.path.exists(path) else ""
     line = f'{KEY}="{merge(params, root_uuid)}"'
     pattern = re.compile(rf"^{KEY}=.*$", re.M)
-    text = pattern.sub(line, text) if pattern.search(text) else text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
+    if pattern.search(text):
+        text = pattern.sub(line, text)
+    else:
+        text += ("\n" if text and not text.endswith("\n") else "") + line + "\n"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
