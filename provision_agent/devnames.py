@@ -13,3 +13,13 @@ def md_device(name):
 
 def lv_device(vg, lv):
     return f"/dev/{vg}/{lv}"
+
+
+def partition_number(device):
+    """/dev/sda12 -> 12, /dev/nvme0n1p3 -> 3."""
+    digits = ""
+    for ch in reversed(device):
+        if not ch.isdigit():
+            break
+        digits = ch + digits
+    return int(digits)

@@ -1,0 +1,59 @@
+"""Read-only facts about block devices: the holder tree, sizes, UUIDs, mounts."""
+
+import json
+import os
+
+
+def tree(runner, device):
+    """lsblk's tree under device (partitions, then md/dm devices built on them)."""
+    res = runner.run(["lsblk", "--json", "--bytes", "-o",
+                      "NAME,PATH,TYPE,FSTYPE,MOUNTPOINT,SIZE", device])
+    nodes = json.loads(res.stdout).get("blockdevices", [])
+    return nodes[0] if nodes else {"path": device, "children": []}
+
+
+def descendants(node):
+    """Every node below node, parents before children, each path once."""
+    seen, out = set(), []
+
+    def walk(n):
+        for child in n.get("children") or []:
+            if child["path"] not in seen:
+                seen.add(child["path"])
+                out.append(child)
+            walk(child)
+
+    walk(node)
+    return out
+
+
+def uuid(runner, device):
+    res = runner.run(["blkid", "-p", "-s", "UUID", "-o", "value", device], check=False)
+    if not res.stdout.strip():
+        # blkid -p bypasses the cache but some versions print nothing for swap; ask the cache
+        res = runner.run(["blkid", "-s", "UUID", "-o", "value", device], check=False)
+    return res.stdout.strip() or None
+
+
+def size_bytes(device):
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def mounted_sources(mountinfo="/proc/self/mountinfo"):
+    """{source device: mount point} for everything mounted now."""
+    result = {}
+    with open(mountinfo) as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            result.setdefault(fields[sep + 2], fields[4])
+    return result
+
+
+def active_swaps(swaps="/proc/swaps"):
+    with open(swaps) as f:
+        return [line.split()[0] for line in f.readlines()[1:] if line.strip()]

@@ -1,0 +1,21 @@
+"""/etc/fstab for the target, every entry by UUID."""
+
+import os
+
+
+def line(uuid, entry):
+    return "\t".join([f"UUID={uuid}", entry["mount_point"], entry["fs_type"],
+                      entry["options"] or "defaults", str(entry["dump"]), str(entry["pass"])])
+
+
+def render(entries_with_uuid):
+    head = "# /etc/fstab: written by provision-agent; devices by UUID\n"
+    return head + "".join(line(uuid, e) + "\n" for uuid, e in entries_with_uuid)
+
+
+def write(root, text, name="etc/fstab"):
+    path = os.path.join(root, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path

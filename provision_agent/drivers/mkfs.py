@@ -1,0 +1,23 @@
+"""Make filesystems and swap; each tool is told to overwrite without asking."""
+
+LABEL_FLAG = {"vfat": "-n"}
+
+
+def argv(fs_type, device, label=None, options=()):
+    if fs_type == "swap":
+        cmd = ["mkswap", "-f"]
+    elif fs_type in ("ext2", "ext3", "ext4"):
+        cmd = [f"mkfs.{fs_type}", "-F", "-q"]
+    elif fs_type in ("xfs", "btrfs"):
+        cmd = [f"mkfs.{fs_type}", "-f"]
+    elif fs_type == "vfat":
+        cmd = ["mkfs.vfat"]
+    else:
+        raise ValueError(f"no mkfs for {fs_type!r}")
+    if label:
+        cmd += [LABEL_FLAG.get(fs_type, "-L"), label]
+    return cmd + list(options) + [device]
+
+
+def make(runner, fs_type, device, label=None, options=()):
+    runner.run(argv(fs_type, device, label, options), timeout=1800)

@@ -1,0 +1,47 @@
+"""Mount the target's filesystems under one root and always unmount them again."""
+
+import logging
+import os
+
+LOG = logging.getLogger(__name__)
+
+
+def target_path(root, mount_point):
+    return os.path.join(root, mount_point.lstrip("/"))
+
+
+class Mounts:
+    """The stack of what we mounted, so unmounting is in reverse order and also on failure."""
+
+    def __init__(self, runner, root):
+        self.runner = runner
+        self.root = root
+        self.stack = []
+
+    def mount(self, device, mount_point, fs_type=None, options=None):
+        where = target_path(self.root, mount_point)
+        os.makedirs(where, exist_ok=True)
+        argv = ["mount"]
+        if fs_type and fs_type != "auto":
+            argv += ["-t", fs_type]
+        # mount options are for the installed system (fstab); ours need not honour noexec etc.
+        self.runner.run(argv + [device, where])
+        self.stack.append(where)
+        return where
+
+    def umount(self, mount_point):
+        where = target_path(self.root, mount_point)
+        if where in self.stack:
+            self.runner.run(["umount", where])
+            self.stack.remove(where)
+
+    def umount_all(self):
+        """Best effort, deepest first; returns the paths that could not be unmounted."""
+        failed = []
+        while self.stack:
+            where = self.stack.pop()
+            res = self.runner.run(["umount", where], check=False)
+            if res.returncode != 0:
+                LOG.error("could not unmount %s: %s", where, res.stderr.strip())
+                failed.append(where)
+        return failed

@@ -1,0 +1,82 @@
+"""Clean a disk of everything that could come back: md arrays, LVM, filesystem signatures.
+
+Order matters: LVs on top are deactivated before the arrays below them are stopped, arrays are
+stopped before their members' superblocks are zeroed. Partitions listed in keep are left
+untouched, and then so is the partition table itself (it is edited, not replaced, later).
+"""
+
+import json
+import logging
+import os
+
+from provision_agent.drivers import blockinfo
+from provision_agent.devnames import partition_number
+
+LOG = logging.getLogger(__name__)
+
+EDGE = 1 << 20    # zeroed at each end: MBR/GPT header, GPT backup, md 1.0 superblocks
+
+
+def _volume_groups_on(runner, devices):
+    res = runner.run(["pvs", "--reportformat", "json", "-o", "pv_name,vg_name"], check=False)
+    if res.returncode != 0:
+        return []
+    real = {os.path.realpath(d) for d in devices}
+    vgs = []
+    for report in json.loads(res.stdout).get("report", []):
+        for pv in report.get("pv", []):
+            if pv.get("vg_name") and os.path.realpath(pv["pv_name"]) in real:
+                vgs.append(pv["vg_name"])
+    return list(dict.fromkeys(vgs))
+
+
+def _is_kept(node, keep):
+    return node.get("type") == "part" and partition_number(node["path"]) in keep
+
+
+def wipe(runner, disk, keep=()):
+    keep = set(keep)
+    top = blockinfo.tree(runner, disk)
+    nodes = blockinfo.descendants(top)
+    parts = [n for n in nodes if n.get("type") == "part"]
+    kept = [n["path"] for n in parts if _is_kept(n, keep)]
+    stacked = [n for n in nodes if n.get("type") not in ("part", "disk")]
+
+    for vg in _volume_groups_on(runner, [disk] + [n["path"] for n in nodes]):
+        LOG.info("wipe %s: deactivating old volume group %s", disk, vg)
+        runner.run(["vgchange", "--activate", "n", vg])
+    for node in reversed(stacked):
+        if node["type"].startswith("raid") or node["type"] == "md":
+            LOG.info("wipe %s: stopping old array %s", disk, node["path"])
+            runner.run(["mdadm", "--stop", node["path"]])
+    for node in parts:
+        if node["path"] in kept:
+            continue
+        _clear_signatures(runner, node["path"], node.get("fstype"))
+    if kept:
+        LOG.info("wipe %s: partition table and partitions %s left intact", disk, sorted(keep))
+        return
+    _clear_signatures(runner, disk, top.get("fstype"))
+    runner.run(["sgdisk", "--zap-all", disk], ok_codes=(0, 2))
+    zero_edges(disk)
+
+
+def _clear_signatures(runner, device, fstype):
+    if fstype == "linux_raid_member":
+        runner.run(["mdadm", "--zero-superblock", device], check=False)
+    if fstype == "LVM2_member":
+        runner.run(["pvremove", "--force", "--force", "--yes", device], check=False)
+    runner.run(["wipefs", "--all", "--force", device])
+
+
+def zero_edges(device, edge=EDGE):
+    """Zero the first and last `edge` bytes (the GPT backup lives in the last 33 sectors)."""
+    size = blockinfo.size_bytes(device)
+    zeros = bytes(min(edge, size))
+    fd = os.open(device, os.O_WRONLY)
+    try:
+        os.pwrite(fd, zeros, 0)
+        os.pwrite(fd, zeros, max(0, size - len(zeros)))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,107 @@
+"""The exact command lines the storage drivers build from plan step arguments."""
+
+import pytest
+
+from provision_agent.drivers import fstab, lvm, md, mkfs, partitions
+from provision_agent.devnames import partition_number
+
+
+def test_gpt_partition_argv_carries_geometry_type_name_guid_and_boot_flag():
+    argv = partitions.gpt_argv({
+        "disk": "/dev/vda", "number": 2, "start": 4096, "end": 528383,
+        "type": "A19D880F-05FC-4D3B-A006-743F0F84911E", "name": "boot",
+        "guid": "11111111-2222-3333-4444-555555555555", "flags": ["boot"]})
+    assert argv == ["sgdisk", "--new=2:4096:528383",
+                    "--typecode=2:A19D880F-05FC-4D3B-A006-743F0F84911E",
+                    "--change-name=2:boot",
+                    "--partition-guid=2:11111111-2222-3333-4444-555555555555",
+                    "--attributes=2:set:2", "/dev/vda"]
+
+
+def test_msdos_logical_partition_gets_type_byte_and_boot_flag():
+    argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 5, "start": 6144,
+                                    "end": 210943, "type": "0x82", "kind": "logical",
+                                    "flags": ["boot"]})
+    assert argvs == [
+        ["parted", "-s", "-a", "none", "/dev/sda", "unit", "s", "mkpart", "logical",
+         "6144s", "210943s"],
+        ["sfdisk", "--part-type", "/dev/sda", "5", "82"],
+        ["parted", "-s", "/dev/sda", "set", "5", "boot", "on"]]
+
+
+def test_msdos_extended_partition_has_no_type_change():
+    argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 4, "start": 4096,
+                                    "end": 9999, "type": "0x05", "kind": "extended",
+                                    "flags": []})
+    assert len(argvs) == 1 and argvs[0][-3:] == ["extended", "4096s", "9999s"]
+
+
+def test_md_create_with_spares_chunk_and_metadata():
+    argv = md.create_argv({"device": "/dev/md/data", "name": "data", "level": 5,
+                           "members": ["/dev/vda2", "/dev/vdb2", "/dev/vdc2"],
+                           "spares": ["/dev/vdd2"], "metadata": "1.2", "chunk_kib": 256})
+    assert argv[:4] == ["mdadm", "--create", "/dev/md/data", "--run"]
+    assert {"--level=5", "--raid-devices=3", "--metadata=1.2", "--name=data",
+            "--spare-devices=1", "--chunk=256K"} <= set(argv)
+    assert argv[-4:] == ["/dev/vda2", "/dev/vdb2", "/dev/vdc2", "/dev/vdd2"]
+
+
+def test_md_raid1_ignores_chunk():
+    argv = md.create_argv({"device": "/dev/md/boot", "name": "boot", "level": 1,
+                           "members": ["/dev/vda1", "/dev/vdb1"], "spares": [],
+                           "metadata": "1.0", "chunk_kib": 64})
+    assert not any(a.startswith("--chunk") for a in argv)
+    assert "--metadata=1.0" in argv
+
+
+@pytest.mark.parametrize("args,expected", [
+    ({"vg": "os", "name": "root", "size_bytes": 1 << 30, "extents": None, "stripes": None},
+     ["--size", f"{1 << 30}b"]),
+    ({"vg": "os", "name": "data", "size_bytes": None, "extents": "100%FREE", "stripes": 3},
+     ["--extents", "100%FREE", "--stripes", "3"]),
+])
+def test_lv_create_sizes(args, expected):
+    argv = lvm.lv_create_argv(args)
+    assert argv[:5] == ["lvcreate", "--yes", "--wipesignatures", "y", "--zero"]
+    assert argv[-1] == "os"
+    assert " ".join(expected) in " ".join(argv)
+
+
+@pytest.mark.parametrize("fs,label,expected", [
+    ("ext4", "root", ["mkfs.ext4", "-F", "-q", "-L", "root", "-E", "x", "/dev/d"]),
+    ("xfs", None, ["mkfs.xfs", "-f", "-E", "x", "/dev/d"]),
+    ("vfat", "EFI", ["mkfs.vfat", "-n", "EFI", "-E", "x", "/dev/d"]),
+    ("swap", "sw", ["mkswap", "-f", "-L", "sw", "-E", "x", "/dev/d"]),
+    ("btrfs", "b", ["mkfs.btrfs", "-f", "-L", "b", "-E", "x", "/dev/d"]),
+])
+def test_mkfs_argv(fs, label, expected):
+    assert mkfs.argv(fs, "/dev/d", label, ["-E", "x"]) == expected
+
+
+def test_mkfs_unknown_type():
+    with pytest.raises(ValueError):
+        mkfs.argv("ntfs", "/dev/d")
+
+
+def test_fstab_lines_by_uuid():
+    text = fstab.render([("abcd", {"mount_point": "/", "fs_type": "ext4", "options": "defaults",
+                                   "dump": 0, "pass": 1}),
+                         ("ef01", {"mount_point": "none", "fs_type": "swap", "options": "sw",
+                                   "dump": 0, "pass": 0})])
+    lines = [line.split("\t") for line in text.splitlines() if not line.startswith("#")]
+    assert lines == [["UUID=abcd", "/", "ext4", "defaults", "0", "1"],
+                     ["UUID=ef01", "none", "swap", "sw", "0", "0"]]
+
+
+@pytest.mark.parametrize("dev,n", [("/dev/sda1", 1), ("/dev/nvme0n1p12", 12), ("/dev/vdb5", 5)])
+def test_partition_number(dev, n):
+    assert partition_number(dev) == n
+
+
+def test_check_kept_partition_position():
+    table = {"partitions": [{"node": "/dev/vda3", "start": 2048, "size": 1000}]}
+    ok = {"number": 3, "start": 2048, "end": 3047}
+    assert partitions.check_kept(table, ok) is None
+    assert "sectors 2048-3047" in partitions.check_kept(table, dict(ok, start=4096))
+    assert "does not exist" in partitions.check_kept(table, dict(ok, number=4))
+    assert "does not exist" in partitions.check_kept(None, ok)
