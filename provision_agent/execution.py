@@ -1,0 +1,51 @@
+"""The real run: preflight against the live machine, execute the plan, report.
+
+Kept apart from cli.py so that a dry run never imports the drivers (pyudev, tool wrappers).
+"""
+
+import logging
+
+from provision_agent import errors, executor, inventory, preflight
+from provision_agent.events import Events
+from provision_agent.runner import Runner
+
+LOG = logging.getLogger(__name__)
+
+
+def image_options(conf):
+    """Image download options from the config, where the image pipeline defines them."""
+    names = ("image_ca_bundle", "image_insecure", "image_auth_token", "image_headers")
+    return {n: getattr(conf, n) for n in names if n in conf}
+
+
+def provision(planned, conf, runner=None, live_disks=None, events=None):
+    runner = runner or Runner()
+    events = events or Events.from_conf(conf)
+    try:
+        preflight.check(planned, inventory.discover() if live_disks is None else live_disks,
+                        runner)
+        report = executor.Executor(runner, events, conf.target_root,
+                                   image_options(conf)).execute(planned.steps)
+    except errors.ProvisionError as exc:
+        events.result("failed", exc.exit_code, str(exc)[-4000:])
+        events.close()
+        raise
+    except Exception as exc:
+        events.result("failed", errors.EXIT_UNEXPECTED, f"{type(exc).__name__}: {exc}")
+        events.close()
+        raise
+    events.result("ok", errors.EXIT_OK)
+    events.close()
+    return report
+
+
+def summary(report):
+    lines = [f"provisioned in {report['seconds']}s, {len(report['steps'])} steps"]
+    for fs in report["filesystems"]:
+        lines.append(f"  {fs['device']}: {fs['fs_type']} UUID={fs['uuid']}"
+                     + (f" LABEL={fs['label']}" if fs.get("label") else ""))
+    for step in report["steps"]:
+        if step["kind"] == "write_image" and step["result"]:
+            r = step["result"]
+            lines.append(f"  image: {r.get('bytes_written')} bytes at {r.get('mb_per_s')} MB/s")
+    return "\n".join(lines)

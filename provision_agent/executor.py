@@ -1,0 +1,159 @@
+"""Walk the plan's steps in order and carry each out through its driver.
+
+The executor holds the little state a run needs (what is mounted, which partitions are kept,
+the UUIDs it saw) and no policy: what to do and in which order is the planner's. Whatever
+happens, the target filesystems are unmounted at the end.
+"""
+
+import logging
+import os
+import time
+
+from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
+
+LOG = logging.getLogger(__name__)
+
+
+class Executor:
+    def __init__(self, runner, events, target_root, options=None):
+        self.runner = runner
+        self.events = events
+        self.root = target_root
+        self.options = options or {}
+        self.mounts = mount.Mounts(runner, target_root)
+        self.labels = {}            # disk -> partition table label
+        self.kept = set()           # partition devices left intact
+        self.filesystems = []       # what mkfs made, with UUIDs
+        self.results = []
+        self.keep_numbers = {}      # disk -> partition numbers the table must keep
+
+    def execute(self, steps):
+        started = time.monotonic()
+        os.makedirs(self.root, exist_ok=True)
+        for step in steps:
+            if step.kind == "partition" and step.args.get("keep"):
+                self.keep_numbers.setdefault(step.args["disk"], []).append(step.args["number"])
+        try:
+            for index, step in enumerate(steps, 1):
+                self._one(index, len(steps), step)
+        finally:
+            left = self.mounts.umount_all()
+            if left:
+                LOG.error("still mounted after the run: %s", ", ".join(left))
+        return {"status": "ok", "seconds": round(time.monotonic() - started, 2),
+                "steps": self.results, "filesystems": self.filesystems}
+
+    def _one(self, index, count, step):
+        LOG.info("step %d/%d: %s", index, count, step.description or step.kind)
+        self.events.step(index, count, step.kind, "start", description=step.description)
+        t0 = time.monotonic()
+        try:
+            result = getattr(self, f"do_{step.kind}")(step.args)
+        except Exception as exc:
+            self.events.step(index, count, step.kind, "failed", error=str(exc)[-2000:])
+            LOG.error("step %d/%d (%s) failed after %.1fs", index, count, step.kind,
+                      time.monotonic() - t0)
+            raise
+        took = round(time.monotonic() - t0, 2)
+        self.events.step(index, count, step.kind, "done", seconds=took)
+        self.results.append({"index": index, "kind": step.kind,
+                             "description": step.description, "seconds": took,
+                             "result": result})
+
+    # storage
+
+    def do_wipe(self, args):
+        wipe.wipe(self.runner, args["disk"], args.get("keep") or [])
+
+    def do_partition_table(self, args):
+        self.labels[args["disk"]] = args["label"]
+        partitions.new_table(self.runner, args["disk"], args["label"],
+                             self.keep_numbers.get(args["disk"], []))
+
+    def do_partition(self, args):
+        if args.get("keep"):
+            self.kept.add(args["device"])
+            return {"kept": True}
+        partitions.create(self.runner, args, self.labels.get(args["disk"], "gpt"))
+
+    def do_settle(self, args):
+        for disk in args["disks"]:
+            udev.reread_partitions(self.runner, disk)
+        udev.wait_for_devices(self.runner, args["devices"])
+        # A new partition may start where an old filesystem or md superblock was.
+        for device in args["devices"]:
+            if device not in self.kept:
+                self.runner.run(["wipefs", "--all", "--force", device])
+
+    def do_md_create(self, args):
+        md.create(self.runner, args)
+        udev.settle(self.runner)
+        udev.wait_for_devices(self.runner, [args["device"]])
+
+    def do_pv_create(self, args):
+        lvm.pv_create(self.runner, args["device"])
+
+    def do_vg_create(self, args):
+        lvm.vg_create(self.runner, args["name"], args["pvs"])
+
+    def do_lv_create(self, args):
+        lvm.lv_create(self.runner, args)
+        udev.wait_for_devices(self.runner, [args["device"]])
+
+    def do_mkfs(self, args):
+        mkfs.make(self.runner, args["fs_type"], args["device"], args.get("label"),
+                  args.get("options") or [])
+        uuid = blockinfo.uuid(self.runner, args["device"])
+        self.filesystems.append({"device": args["device"], "fs_type": args["fs_type"],
+                                 "label": args.get("label"), "uuid": uuid})
+        return {"uuid": uuid}
+
+    # images and the target system
+
+    def do_write_image(self, args):
+        from provision_agent.drivers import image_writer    # heavy; only runs with images
+        return image_writer.write_image(args, runner=self.runner, events=self.events,
+                                        target_root=self.root, options=self.options)
+
+    def do_mount(self, args):
+        return {"path": self.mounts.mount(args["device"], args["mount_point"], args["fs_type"])}
+
+    def _root_mounted(self, what):
+        if mount.target_path(self.root, "/").rstrip("/") in [p.rstrip("/")
+                                                             for p in self.mounts.stack]:
+            return True
+        LOG.warning("no root filesystem mounted under %s: %s not written", self.root, what)
+        return False
+
+    def do_fstab(self, args):
+        entries = []
+        for entry in args["entries"]:
+            uuid = blockinfo.uuid(self.runner, entry["device"])
+            if not uuid:
+                raise udev.DeviceMissing(f"{entry['device']} has no filesystem UUID for fstab")
+            entries.append((uuid, entry))
+        text = fstab.render(entries)
+        if self._root_mounted("/etc/fstab"):
+            fstab.write(self.root, text)
+        return {"fstab": text}
+
+    def do_mdadm_conf(self, args):
+        lines = md.conf_lines(self.runner, args["arrays"])
+        text = ("# written by provision-agent\nHOMEHOST <ignore>\nMAILADDR root\n"
+                + "".join(line + "\n" for line in lines))
+        if self._root_mounted("mdadm.conf"):
+            fstab.write(self.root, text, "etc/mdadm/mdadm.conf")
+        return {"mdadm_conf": text}
+
+    def do_bootloader(self, args):
+        from provision_agent.drivers import bootloader
+        return {"boot_mode": bootloader.install(self.runner, self.root, args)}
+
+    def do_configdrive(self, args):
+        from provision_agent.drivers import configdrive
+        return configdrive.write(self.runner, args)
+
+    def do_umount(self, args):
+        self.runner.run(["sync"])
+        for mount_point in args["mount_points"]:
+            self.mounts.umount(mount_point)

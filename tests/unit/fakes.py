@@ -1,0 +1,40 @@
+"""A scripted stand-in for provision_agent.runner.Runner: records argv, answers by prefix."""
+
+from provision_agent.errors import CommandError
+from provision_agent.runner import Result
+
+WRITING = ("sgdisk", "parted", "sfdisk --part-type", "wipefs", "mdadm --create",
+           "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove", "vgcreate",
+           "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd", "grub-install")
+
+
+class FakeRunner:
+    def __init__(self, answers=None, fail=None):
+        # answers: {"lsblk --json": stdout or Result-like tuple (rc, stdout)}
+        self.answers = answers or {}
+        self.fail = fail or ()
+        self.calls = []
+
+    def run(self, argv, check=True, timeout=None, input=None, ok_codes=(0,)):
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        line = " ".join(argv)
+        for prefix in self.fail:
+            if line.startswith(prefix):
+                if check:
+                    raise CommandError(argv, 1, "", f"{argv[0]}: simulated failure")
+                return Result(tuple(argv), 1, "", "simulated failure", 0.0)
+        rc, out = 0, ""
+        for prefix, answer in self.answers.items():
+            if line.startswith(prefix):
+                rc, out = answer if isinstance(answer, tuple) else (0, answer)
+                break
+        if check and rc not in ok_codes:
+            raise CommandError(argv, rc, out, "")
+        return Result(tuple(argv), rc, out, "", 0.0)
+
+    def lines(self):
+        return [" ".join(c) for c in self.calls]
+
+    def writes(self):
+        return [line for line in self.lines() if line.startswith(WRITING)]

@@ -1,0 +1,88 @@
+"""The executor: dispatch in plan order, events, report, and unmount on failure."""
+
+import io
+import json
+
+import pytest
+
+from provision_agent.errors import CommandError
+from provision_agent.events import Events
+from provision_agent.executor import Executor
+from provision_agent.steps import Step
+from tests.unit.fakes import FakeRunner
+
+STEPS = [
+    Step("mkfs", {"device": "/dev/vda2", "fs_type": "ext4", "label": "root", "options": []}),
+    Step("mount", {"device": "/dev/vda2", "mount_point": "/", "fs_type": "ext4",
+                   "options": "defaults"}),
+    Step("mount", {"device": "/dev/vda1", "mount_point": "/boot", "fs_type": "ext2",
+                   "options": "defaults"}),
+    Step("fstab", {"entries": [{"device": "/dev/vda2", "mount_point": "/", "fs_type": "ext4",
+                                "options": "defaults", "dump": 0, "pass": 1}]}),
+    Step("umount", {"mount_points": ["/boot", "/"]}),
+]
+
+
+def run(tmp_path, steps, fail=()):
+    stream = io.StringIO()
+    r = FakeRunner({"blkid": "1234-uuid\n"}, fail=fail)
+    ex = Executor(r, Events([stream]), str(tmp_path))
+    try:
+        report = ex.execute(steps)
+    except CommandError:
+        report = None
+    events = [json.loads(line) for line in stream.getvalue().splitlines()]
+    return r, report, events
+
+
+def test_runs_in_order_writes_fstab_and_reports(tmp_path):
+    r, report, events = run(tmp_path, STEPS)
+    writes = r.writes()
+    assert writes[0] == "mkfs.ext4 -F -q -L root /dev/vda2"
+    assert writes[1:3] == [f"mount -t ext4 /dev/vda2 {tmp_path}/",
+                           f"mount -t ext2 /dev/vda1 {tmp_path}/boot"]
+    assert writes[-2:] == [f"umount {tmp_path}/boot", f"umount {tmp_path}/"]
+    fstab = (tmp_path / "etc" / "fstab").read_text()
+    assert "UUID=1234-uuid\t/\text4\tdefaults\t0\t1" in fstab
+    assert report["filesystems"] == [{"device": "/dev/vda2", "fs_type": "ext4",
+                                      "label": "root", "uuid": "1234-uuid"}]
+    assert [s["kind"] for s in report["steps"]] == [s.kind for s in STEPS]
+    assert [(e["index"], e["status"]) for e in events][:2] == [(1, "start"), (1, "done")]
+    assert events[-1]["status"] == "done" and events[-1]["count"] == len(STEPS)
+
+
+def test_failure_unmounts_what_was_mounted_and_reports_the_step(tmp_path):
+    steps = STEPS[:3] + [Step("mkfs", {"device": "/dev/vdb", "fs_type": "xfs", "label": None,
+                                       "options": []})]
+    r, report, events = run(tmp_path, steps, fail=("mkfs.xfs",))
+    assert report is None
+    assert r.lines()[-2:] == [f"umount {tmp_path}/boot", f"umount {tmp_path}/"]
+    failed = [e for e in events if e["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["kind"] == "mkfs" and failed[0]["index"] == 4
+    assert "simulated failure" in failed[0]["error"]
+
+
+def test_partition_table_keeps_partitions_named_keep(tmp_path):
+    table = {"partitiontable": {"partitions": [{"node": f"/dev/vda{n}", "start": 2048 * n,
+                                                "size": 2048} for n in (1, 2, 3)]}}
+    steps = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
+             Step("partition", {"disk": "/dev/vda", "number": 2, "device": "/dev/vda2",
+                                "start": 4096, "end": 6143, "keep": True}),
+             Step("partition", {"disk": "/dev/vda", "number": 3, "device": "/dev/vda3",
+                                "start": 6144, "end": 8191, "type": "X", "name": None,
+                                "flags": [], "guid": None, "kind": None, "keep": False})]
+    r = FakeRunner({"sfdisk --json": json.dumps(table)})
+    Executor(r, Events(), str(tmp_path)).execute(steps)
+    writes = r.writes()
+    assert "sgdisk --delete=3 /dev/vda" in writes and "sgdisk --delete=1 /dev/vda" in writes
+    assert not any("--delete=2" in w or "--clear" in w for w in writes)
+    assert any(w.startswith("sgdisk --new=3:6144:8191") for w in writes)
+    assert not any(w.startswith("sgdisk --new=2") for w in writes)
+
+
+def test_unknown_image_writer_is_an_error_not_a_skip(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "provision_agent.drivers.image_writer", None)
+    ex = Executor(FakeRunner(), Events(), str(tmp_path))
+    with pytest.raises(ImportError):
+        ex.execute([Step("write_image", {"device": "/dev/vda1", "uri": "file:///x"})])

@@ -1,0 +1,110 @@
+"""Wiping order and the preflight safety checks, with a scripted runner."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from provision_agent import preflight
+from provision_agent.drivers import wipe
+from provision_agent.errors import MachineMismatch
+from provision_agent.steps import Step
+from tests.unit.fakes import FakeRunner
+
+# vda1 + vdb1 form md0; md0 is an LVM PV of VG "old"; vda2 holds an ext4 filesystem.
+TREE = {"blockdevices": [{
+    "name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None, "children": [
+        {"name": "vda1", "path": "/dev/vda1", "type": "part", "fstype": "linux_raid_member",
+         "children": [{"name": "md0", "path": "/dev/md0", "type": "raid1",
+                       "fstype": "LVM2_member",
+                       "children": [{"name": "old-root", "path": "/dev/mapper/old-root",
+                                     "type": "lvm", "fstype": "ext4"}]}]},
+        {"name": "vda2", "path": "/dev/vda2", "type": "part", "fstype": "ext4"}]}]}
+PVS = {"report": [{"pv": [{"pv_name": "/dev/md0", "vg_name": "old"},
+                          {"pv_name": "/dev/sdz1", "vg_name": "elsewhere"}]}]}
+
+
+def runner():
+    return FakeRunner({"lsblk --json": json.dumps(TREE), "pvs --reportformat": json.dumps(PVS)})
+
+
+def test_wipe_tears_down_from_the_top(monkeypatch):
+    zeroed = []
+    monkeypatch.setattr(wipe, "zero_edges", zeroed.append)
+    r = runner()
+    wipe.wipe(r, "/dev/vda")
+    writes = r.writes()
+    assert writes.index("vgchange --activate n old") < writes.index("mdadm --stop /dev/md0")
+    assert writes.index("mdadm --stop /dev/md0") < writes.index(
+        "mdadm --zero-superblock /dev/vda1")
+    assert "wipefs --all --force /dev/vda2" in writes
+    assert writes[-2:] == ["wipefs --all --force /dev/vda", "sgdisk --zap-all /dev/vda"]
+    assert not any("elsewhere" in w or "sdz" in w for w in writes)
+    assert zeroed == ["/dev/vda"]
+
+
+def test_wipe_with_keep_leaves_the_partition_and_the_table(monkeypatch):
+    monkeypatch.setattr(wipe, "zero_edges", lambda d: pytest.fail("zeroed a disk with keep"))
+    r = runner()
+    wipe.wipe(r, "/dev/vda", keep=[2])
+    writes = r.writes()
+    assert not any("/dev/vda2" in w for w in writes)
+    assert not any(w.endswith(" /dev/vda") for w in writes)
+    assert "wipefs --all --force /dev/vda1" in writes
+
+
+def planned(disks, steps=()):
+    layout = SimpleNamespace(disks=[SimpleNamespace(id=i, origin=f"disks[{n}]")
+                                    for n, i in enumerate(disks)])
+    return SimpleNamespace(resolved=SimpleNamespace(layout=layout, disks=disks),
+                           steps=list(steps))
+
+
+LIVE = [{"name": "/dev/vda", "size": 4 << 30, "serial": "disk0"},
+        {"name": "/dev/vdb", "size": 2 << 30, "serial": "disk1"}]
+
+
+def problems(plan, live=LIVE, mounted=None, swaps=(), answers=None):
+    r = FakeRunner(answers or {"lsblk --json": json.dumps({"blockdevices": []})})
+    with pytest.raises(MachineMismatch) as exc:
+        preflight.check(plan, live, r, mounted=mounted or {}, swaps=list(swaps))
+    assert r.writes() == [], "preflight must only read"
+    return [str(p) for p in exc.value.problems]
+
+
+def test_preflight_passes_on_a_matching_machine():
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})})
+    preflight.check(planned({"d0": {"name": "/dev/vda", "size": 4 << 30, "serial": "disk0"}}),
+                    LIVE, r, mounted={"/dev/sr0": "/media"}, swaps=[])
+
+
+def test_preflight_missing_small_and_serial():
+    plan = planned({"d0": {"name": "/dev/vdc", "size": 1 << 30},
+                    "d1": {"name": "/dev/vdb", "size": 4 << 30},
+                    "d2": {"name": "/dev/vda", "size": 1 << 30, "serial": "other"}})
+    found = problems(plan)
+    assert "disks[0]: /dev/vdc is not present on this machine" in found
+    assert any(p.startswith("disks[1]: /dev/vdb has 2147483648 bytes") for p in found)
+    assert any("serial disk0, the plan was made for serial other" in p for p in found)
+
+
+def test_preflight_refuses_a_disk_in_use():
+    tree = {"blockdevices": [{"path": "/dev/vda", "type": "disk", "children": [
+        {"path": "/dev/vda1", "type": "part"}, {"path": "/dev/vda2", "type": "part"}]}]}
+    found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}),
+                     mounted={"/dev/vda1": "/mnt"}, swaps=["/dev/vda2"],
+                     answers={"lsblk --json": json.dumps(tree)})
+    assert "disks[0]: /dev/vda is in use: /dev/vda1 is mounted at /mnt" in found
+    assert "disks[0]: /dev/vda is in use: /dev/vda2 is in use as swap" in found
+
+
+def test_preflight_checks_kept_partitions_against_the_disk():
+    step = Step("partition", {"disk": "/dev/vda", "number": 1, "start": 2048, "end": 4095,
+                              "keep": True})
+    table = {"partitiontable": {"partitions": [{"node": "/dev/vda1", "start": 4096,
+                                                "size": 2048}]}}
+    found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, [step]),
+                     answers={"lsblk --json": json.dumps({"blockdevices": []}),
+                              "sfdisk --json": json.dumps(table)})
+    assert found == ["/dev/vda: partition 1 to keep is at sectors 4096-6143, the layout puts "
+                     "it at 2048-4095"]
