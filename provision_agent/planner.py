@@ -91,9 +91,10 @@ def plan(res):
                 "extents": extents, "stripes": lv.stripes},
                 f"logical volume {dev(lv.id)} " + (human(size_bytes) if size_bytes else extents)))
 
+    kept = {p.id for _, p in layout.partitions() if p.keep}
     for fs in layout.filesystems:
-        if fs.device in image_targets:
-            continue        # the image brings its own filesystem
+        if fs.device in image_targets or fs.device in kept:
+            continue        # the image brings its own filesystem; a kept one has its own
         steps.append(Step("mkfs", {"device": dev(fs.device), "fs_type": fs.type,
                                    "label": fs.label, "options": fs.mkfs_options},
                           f"{fs.type} on {dev(fs.device)}"

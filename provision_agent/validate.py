@@ -73,6 +73,7 @@ def check(layout):
                 add(lv, f"{lv.stripes} stripes need as many physical volumes; "
                         f"{vg.name} has {len(vg.pvs)}")
 
+    _check_kept(layout, parts, add)
     _check_filesystems(layout, use, block_ids, add)
     _check_images(layout, add, block_ids, disks)
     _check_bootloader(layout, add, disks, parts)
@@ -82,6 +83,20 @@ def check(layout):
     if layout.configdrive and layout.configdrive.disk and layout.configdrive.disk not in disks:
         add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
     return problems
+
+
+def _check_kept(layout, parts, add):
+    """A kept partition's data survives only if nothing in the plan writes to it."""
+    kept = {pid for pid, p in parts.items() if p.keep}
+    for r in layout.raids:
+        for ref in set(r.members + r.spares) & kept:
+            add(r, f"partition {ref!r} is kept, so it cannot become a RAID member")
+    for vg in layout.volume_groups:
+        for ref in set(vg.pvs) & kept:
+            add(vg, f"partition {ref!r} is kept, so it cannot become a physical volume")
+    for im in layout.images:
+        if im.target in kept:
+            add(im, f"partition {im.target!r} is kept, so no image can be written to it")
 
 
 def _referencable(layout):

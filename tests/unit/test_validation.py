@@ -22,7 +22,8 @@ def problems_of(doc, disks=DISKS):
 
 def test_samples_are_valid():
     for name, inv in (("single-disk", "single-disk"), ("two-disk-raid-lvm", "three-disks"),
-                      ("uefi", "single-disk")):
+                      ("uefi", "single-disk"), ("msdos-logical", "three-disks"),
+                      ("three-disk-raid5-raid0-striped", "three-disks")):
         planned = pipeline.build_plan(NativeDriver(sample(name)).layout(),
                                       inv_mod.from_document(inventory(inv)))
         assert planned.steps
@@ -172,3 +173,24 @@ def test_label_length_per_filesystem():
     doc = mutate(sample("uefi"), lambda d: d["filesystems"][0].__setitem__("label", "EFI-SYSTEM-1"))
     _, problems = problems_of(doc)
     assert any("$.filesystems[0]" in p and "vfat labels have at most 11" in p for p in problems)
+
+
+def test_kept_partition_cannot_be_raid_member_or_pv():
+    def change(d):
+        d["disks"][0]["partitions"][1]["keep"] = True      # boot0, a RAID1 member
+        d["disks"][0]["partitions"][2]["keep"] = True      # os0, a member too
+    _, found = problems_of(mutate(sample("two-disk-raid-lvm"), change))
+    assert any("'boot0' is kept, so it cannot become a RAID member" in p for p in found)
+    assert any("'os0' is kept, so it cannot become a RAID member" in p for p in found)
+
+
+def test_kept_partition_keeps_its_filesystem(tmp_path):
+    doc = mutate(sample("single-disk"), lambda d: d["disks"][0]["partitions"][2]
+                 .update(keep=True))
+    rc, out, err = run_cli(tmp_path, doc, extra=["--plan_format", "json"])
+    assert rc == 0, err
+    steps = json.loads(out)["steps"]
+    assert not any(s["kind"] == "mkfs" and s["args"]["device"] == "/dev/vda3" for s in steps)
+    assert any(s["kind"] == "mount" and s["args"]["device"] == "/dev/vda3" for s in steps)
+    wipe = next(s for s in steps if s["kind"] == "wipe")
+    assert wipe["args"]["keep"] == [3]
