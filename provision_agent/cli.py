@@ -7,6 +7,7 @@
 
 import json
 import logging
+import signal
 import sys
 import traceback
 
@@ -92,8 +93,14 @@ def run(command, conf):
     return errors.EXIT_OK
 
 
+def _interrupt(signum, frame):
+    # SIGTERM unwinds like Ctrl-C so that the executor still unmounts the target.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGTERM, _interrupt)
     conf = cfg.ConfigOpts()
     try:
         command = parse_args(argv, conf)

@@ -6,6 +6,7 @@ Kept apart from cli.py so that a dry run never imports the drivers (pyudev, tool
 import logging
 
 from provision_agent import errors, executor, inventory, preflight
+from provision_agent.drivers import mount
 from provision_agent.events import Events
 from provision_agent.runner import Runner
 
@@ -15,13 +16,14 @@ LOG = logging.getLogger(__name__)
 def image_options(conf):
     """Image download options from the config, where the image pipeline defines them."""
     names = ("image_ca_bundle", "image_insecure", "image_auth_token", "image_headers")
-    return {n: getattr(conf, n) for n in names if n in conf}
+    return {n: getattr(conf, n) for n in names if hasattr(conf, n)}
 
 
 def provision(planned, conf, runner=None, live_disks=None, events=None):
     runner = runner or Runner()
     events = events or Events.from_conf(conf)
     try:
+        mount.release_stale(runner, conf.target_root)
         preflight.check(planned, inventory.discover() if live_disks is None else live_disks,
                         runner)
         report = executor.Executor(runner, events, conf.target_root,

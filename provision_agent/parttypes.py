@@ -16,7 +16,7 @@ MBR_TYPES = {
     "swap": "0x82",
     "linux": "0x83",
     "custom": "0x83",
-    "extended": "0x05",
+    "extended": "0x0f",
 }
 
 

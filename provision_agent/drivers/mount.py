@@ -45,3 +45,20 @@ class Mounts:
                 LOG.error("could not unmount %s: %s", where, res.stderr.strip())
                 failed.append(where)
         return failed
+
+
+def release_stale(runner, root, mountinfo="/proc/self/mountinfo"):
+    """Unmount what an interrupted earlier run left mounted under root (only under root)."""
+    root = os.path.realpath(root).rstrip("/")
+    stale = []
+    with open(mountinfo) as f:
+        for line in f:
+            where = line.split()[4].replace("\\040", " ")
+            if where == root or where.startswith(root + "/"):
+                stale.append(where)
+    for where in sorted(stale, key=lambda p: p.count("/"), reverse=True):
+        LOG.warning("unmounting %s, left mounted by an earlier run", where)
+        runner.run(["umount", where], check=False)
+        if os.path.ismount(where):
+            runner.run(["umount", "--lazy", where])
+    return stale

@@ -11,6 +11,7 @@ import os
 
 from provision_agent.drivers import blockinfo
 from provision_agent.devnames import partition_number
+from provision_agent.errors import CommandError
 
 LOG = logging.getLogger(__name__)
 
@@ -18,7 +19,11 @@ EDGE = 1 << 20    # zeroed at each end: MBR/GPT header, GPT backup, md 1.0 super
 
 
 def _volume_groups_on(runner, devices):
-    res = runner.run(["pvs", "--reportformat", "json", "-o", "pv_name,vg_name"], check=False)
+    try:
+        res = runner.run(["pvs", "--reportformat", "json", "-o", "pv_name,vg_name"],
+                         check=False)
+    except CommandError:     # no lvm2 here at all: then there is no LVM to take down either
+        return []
     if res.returncode != 0:
         return []
     real = {os.path.realpath(d) for d in devices}

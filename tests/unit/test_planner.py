@@ -37,7 +37,7 @@ def test_msdos_plan_has_extended_and_logical_with_mbr_types():
     parts = steps(doc, "partition")
     assert [(p.args["number"], p.args["kind"], p.args["type"]) for p in parts] == [
         (1, "primary", "0x83"), (2, "primary", "0x82"), (3, "primary", "0x8e"),
-        (4, "extended", "0x05"), (5, "logical", "0xfd"), (6, "logical", "0x83"),
+        (4, "extended", "0x0f"), (5, "logical", "0xfd"), (6, "logical", "0x83"),
         (7, "logical", "0x83")]
     settle = steps(doc, "settle")[0]
     assert "/dev/vda4" not in settle.args["devices"]     # the container has no content

@@ -31,7 +31,7 @@ def test_msdos_logical_partition_gets_type_byte_and_boot_flag():
 
 def test_msdos_extended_partition_has_no_type_change():
     argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 4, "start": 4096,
-                                    "end": 9999, "type": "0x05", "kind": "extended",
+                                    "end": 9999, "type": "0x0f", "kind": "extended",
                                     "flags": []})
     assert len(argvs) == 1 and argvs[0][-3:] == ["extended", "4096s", "9999s"]
 
