@@ -106,7 +106,9 @@ def plan(res):
             fs = fs_of.get(im.target)
             steps.append(_image_step(im, dev(im.target), None, fs.type if fs else None))
 
-    mounted = sorted((fs for fs in layout.filesystems if fs.mount and fs.type != "swap"),
+    # A kept filesystem is not mounted either: even a mount writes to its superblock.
+    mounted = sorted((fs for fs in layout.filesystems
+                      if fs.mount and fs.type != "swap" and fs.device not in kept),
                      key=lambda fs: (_depth(fs.mount), fs.mount))
     for fs in mounted:
         steps.append(Step("mount", {"device": dev(fs.device), "mount_point": fs.mount,

@@ -211,11 +211,11 @@ def test_killed_midway_then_rerun_succeeds(vm):
     doc = SAMPLES / "two-disk-raid-lvm.json"
     vm.write_text("/tmp/kill.json", doc.read_text())
     vm.ssh("rm -f /tmp/kill.log; setsid provision --input_data_file /tmp/kill.json "
-           "--log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null &")
+           "--log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null & echo $! > /tmp/kill.pid")
     # kill -9 (no cleanup at all) once the arrays exist and a filesystem is mounted
     vm.ssh("for i in $(seq 600); do grep -q 'mount /dev/os/root' /tmp/kill.log 2>/dev/null "
-           "&& break; sleep 0.2; done; pkill -9 -f 'provision --input_data_file'; sleep 1",
-           timeout=300)
+           "&& break; sleep 0.2; done; kill -9 $(cat /tmp/kill.pid); sleep 1", timeout=300)
+    assert "/tmp/provision-target" in vm.ssh("cat /proc/mounts").stdout
     assert "write /etc/fstab" not in vm.read_text("/tmp/kill.log")
     provision(vm, doc)
     assert "Raid Level : raid1" in vm.mdadm_detail("/dev/md/os")

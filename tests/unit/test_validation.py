@@ -191,6 +191,8 @@ def test_kept_partition_keeps_its_filesystem(tmp_path):
     assert rc == 0, err
     steps = json.loads(out)["steps"]
     assert not any(s["kind"] == "mkfs" and s["args"]["device"] == "/dev/vda3" for s in steps)
-    assert any(s["kind"] == "mount" and s["args"]["device"] == "/dev/vda3" for s in steps)
+    assert not any(s["kind"] == "mount" and s["args"]["device"] == "/dev/vda3" for s in steps)
+    fstab = next(s for s in steps if s["kind"] == "fstab")["args"]["entries"]
+    assert any(e["device"] == "/dev/vda3" for e in fstab)
     wipe = next(s for s in steps if s["kind"] == "wipe")
     assert wipe["args"]["keep"] == [3]
