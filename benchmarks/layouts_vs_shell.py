@@ -1,0 +1,70 @@
+"""How much does provision cost over the bare commands? (VM bench; a benchmark, not a test.)
+
+For each sample layout, in one VM with blank disks: run `provision` and time it; blank the disks
+again; replay the exact external commands provision ran (taken from its log, in order) as a plain
+`sh -e` script and time that. Both start from the same blank disks, so the difference is what
+provision adds: Python start-up, planning, discovery, settling and waiting for devices.
+
+    python3 -m benchmarks.layouts_vs_shell [sample.json ...]
+"""
+
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from tests.vmbench import VM
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = ["single-disk.json", "two-disk-raid-lvm.json", "three-disk-raid5-raid0-striped.json",
+           "msdos-logical.json"]
+RUN_LINE = re.compile(r" INFO provision_agent\.runner: run: (.*)$")
+BLANK = ("vgchange -an >/dev/null 2>&1; for m in /dev/md[0-9]*; do [ -b $m ] && "
+         "mdadm --stop $m >/dev/null 2>&1; done; "
+         "for d in /dev/vda /dev/vdb /dev/vdc; do wipefs -a -f $d?* >/dev/null 2>&1; "
+         "sgdisk -Z $d >/dev/null 2>&1; dd if=/dev/zero of=$d bs=1M count=8 status=none; done; "
+         "partprobe >/dev/null 2>&1; udevadm settle; sync")
+
+
+def script_of(log):
+    lines = ["set -e", "mkdir -p /tmp/provision-target"]
+    for line in log.splitlines():
+        m = RUN_LINE.search(line)
+        if m:
+            # argv was logged space-joined; our layouts have no argument with a space in it
+            lines.append(" ".join(shlex.quote(a) for a in m.group(1).split(" ")))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    samples = argv or DEFAULT
+    rows = []
+    with VM(disks=3, disk_size="4G", serials=["disk0", "disk1", "disk2"],
+            name="layouts-vs-shell") as vm:
+        for name in samples:
+            vm.ssh(BLANK, timeout=600)
+            t0 = time.monotonic()
+            run = vm.provision(REPO / "samples" / name)
+            ours = time.monotonic() - t0
+            if run.returncode != 0:
+                print(f"{name}: provision exited {run.returncode}\n{run.stderr}")
+                return 1
+            script = script_of(run.log)
+            vm.write_text("/tmp/replay.sh", script)
+            vm.ssh(BLANK, timeout=600)
+            t0 = time.monotonic()
+            res = vm.ssh("sh -e /tmp/replay.sh >/tmp/replay.out 2>&1", check=False, timeout=1800)
+            shell = time.monotonic() - t0
+            status = "ok" if res.returncode == 0 else f"replay exit {res.returncode}"
+            rows.append((name, ours, shell, script.count("\n") - 2, status))
+    print(f"\n{'layout':<40} {'provision s':>11} {'shell s':>8} {'ratio':>6} commands")
+    for name, ours, shell, n, status in rows:
+        print(f"{name:<40} {ours:>11.1f} {shell:>8.1f} {ours / shell:>6.2f} {n} {status}")
+    print("(both timed from the host over SSH, same VM, same blank disks; ratio = provision / "
+          "shell; the shell side skips discovery, validation and planning)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
