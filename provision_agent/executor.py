@@ -80,15 +80,15 @@ class Executor:
         for disk in args["disks"]:
             udev.reread_partitions(self.runner, disk)
         udev.wait_for_devices(self.runner, args["devices"])
-        # A new partition may start where an old filesystem or md superblock was.
         for device in args["devices"]:
             if device not in self.kept:
-                self.runner.run(["wipefs", "--all", "--force", device])
+                wipe.clear_new(self.runner, device)
 
     def do_md_create(self, args):
         md.create(self.runner, args)
         udev.settle(self.runner)
         udev.wait_for_devices(self.runner, [args["device"]])
+        wipe.clear_new(self.runner, args["device"])
 
     def do_pv_create(self, args):
         lvm.pv_create(self.runner, args["device"])

@@ -39,21 +39,24 @@ def _is_kept(node, keep):
     return node.get("type") == "part" and partition_number(node["path"]) in keep
 
 
+def _take_down(runner, device, nodes):
+    """Deactivate VGs and stop md arrays on device or built on top of it, top first."""
+    for vg in _volume_groups_on(runner, [device] + [n["path"] for n in nodes]):
+        LOG.info("%s: deactivating old volume group %s", device, vg)
+        runner.run(["vgchange", "--activate", "n", vg])
+    for node in reversed(nodes):
+        if node["type"].startswith("raid") or node["type"] == "md":
+            LOG.info("%s: stopping old array %s", device, node["path"])
+            runner.run(["mdadm", "--stop", node["path"]])
+
+
 def wipe(runner, disk, keep=()):
     keep = set(keep)
     top = blockinfo.tree(runner, disk)
     nodes = blockinfo.descendants(top)
     parts = [n for n in nodes if n.get("type") == "part"]
     kept = [n["path"] for n in parts if _is_kept(n, keep)]
-    stacked = [n for n in nodes if n.get("type") not in ("part", "disk")]
-
-    for vg in _volume_groups_on(runner, [disk] + [n["path"] for n in nodes]):
-        LOG.info("wipe %s: deactivating old volume group %s", disk, vg)
-        runner.run(["vgchange", "--activate", "n", vg])
-    for node in reversed(stacked):
-        if node["type"].startswith("raid") or node["type"] == "md":
-            LOG.info("wipe %s: stopping old array %s", disk, node["path"])
-            runner.run(["mdadm", "--stop", node["path"]])
+    _take_down(runner, disk, [n for n in nodes if n.get("type") not in ("part", "disk")])
     for node in parts:
         if node["path"] in kept:
             continue
@@ -64,6 +67,18 @@ def wipe(runner, disk, keep=()):
     _clear_signatures(runner, disk, top.get("fstype"))
     runner.run(["sgdisk", "--zap-all", disk], ok_codes=(0, 2))
     zero_edges(disk)
+
+
+def clear_new(runner, device):
+    """Make a device we just created (partition, md array) blank.
+
+    A new partition or array at the offsets of an old one shows the old one's contents: udev
+    may already have assembled an old array from it or activated an old VG found inside it.
+    Take those down, then erase every signature.
+    """
+    node = blockinfo.tree(runner, device)
+    _take_down(runner, device, blockinfo.descendants(node))
+    _clear_signatures(runner, device, node.get("fstype"))
 
 
 def _clear_signatures(runner, device, fstype):

@@ -213,10 +213,13 @@ def test_killed_midway_then_rerun_succeeds(vm):
     vm.ssh("rm -f /tmp/kill.log; setsid provision --input_data_file /tmp/kill.json "
            "--log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null & echo $! > /tmp/kill.pid")
     # kill -9 (no cleanup at all) once the arrays exist and a filesystem is mounted
-    vm.ssh("for i in $(seq 600); do grep -q 'mount /dev/os/root' /tmp/kill.log 2>/dev/null "
-           "&& break; sleep 0.2; done; kill -9 $(cat /tmp/kill.pid); sleep 1", timeout=300)
-    assert "/tmp/provision-target" in vm.ssh("cat /proc/mounts").stdout
-    assert "write /etc/fstab" not in vm.read_text("/tmp/kill.log")
+    vm.ssh("for i in $(seq 1500); do grep -q ' /tmp/provision-target ' /proc/mounts "
+           "&& break; sleep 0.2; done; kill -9 $(cat /tmp/kill.pid); sleep 1", timeout=400)
+    assert "/tmp/provision-target" in vm.ssh("cat /proc/mounts").stdout, vm.read_text(
+        "/tmp/kill.log")[-3000:]
+    steps = [line for line in vm.read_text("/tmp/kill.log").splitlines()
+             if "provision_agent.executor: step" in line]
+    assert " mount " in steps[-1] and "fstab" not in steps[-1], steps[-3:]
     provision(vm, doc)
     assert "Raid Level : raid1" in vm.mdadm_detail("/dev/md/os")
     rows, _ = fstab_of(vm, "/dev/os/root")

@@ -108,3 +108,14 @@ def test_preflight_checks_kept_partitions_against_the_disk():
                               "sfdisk --json": json.dumps(table)})
     assert found == ["/dev/vda: partition 1 to keep is at sectors 4096-6143, the layout puts "
                      "it at 2048-4095"]
+
+
+def test_clear_new_takes_down_what_udev_assembled_from_old_contents():
+    # a fresh partition at an old member's offsets: udev assembled md0 and activated VG "old"
+    tree = {"blockdevices": [{"path": "/dev/vda1", "type": "part", "fstype":
+                              "linux_raid_member", "children": TREE["blockdevices"][0]
+                              ["children"][0]["children"]}]}
+    r = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": json.dumps(PVS)})
+    wipe.clear_new(r, "/dev/vda1")
+    assert r.writes() == ["vgchange --activate n old", "mdadm --stop /dev/md0",
+                          "mdadm --zero-superblock /dev/vda1", "wipefs --all --force /dev/vda1"]
