@@ -1,0 +1,312 @@
+"""Fuel's provision.json (Nailgun's provisioning serialiser output) → the native format.
+
+The document is translated into a native document and built by the native driver, so Fuel input
+gets the same schema and semantic checks as native input. Problems in the Fuel document are
+reported in Fuel's terms (`ks_spaces[2] (sdc) volumes[3]`), and every native object carries that
+location as its `origin`, so later errors (no disk matches, too small) name the space too.
+The rules, field by field, are in docs/nailgun-mapping.md.
+"""
+
+import logging
+import re
+
+from provision_agent.data_drivers import native
+from provision_agent.data_drivers.base import DataDriver
+from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
+                                                         wants_configdrive)
+from provision_agent.errors import InputError, Problem
+
+LOG = logging.getLogger(__name__)
+
+# What Fuel's agent put first on every disk it partitioned: a bios_grub partition and an unformatted
+# partition reserved for UEFI. Fuel's `boot` volume is the space it reserves for them.
+BIOS_GRUB_MIB = 24
+UEFI_MIB = 200
+CONFIGDRIVE_MIB = 20
+# 1 MiB before the first partition (alignment) and the GPT backup at the end rounded to 1 MiB.
+GPT_OVERHEAD_MIB = 2
+# Fuel sized the volumes for the exact disk; the last one may give up this much to alignment.
+SHRINK_LIMIT_MIB = 8
+DEFAULT_LVM_META_MIB = 64
+MIN_LVM_META_MIB = 10
+IGNORED_TYPES = ("boot", "lvm_meta_pool")
+
+
+def _slug(text):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "x"
+
+
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def space_where(i, space):
+    name = space.get("name") or space.get("id") or "?"
+    return f"ks_spaces[{i}] ({name})"
+
+
+def disk_hints(space):
+    """One native hint. Fuel accepts any of its identifiers; native hints must all match, so only
+    the most stable one is used: a by-path id, a by-id id, the first `extra` by-id link, a name."""
+    ident = str(space.get("id") or "")
+    ident = ident[len("/dev/"):] if ident.startswith("/dev/") else ident
+    if ident.startswith("disk/by-path/"):
+        return {"by_path": "/dev/" + ident}
+    if ident.startswith("disk/by-id/"):
+        return {"by_id": "/dev/" + ident}
+    extra = [e for e in space.get("extra") or [] if isinstance(e, str) and e]
+    if extra:
+        link = extra[0][len("/dev/"):] if extra[0].startswith("/dev/") else extra[0]
+        return {"by_id": "/dev/" + (link if link.startswith("disk/") else "disk/by-id/" + link)}
+    name = space.get("name") or ident
+    return {"name": name if name.startswith("/dev/") else "/dev/" + name}
+
+
+class NailgunDriver(DataDriver):
+    def layout(self):
+        return native.NativeDriver(self.native_document()).layout()
+
+    def native_document(self):
+        t = _Translation(self.data)
+        doc = t.run()
+        if t.problems:
+            raise InputError(t.problems)
+        return doc
+
+
+class _Translation:
+    def __init__(self, data):
+        self.data = data
+        self.problems = []
+        self.disks, self.raids, self.vgs, self.filesystems = [], [], [], []
+        self.raid_members = {}       # mount → [(partition id, volume, where)]
+        self.pvs = {}                # vg name → [(partition id, usable MiB)]
+        self.configdrive_placed = False
+
+    def problem(self, where, msg):
+        self.problems.append(Problem(where, msg))
+
+    def run(self):
+        ks_meta = self.data.get("ks_meta") if isinstance(self.data, dict) else None
+        pm_data = ks_meta.get("pm_data") if isinstance(ks_meta, dict) else None
+        spaces = pm_data.get("ks_spaces") if isinstance(pm_data, dict) else None
+        if not isinstance(spaces, list):
+            self.problem("ks_meta.pm_data.ks_spaces", "missing: Fuel's partitioning data is a "
+                                                      "list of disk and vg spaces here")
+            return {}
+        self.want_configdrive = wants_configdrive(self.data)
+        for i, space in enumerate(spaces):
+            if not isinstance(space, dict) or space.get("type") not in ("disk", "vg"):
+                self.problem(f"ks_spaces[{i}]", "needs type \"disk\" or \"vg\"")
+            elif space["type"] == "disk":
+                self.disk_space(i, space)
+        self.build_raids()
+        for i, space in enumerate(spaces):
+            if isinstance(space, dict) and space.get("type") == "vg":
+                self.vg_space(i, space)
+        named = {vg["name"] for vg in self.vgs}
+        for name, pvs in self.pvs.items():
+            if name not in named:
+                # Fuel creates the VG even when no vg space lists volumes for it.
+                self.vgs.append({"id": f"vg-{_slug(name)}"[:63], "name": name,
+                                 "pvs": [pid for pid, _, _ in pvs],
+                                 "origin": pvs[0][1]["origin"]})
+        if not self.disks:
+            self.problem("ks_meta.pm_data.ks_spaces", "no disk space has a volume to create")
+            return {}
+        doc = {"version": 1, "disks": self.disks, "raids": self.raids,
+               "volume_groups": self.vgs, "filesystems": self.filesystems}
+        doc["images"] = images(ks_meta, self.filesystems, self.problem)
+        doc["bootloader"] = bootloader(pm_data)
+        if self.want_configdrive:
+            doc["configdrive"] = configdrive(self.data, "configdrive" if self.configdrive_placed
+                                             else None)
+        return doc
+
+    # --- disk spaces -------------------------------------------------------------------------
+
+    def disk_space(self, i, space):
+        where = space_where(i, space)
+        size = space.get("size")
+        volumes = space.get("volumes", [])
+        if not _is_num(size) or not isinstance(volumes, list):
+            self.problem(where, "a disk space needs a numeric size (MiB) and a volumes list")
+            return
+        if size <= 0:
+            LOG.info("%s: size 0, disk not used", where)
+            return
+        used = [(j, v) for j, v in enumerate(volumes)
+                if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
+                and _is_num(v.get("size")) and v["size"] > 0]
+        bad = [j for j, v in enumerate(volumes) if not isinstance(v, dict)
+               or not _is_num(v.get("size"))]
+        for j in bad:
+            self.problem(f"{where} volumes[{j}]", "a volume needs a type and a numeric size (MiB)")
+        if not used:
+            LOG.info("%s: no volume to create, disk not used", where)
+            return
+        n = len(self.disks)
+        disk_id = f"d{n}-{_slug(space.get('name') or space.get('id'))}"[:63]
+        parts = [
+            {"id": f"d{n}-bios_grub", "size": BIOS_GRUB_MIB, "type": "bios_grub",
+             "origin": f"{where} (bios_grub partition Fuel puts on every disk)"},
+            {"id": f"d{n}-uefi", "size": UEFI_MIB, "type": "linux", "name": "UEFI",
+             "origin": f"{where} (UEFI partition Fuel reserves on every disk)"}]
+        if self.want_configdrive and not self.configdrive_placed and self._is_os_disk(volumes):
+            parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB, "type": "linux",
+                          "name": "config-2", "origin": f"{where} (configdrive partition)"})
+            self.configdrive_placed = True
+        for j, vol in used:
+            part = self.volume(n, where, j, vol)
+            if part:
+                parts.append(part)
+        self.fit_last(where, size, parts)
+        self.disks.append({"id": disk_id, "match": disk_hints(space), "partitions": parts,
+                           "origin": where})
+
+    @staticmethod
+    def _is_os_disk(volumes):
+        return any(isinstance(v, dict) and _is_num(v.get("size")) and v["size"] > 0 and (
+            v.get("mount") == "/" or (v.get("type") == "pv" and v.get("vg") == "os"))
+            for v in volumes)
+
+    def volume(self, n, where, j, vol):
+        vwhere = f"{where} volumes[{j}]"
+        kind = vol.get("type")
+        pid = f"d{n}-v{j}"
+        part = {"id": pid, "size": int(vol["size"]), "origin": vwhere}
+        if kind == "partition":
+            fs_type = vol.get("file_system") or "xfs"
+            guid = vol.get("partition_guid")
+            if guid:
+                part.update(type="custom", type_guid=guid)
+            else:
+                part["type"] = "swap" if fs_type == "swap" else "linux"
+            if vol.get("keep_data"):
+                part["keep"] = True
+            mount = vol.get("mount")
+            if fs_type == "swap":
+                self.add_fs(pid, "swap", None, vol, vwhere)
+            elif mount and mount != "none":
+                self.add_fs(pid, fs_type, mount, vol, vwhere)
+        elif kind == "raid":
+            part["type"] = "raid"
+            mount = vol.get("mount")
+            if not mount or mount == "none":
+                self.problem(vwhere, "a raid volume needs a mount: it names the array")
+                return None
+            self.raid_members.setdefault(mount, []).append((pid, vol, vwhere))
+        elif kind == "pv":
+            part["type"] = "lvm"
+            vg = vol.get("vg")
+            meta = vol.get("lvm_meta_size", DEFAULT_LVM_META_MIB)
+            if not vg:
+                self.problem(vwhere, "a pv volume needs vg: the volume group it belongs to")
+                return None
+            if not _is_num(meta) or meta < MIN_LVM_META_MIB:
+                self.problem(vwhere, f"lvm_meta_size {meta!r} is too small (at least "
+                                     f"{MIN_LVM_META_MIB} MiB)")
+                meta = DEFAULT_LVM_META_MIB
+            self.pvs.setdefault(vg, []).append([pid, part, meta])
+        else:
+            self.problem(vwhere, f"unknown volume type {kind!r} (partition, raid, pv, boot, "
+                                 "lvm_meta_pool)")
+            return None
+        return part
+
+    def fit_last(self, where, disk_mib, parts):
+        """Fuel's volumes add up to the disk; alignment and the GPT backup need a little of it."""
+        usable = disk_mib - GPT_OVERHEAD_MIB
+        total = sum(p["size"] for p in parts)
+        excess = total - usable
+        if excess <= 0:
+            return
+        last = parts[-1]
+        if excess > SHRINK_LIMIT_MIB or last["size"] - excess < 1 or last.get("keep"):
+            self.problem(where, f"the partitions need {total} MiB (with {BIOS_GRUB_MIB} MiB "
+                                f"bios_grub, {UEFI_MIB} MiB UEFI and {GPT_OVERHEAD_MIB} MiB GPT "
+                                f"overhead) but the disk has {disk_mib} MiB")
+            return
+        LOG.info("%s: last volume shrinks by %d MiB to fit alignment and the GPT backup",
+                 last["origin"], excess)
+        last["size"] -= excess
+
+    def add_fs(self, device, fs_type, mount, vol, where):
+        fs = {"device": device, "type": fs_type, "origin": where}
+        if mount:
+            fs["mount"] = mount
+        if vol.get("disk_label"):
+            fs["label"] = vol["disk_label"]
+        self.filesystems.append(fs)
+
+    def build_raids(self):
+        """Every raid volume with the same mount, across disks, is one RAID1 (Fuel's md)."""
+        for mount, members in self.raid_members.items():
+            pid, vol, where = members[0]
+            fs_type = vol.get("file_system") or ("ext2" if mount == "/boot" else "xfs")
+            if len(members) == 1:
+                LOG.info("%s: only one raid volume for %s, using the partition directly",
+                         where, mount)
+                self._fs_or_swap(pid, fs_type, mount, vol, where)
+                continue
+            name = "boot" if mount == "/boot" else _slug(mount.strip("/").replace("/", "-"))
+            rid = f"md-{name}"[:63]
+            raid = {"id": rid, "name": name[:32], "level": 1, "members": [m[0] for m in members],
+                    "origin": ", ".join(m[2] for m in members)}
+            if mount == "/boot":
+                # Superblock at the end: the bootloader reads each member as a plain filesystem.
+                raid["metadata"] = "1.0"
+            self.raids.append(raid)
+            self._fs_or_swap(rid, fs_type, mount, vol, where)
+
+    def _fs_or_swap(self, device, fs_type, mount, vol, where):
+        self.add_fs(device, fs_type, None if fs_type == "swap" else mount, vol, where)
+
+    # --- vg spaces ---------------------------------------------------------------------------
+
+    def vg_space(self, i, space):
+        where = space_where(i, space)
+        name = space.get("id")
+        volumes = space.get("volumes", [])
+        if not name or not isinstance(volumes, list):
+            self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
+            return
+        lvs = []
+        for j, vol in enumerate(volumes):
+            vwhere = f"{where} volumes[{j}]"
+            if not isinstance(vol, dict) or not _is_num(vol.get("size")):
+                self.problem(vwhere, "a volume needs a type and a numeric size (MiB)")
+                continue
+            if vol["size"] <= 0:
+                continue
+            if vol.get("type") != "lv":
+                self.problem(vwhere, f"volume type {vol.get('type')!r} in a vg space; only lv")
+                continue
+            if not vol.get("name"):
+                self.problem(vwhere, "an lv needs a name")
+                continue
+            lid = f"lv-{_slug(name)}-{_slug(vol['name'])}"[:63]
+            lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),
+                        "origin": vwhere})
+            fs_type = vol.get("file_system") or "xfs"
+            mount = vol.get("mount")
+            if fs_type == "swap":
+                self.add_fs(lid, "swap", None, vol, vwhere)
+            elif mount and mount != "none":
+                self.add_fs(lid, fs_type, mount, vol, vwhere)
+        pvs = self.pvs.get(name, [])
+        if not pvs and not lvs:
+            return
+        if not pvs:
+            if lvs:
+                self.problem(where, f"volume group {name!r} has logical volumes but no disk "
+                                    "space has a non-empty pv volume for it")
+            return
+        capacity = sum(part["size"] - meta for _, part, meta in pvs)
+        need = sum(lv["size"] for lv in lvs)
+        if need > capacity:
+            self.problem(where, f"logical volumes need {need} MiB but the pv volumes give "
+                                f"{capacity} MiB after LVM metadata")
+        self.vgs.append({"id": f"vg-{_slug(name)}"[:63], "name": name,
+                         "pvs": [pid for pid, _, _ in pvs], "logical_volumes": lvs,
+                         "origin": where})

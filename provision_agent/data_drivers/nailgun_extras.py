@@ -1,0 +1,135 @@
+"""The non-disk parts of Fuel's provision.json: images, bootloader and configdrive."""
+
+import json
+
+CONTAINERS = {"gzip": "gzip", "raw": "none"}
+
+
+def images(ks_meta, filesystems, problem):
+    """image_data maps a mount point to a filesystem image written onto that mount's device.
+
+    Fuel's image_data has no checksum (Fuel fetched md5s from a side file at run time), so the
+    images are written unverified: allow_no_checksum is set, and docs/nailgun-mapping.md says so.
+    """
+    data = ks_meta.get("image_data") or {}
+    if not isinstance(data, dict):
+        problem("ks_meta.image_data", "must map mount points to {uri, format, container}")
+        return []
+    by_mount = {fs["mount"]: fs for fs in filesystems if fs.get("mount")}
+    result = []
+    for mount, im in data.items():
+        where = f"ks_meta.image_data[{mount!r}]"
+        if not isinstance(im, dict) or not isinstance(im.get("uri"), str):
+            problem(where, "needs a uri")
+            continue
+        fs = by_mount.get(mount)
+        if fs is None:
+            problem(where, f"no volume in ks_spaces mounts {mount}")
+            continue
+        fmt = im.get("format")
+        if fmt and fmt != fs["type"]:
+            problem(where, f"image format {fmt!r} differs from the {fs['type']} filesystem "
+                           f"that {fs['origin']} asks for at {mount}")
+        container = im.get("container", "raw")
+        if container not in CONTAINERS:
+            problem(where, f"container {container!r} is not one of {', '.join(CONTAINERS)}")
+            continue
+        result.append({"uri": im["uri"], "format": "raw", "target": fs["device"],
+                       "compression": CONTAINERS[container], "allow_no_checksum": True,
+                       "origin": where})
+    return result
+
+
+def bootloader(pm_data):
+    # Fuel's agent installed BIOS grub on every disk it partitioned; so do we (default targets).
+    params = pm_data.get("kernel_params") or ""
+    return {"type": "grub2", "boot_mode": "bios", "kernel_params": str(params).strip(),
+            "origin": "ks_meta.pm_data.kernel_params"}
+
+
+def wants_configdrive(data):
+    ks_meta = data.get("ks_meta") or {}
+    return bool(data.get("hostname") or ks_meta.get("auth_key") or ks_meta.get("user_accounts")
+                or (ks_meta.get("repo_setup") or {}).get("repos") or data.get("interfaces"))
+
+
+def _keys(ks_meta):
+    keys = list(ks_meta.get("authorized_keys") or [])
+    if ks_meta.get("auth_key"):
+        keys.append(ks_meta["auth_key"])
+    return [k.strip() for k in keys if isinstance(k, str) and k.strip()]
+
+
+def _user(account):
+    user = {"name": account.get("name")}
+    if account.get("password"):
+        user["plain_text_passwd"] = account["password"]
+        user["lock_passwd"] = False
+    if account.get("ssh_keys"):
+        user["ssh_authorized_keys"] = list(account["ssh_keys"])
+    if account.get("shell"):
+        user["shell"] = account["shell"]
+    if account.get("sudo"):
+        user["sudo"] = [s for s in account["sudo"]] if isinstance(account["sudo"], list) \
+            else "ALL=(ALL) NOPASSWD:ALL"
+    if account.get("homedir"):
+        user["homedir"] = account["homedir"]
+    return user
+
+
+def _repos(ks_meta):
+    repos = (ks_meta.get("repo_setup") or {}).get("repos") or []
+    sources = {}
+    for r in repos:
+        if isinstance(r, dict) and r.get("uri") and r.get("type", "deb") == "deb":
+            line = " ".join(str(x) for x in ("deb", r["uri"], r.get("suite", ""),
+                                             r.get("section", "")) if x)
+            sources[f"{r.get('name', 'repo')}.list"] = {"source": line}
+    return sources
+
+
+def network_data(interfaces):
+    """Fuel's interfaces (name → mac_address, ip_address, netmask, static) as config-2 links."""
+    links, networks = [], []
+    for name, spec in sorted((interfaces or {}).items()):
+        if not isinstance(spec, dict) or not spec.get("mac_address"):
+            continue
+        links.append({"id": name, "type": "phy", "ethernet_mac_address": spec["mac_address"]})
+        if spec.get("ip_address") and spec.get("static") in (1, "1", True):
+            networks.append({"id": f"net-{name}", "link": name, "type": "ipv4",
+                             "ip_address": spec["ip_address"],
+                             "netmask": spec.get("netmask", "255.255.255.0")})
+        else:
+            networks.append({"id": f"net-{name}", "link": name, "type": "ipv4_dhcp"})
+    return {"links": links, "networks": networks, "services": []} if links else None
+
+
+def configdrive(data, partition):
+    """config-2 (OpenStack's format, what cloud-init and Ironic images already read)."""
+    ks_meta = data.get("ks_meta") or {}
+    hostname = data.get("hostname") or data.get("name") or "node"
+    meta = {"uuid": str(data.get("uid") or data.get("name") or hostname),
+            "hostname": hostname, "name": data.get("name") or hostname}
+    keys = _keys(ks_meta)
+    if keys:
+        meta["public_keys"] = {f"key-{i}": k for i, k in enumerate(keys)}
+    cloud = {"hostname": hostname.split(".")[0], "fqdn": hostname}
+    users = [_user(a) for a in ks_meta.get("user_accounts") or [] if isinstance(a, dict)
+             and a.get("name")]
+    if users:
+        cloud["users"] = ["default"] + users
+    sources = _repos(ks_meta)
+    if sources:
+        cloud["apt"] = {"sources": sources}
+    if ks_meta.get("timezone"):
+        cloud["timezone"] = ks_meta["timezone"]
+    cd = {"format": "config-2", "meta_data": meta,
+          # JSON is YAML, so cloud-init reads this cloud-config as is.
+          "user_data": "#cloud-config\n" + json.dumps(cloud, indent=1, sort_keys=True) + "\n",
+          "origin": "hostname, ks_meta.auth_key/user_accounts/repo_setup, interfaces"}
+    net = network_data(data.get("interfaces"))
+    if net:
+        cd["network_data"] = net
+    if partition:
+        cd["partition"] = partition
+    return cd
