@@ -145,7 +145,10 @@ def _check_filesystems(layout, use, block_ids, add):
             mounts[fs.mount] = fs
         if fs.mount == "/boot/efi" and fs.type != "vfat":
             add(fs, "the ESP mounted at /boot/efi must be vfat")
-    whole_disk_image = any(im.format == "disk" for im in layout.images)
+    # A qcow2 converted onto a whole disk is a whole-disk image too (Ironic's qcow2 disk images).
+    disk_ids = {d.id for d in layout.disks}
+    whole_disk_image = any(im.format == "disk" or (im.format == "qcow2" and im.target in disk_ids)
+                           for im in layout.images)
     if "/" not in mounts and not whole_disk_image:
         add(_Anywhere("$.filesystems"), "no root filesystem: one filesystem must mount at /")
 
