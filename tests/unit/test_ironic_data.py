@@ -1,0 +1,163 @@
+"""The ironic data driver: classic partition-image and whole-disk layouts, a given layout, hints."""
+
+import copy
+
+import pytest
+
+from tests.unit.helpers import inventory, sample
+
+from provision_agent import inventory as inv_mod
+from provision_agent import pipeline
+from provision_agent.data_drivers.ironic import IronicDriver
+from provision_agent.errors import InputError, MachineMismatch
+
+SHA = "a" * 64
+
+
+def node(**info):
+    base = {"image_source": "http://h/img.raw", "image_os_hash_algo": "sha256",
+            "image_os_hash_value": SHA, "image_disk_format": "raw",
+            "kernel": "http://h/k", "ramdisk": "http://h/r", "root_gb": 2}
+    base.update(info)
+    return {"node_uuid": "u", "instance_info": {k: v for k, v in base.items() if v is not None},
+            "properties": {"root_device": {"serial": "disk1"}}, "boot_mode": "bios"}
+
+
+def native(doc):
+    return IronicDriver(doc).native_document()
+
+
+def problems(doc):
+    with pytest.raises(InputError) as exc:
+        IronicDriver(doc).layout()
+    return [str(p) for p in exc.value.problems]
+
+
+def plan(doc):
+    return pipeline.build_plan(IronicDriver(doc).layout(),
+                               inv_mod.from_document(inventory("three-disks")))
+
+
+def test_bios_partition_image_defaults_to_msdos_with_root_only():
+    doc = native(node())
+    (disk,) = doc["disks"]
+    assert disk["table"] == "msdos"
+    assert disk["match"] == {"serial": "disk1"}
+    assert [(p["id"], p["size"]) for p in disk["partitions"]] == [("root", "2GiB")]
+    assert doc["images"] == [{"uri": "http://h/img.raw", "format": "raw", "target": "root",
+                              "checksum": f"sha256:{SHA}",
+                              "origin": "instance_info.image_source"}]
+    assert doc["bootloader"]["boot_mode"] == "bios"
+
+
+def test_classic_order_bios_grub_ephemeral_swap_configdrive_root_on_gpt():
+    doc = node(ephemeral_gb=1, ephemeral_format="xfs", swap_mb=256, configdrive="H4sI",
+               capabilities={"disk_label": "gpt"})
+    out = native(doc)
+    parts = out["disks"][0]["partitions"]
+    assert [(p["id"], p.get("type", "linux"), p["size"]) for p in parts] == [
+        ("bios-boot", "bios_grub", 1), ("ephemeral0", "linux", "1GiB"),
+        ("swap1", "swap", 256), ("configdrive", "linux", 64), ("root", "linux", "2GiB")]
+    fss = {fs["device"]: fs for fs in out["filesystems"]}
+    assert fss["ephemeral0"]["type"] == "xfs" and "mount" not in fss["ephemeral0"]
+    assert fss["swap1"]["type"] == "swap"
+    assert fss["root"]["mount"] == "/" and fss["root"]["type"] == "ext4"
+    assert out["configdrive"] == {"format": "config-2", "content": "H4sI",
+                                  "origin": "instance_info.configdrive",
+                                  "partition": "configdrive"}
+    res = plan(doc)
+    assert [p.size.bytes for p in res.resolved.layout.disks[0].partitions] == [
+        1 << 20, 1 << 30, 256 << 20, 64 << 20, 2 << 30]
+
+
+def test_uefi_partition_image_gets_an_esp_on_gpt():
+    doc = node()
+    doc["boot_mode"] = "uefi"
+    out = native(doc)
+    disk = out["disks"][0]
+    assert disk["table"] == "gpt"
+    assert disk["partitions"][0] == {"id": "efi-part", "size": 200, "type": "esp",
+                                     "origin": "boot_mode"}
+    assert {fs["mount"]: fs["type"] for fs in out["filesystems"] if "mount" in fs} == {
+        "/boot/efi": "vfat", "/": "ext4"}
+    plan(doc)      # validates: UEFI needs the ESP at /boot/efi
+
+
+@pytest.mark.parametrize("fmt,native_fmt", [("raw", "disk"), ("qcow2", "qcow2")])
+def test_whole_disk_image_targets_the_root_disk(fmt, native_fmt):
+    doc = node(kernel=None, ramdisk=None, image_disk_format=fmt, configdrive="H4sI")
+    out = native(doc)
+    (disk,) = out["disks"]
+    assert "partitions" not in disk
+    assert out["images"][0]["format"] == native_fmt
+    assert out["images"][0]["target"] == "root-disk"
+    assert out["bootloader"]["type"] == "none"
+    assert out["configdrive"]["disk"] == "root-disk"
+    res = plan(doc)
+    steps = [s for s in res.steps if s.kind == "write_image"]
+    assert len(steps) == 1 and "/dev/vdb" in steps[0].description
+
+
+def test_legacy_md5_checksum_and_missing_checksum():
+    out = native(node(image_os_hash_algo=None, image_os_hash_value=None,
+                      image_checksum="9e107d9d372bb6826bd81d3542a419d6"))
+    assert out["images"][0]["checksum"] == "md5:9e107d9d372bb6826bd81d3542a419d6"
+    assert any(p.startswith("instance_info: no image checksum")
+               for p in problems(node(image_os_hash_algo=None, image_os_hash_value=None)))
+
+
+def test_bad_instance_info_fields_are_named():
+    out = problems(node(image_source="glance-uuid-1234", root_gb=0, swap_mb="lots"))
+    assert any(p.startswith("instance_info.image_source: 'glance-uuid-1234' is not a URL")
+               for p in out)
+    assert "instance_info.root_gb: a partition image needs root_gb (GiB) > 0" in out
+    assert "instance_info.swap_mb: 'lots' is not a whole number" in out
+
+
+def test_root_device_hints_map_and_unsupported_ones_are_refused():
+    doc = node()
+    doc["properties"]["root_device"] = {"size": ">= 4", "rotational": "true", "model": "QEMU"}
+    assert native(doc)["disks"][0]["match"] == {"size": ">= 4", "rotational": True,
+                                                "model": "QEMU"}
+    doc["properties"]["root_device"] = {"wwn_with_extension": "0x1"}
+    assert any(p.startswith("properties.root_device.wwn_with_extension: root device hint")
+               for p in problems(doc))
+
+
+def test_without_hints_a_single_disk_of_at_least_4_gib_is_required():
+    doc = node()
+    del doc["properties"]
+    assert native(doc)["disks"][0]["match"] == {"size": ">= 4"}
+    with pytest.raises(MachineMismatch) as exc:
+        plan(doc)          # three 4 GiB disks: ambiguous, refused
+    assert exc.value.problems[0].location == "properties.root_device"
+
+
+def test_given_layout_is_used_and_completed_from_instance_info():
+    doc = sample("ironic-layout")
+    out = native(doc)
+    assert out["disks"] == doc["layout"]["disks"]
+    (image,) = out["images"]
+    assert image["target"] == "lv-root" and image["format"] == "raw"
+    assert image["checksum"].startswith("sha512:cf83e135")
+    assert out["configdrive"]["content"] == doc["instance_info"]["configdrive"]
+    assert out["bootloader"]["boot_mode"] == "bios"
+
+
+def test_given_layout_keeps_its_own_image():
+    doc = copy.deepcopy(sample("ironic-layout"))
+    doc["layout"]["images"] = [{"uri": "http://x/root.tar", "format": "tar", "target": "/",
+                                "allow_no_checksum": True}]
+    assert native(doc)["images"] == doc["layout"]["images"]
+
+
+def test_layout_schema_errors_are_located_under_layout():
+    doc = copy.deepcopy(sample("ironic-layout"))
+    doc["layout"]["disks"][0]["partitions"][0]["size"] = -1
+    out = problems(doc)
+    assert any(p.startswith("layout.disks[0].partitions[0].size:") for p in out), out
+
+
+def test_missing_instance_info():
+    assert problems({"node_uuid": "u"}) == [
+        "instance_info: missing: the node's instance_info object"]
