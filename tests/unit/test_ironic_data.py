@@ -85,14 +85,14 @@ def test_uefi_partition_image_gets_an_esp_on_gpt():
 
 @pytest.mark.parametrize("fmt,native_fmt", [("raw", "disk"), ("qcow2", "qcow2")])
 def test_whole_disk_image_targets_the_root_disk(fmt, native_fmt):
-    doc = node(kernel=None, ramdisk=None, image_disk_format=fmt, configdrive="H4sI")
+    doc = node(kernel=None, ramdisk=None, image_disk_format=fmt)
     out = native(doc)
     (disk,) = out["disks"]
     assert "partitions" not in disk
     assert out["images"][0]["format"] == native_fmt
     assert out["images"][0]["target"] == "root-disk"
     assert out["bootloader"]["type"] == "none"
-    assert out["configdrive"]["disk"] == "root-disk"
+    assert "configdrive" not in out
     res = plan(doc)
     steps = [s for s in res.steps if s.kind == "write_image"]
     assert len(steps) == 1 and "/dev/vdb" in steps[0].description
@@ -161,3 +161,9 @@ def test_layout_schema_errors_are_located_under_layout():
 def test_missing_instance_info():
     assert problems({"node_uuid": "u"}) == [
         "instance_info: missing: the node's instance_info object"]
+
+
+def test_whole_disk_image_with_configdrive_is_refused_not_planned_without_a_device():
+    out = problems(node(kernel=None, ramdisk=None, configdrive="H4sI"))
+    assert out == ["instance_info.configdrive: a configdrive with a whole-disk image is not "
+                   "supported yet (no partition can be added after the image's table)"]
