@@ -1,0 +1,58 @@
+"""Conductor-side options of the `provision` deploy interface, group [provision_agent].
+
+They live in Ironic's own CONF so that one ironic.conf configures the conductor and us.
+"""
+
+from oslo_config import cfg
+
+GROUP = "provision_agent"
+
+opts = [
+    cfg.StrOpt("ssh_user", default="root",
+               help="User the conductor logs into the ramdisk as (key authentication only). "
+                    "driver_info/provision_ssh_user overrides it per node."),
+    cfg.StrOpt("ssh_private_key_file",
+               help="Private key the conductor authenticates with. Required."),
+    cfg.StrOpt("ssh_known_hosts_file",
+               help="known_hosts file that pins ramdisk host keys, for nodes without "
+                    "driver_info/provision_host_key."),
+    cfg.BoolOpt("accept_unknown_host_keys", default=False,
+                help="Trust a ramdisk host key that is neither in driver_info nor in "
+                     "ssh_known_hosts_file. Insecure: anyone answering on the node's address "
+                     "receives the instance data. Only for labs."),
+    cfg.IntOpt("ssh_port", default=22, min=1, max=65535,
+               help="Default SSH port of the ramdisk (driver_info/provision_ssh_port overrides)."),
+    cfg.IntOpt("connect_timeout", default=10, min=1,
+               help="Seconds to wait for the ramdisk's SSH server to answer one attempt."),
+    cfg.IntOpt("command_timeout", default=60, min=1,
+               help="Seconds one short remote command or file transfer may take."),
+    cfg.IntOpt("poll_interval", default=10, min=1,
+               help="Seconds between checks of deploying nodes (ramdisk up? provision done?)."),
+    cfg.IntOpt("deploy_timeout", default=3600, min=1,
+               help="Seconds from powering on into the ramdisk until provision must have "
+                    "exited; the node then fails with 'deploy failed'. Keep it below "
+                    "[conductor]deploy_callback_timeout, which also applies."),
+    cfg.StrOpt("data_driver", default="ironic",
+               help="--data_driver given to provision; 'ironic' reads the document this "
+                    "interface uploads. 'native' expects instance_info/provision_layout only."),
+    cfg.StrOpt("provision_command", default="/usr/bin/provision",
+               help="Path of provision inside the ramdisk."),
+    cfg.ListOpt("provision_extra_args", default=[],
+                help="Extra arguments for provision, e.g. --debug. Tests use --dry_run."),
+    cfg.StrOpt("remote_dir", default="/run/provision-ironic",
+               help="Directory in the ramdisk that receives the input document, the log, "
+                    "the events file and the exit code."),
+    cfg.IntOpt("log_tail_lines", default=15, min=1,
+               help="How many last lines of provision's output go into last_error on failure."),
+    cfg.IntOpt("events_kept", default=20, min=1,
+               help="How many of the latest provision events driver_internal_info keeps."),
+]
+
+
+def register(conf):
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    """Entry point for oslo-config-generator (namespace ironic_driver)."""
+    return [(GROUP, opts)]

@@ -1,0 +1,251 @@
+"""`provision` deploy interface: Ironic powers, boots and serves DHCP; provision does the disks.
+
+Finding the ramdisk: the conductor polls SSH on driver_info/provision_ssh_address. The other
+choice, the ramdisk announcing itself through Ironic's lookup/heartbeat API, would need an
+agent in the ramdisk that speaks that API (ironic-python-agent's job) plus an API endpoint
+and token reachable from the provisioning network. Our ramdisk only runs sshd and provision,
+the conductor already has to reach it over SSH to hand over the data, and a periodic poll is
+what gives us the progress and the exit code anyway; so one channel (SSH) does everything.
+Heartbeats are not supported.
+
+Nothing blocks a conductor worker for the whole provision. The `deploy` step reboots the node
+into the ramdisk and returns DEPLOYWAIT. A periodic task (every poll_interval) then, per node:
+waits for SSH, uploads the input and starts provision detached (setsid), and later reads the
+events and the exit code. On exit 0 it resumes the deploy steps (prepare_instance_boot,
+reboot_to_instance); on any other exit code, or after deploy_timeout, the deploy fails with
+the tail of provision's output in last_error.
+
+State kept in driver_internal_info (all keys start with provision_):
+    provision_phase          wait_ramdisk | running | done
+    provision_started_at     time.time() of the power on into the ramdisk
+    provision_events         the latest provision events (JSON objects from --events_file)
+    provision_events_count   how many events were seen in total
+    provision_events_offset  bytes of the events file already read
+    provision_exit_code      provision's exit code once it exited
+    provision_last_ssh_error why the last SSH attempt failed (while waiting for the ramdisk)
+"""
+
+import logging
+import time
+
+from ironic.common import boot_devices
+from ironic.common import exception
+from ironic.common import states
+from ironic.conductor import periodics
+from ironic.conductor import utils as manager_utils
+from ironic.conf import CONF
+from ironic.drivers import base
+
+from ironic_driver import config, remote, ssh, validation
+
+LOG = logging.getLogger(__name__)
+
+config.register(CONF)
+OPTS = lambda: CONF.provision_agent  # noqa: E731  (read at call time: tests override)
+
+PREFIX = "provision_"
+_TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError)
+
+
+def _is_ours(node):
+    return node.driver_internal_info.get(PREFIX + "phase") in ("wait_ramdisk", "running")
+
+
+class ProvisionDeploy(base.DeployInterface):
+    """Deploy with provision_agent's `provision` run over SSH in our ramdisk."""
+
+    def get_properties(self):
+        props = dict(validation.REQUIRED)
+        props.update(validation.OPTIONAL)
+        return props
+
+    def validate(self, task):
+        opts = OPTS()
+        validation.check_options(opts)
+        validation.check_driver_info(task.node.driver_info, opts)
+        task.driver.boot.validate(task)
+        validation.check_instance(task, opts.data_driver)
+
+    # ---- the operations Ironic calls around the deploy steps
+
+    def prepare(self, task):
+        node = task.node
+        if node.provision_state == states.DEPLOYING:
+            task.driver.network.add_provisioning_network(task)
+            task.driver.boot.prepare_ramdisk(task, {})
+        elif node.provision_state == states.ACTIVE:
+            # Conductor restart or takeover of an active node: boot what is on the disk.
+            task.driver.boot.prepare_instance(task)
+
+    def clean_up(self, task):
+        task.driver.boot.clean_up_ramdisk(task)
+        task.driver.boot.clean_up_instance(task)
+        _forget(task.node)
+        task.node.save()
+
+    def tear_down(self, task):
+        manager_utils.node_power_action(task, states.POWER_OFF)
+        task.driver.storage.detach_volumes(task)
+        task.driver.network.unconfigure_tenant_networks(task)
+        return states.DELETED
+
+    def take_over(self, task):
+        # A DEPLOYWAIT node needs nothing: this conductor's periodic task picks it up with
+        # the phase stored in driver_internal_info.
+        if task.node.provision_state == states.ACTIVE:
+            task.driver.boot.prepare_instance(task)
+
+    # ---- deploy steps
+
+    @base.deploy_step(priority=100)
+    def deploy(self, task):
+        """Power on into the ramdisk; the periodic task takes it from there."""
+        node = task.node
+        _forget(node)
+        node.del_driver_internal_info(PREFIX + "exit_code")
+        manager_utils.node_power_action(task, states.REBOOT)
+        node.set_driver_internal_info(PREFIX + "phase", "wait_ramdisk")
+        node.set_driver_internal_info(PREFIX + "started_at", time.time())
+        node.set_driver_internal_info(PREFIX + "events", [])
+        node.set_driver_internal_info(PREFIX + "events_count", 0)
+        node.set_driver_internal_info(PREFIX + "events_offset", 0)
+        node.save()
+        return states.DEPLOYWAIT
+
+    @base.deploy_step(priority=60)
+    def prepare_instance_boot(self, task):
+        task.driver.boot.prepare_instance(task)
+        try:
+            manager_utils.node_set_boot_device(task, boot_devices.DISK, persistent=True)
+        except exception.UnsupportedDriverExtension:
+            LOG.info("Node %s cannot set its boot device; relying on the boot order",
+                     task.node.uuid)
+
+    @base.deploy_step(priority=20)
+    def reboot_to_instance(self, task):
+        manager_utils.node_power_action(task, states.POWER_OFF)
+        task.driver.network.remove_provisioning_network(task)
+        task.driver.network.configure_tenant_networks(task)
+        manager_utils.node_power_action(task, states.POWER_ON)
+
+    # ---- the periodic task that follows deploying nodes
+
+    @periodics.node_periodic(
+        purpose="following provision in deploy ramdisks",
+        spacing=lambda: CONF.provision_agent.poll_interval,
+        filters={"provision_state": states.DEPLOYWAIT, "reserved": False,
+                 "maintenance": False},
+        predicate_extra_fields=["driver_internal_info"],
+        predicate=lambda n: _is_ours(n))
+    def _follow_provision(self, task, manager, context):
+        follow(task)
+
+
+def follow(task):
+    """One look at one node; transitions it when provision is done. Safe to call any time."""
+    node = task.node
+    if node.provision_state != states.DEPLOYWAIT or not _is_ours(node):
+        return
+    opts = OPTS()
+    info = node.driver_internal_info
+    phase = info[PREFIX + "phase"]
+    elapsed = time.time() - info.get(PREFIX + "started_at", time.time())
+    if elapsed > opts.deploy_timeout:
+        _fail(task, f"provision did not finish within deploy_timeout ({opts.deploy_timeout} s, "
+                    f"phase {phase}); last SSH error: {info.get(PREFIX + 'last_ssh_error')}")
+        return
+    updates = {}
+    try:
+        client = _connect(node, opts)
+    except _TRANSIENT + (ssh.HostKeyError,) as exc:
+        if isinstance(exc, ssh.HostKeyError):
+            _fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
+            return
+        _save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
+        return
+    try:
+        if phase == "wait_ramdisk":
+            data_driver = opts.data_driver
+            text = _json(validation.payload(node, data_driver))
+            remote.start(client, opts.remote_dir, text, opts.provision_command, data_driver,
+                         opts.provision_extra_args, opts.command_timeout)
+            updates[PREFIX + "phase"] = phase = "running"
+            updates[PREFIX + "last_ssh_error"] = None
+            LOG.info("provision started on node %s", node.uuid)
+        st = remote.status(client, opts.remote_dir, info.get(PREFIX + "events_offset", 0),
+                           opts.command_timeout, opts.log_tail_lines)
+    except _TRANSIENT as exc:
+        updates[PREFIX + "last_ssh_error"] = f"{type(exc).__name__}: {exc}"
+        _save(task, updates)
+        return
+    except (RuntimeError, exception.IronicException) as exc:
+        _fail(task, str(exc))
+        return
+    finally:
+        client.close()
+    if st["events"]:
+        kept = (info.get(PREFIX + "events") or []) + st["events"]
+        updates[PREFIX + "events"] = kept[-opts.events_kept:]
+        updates[PREFIX + "events_count"] = info.get(PREFIX + "events_count", 0) + len(
+            st["events"])
+    updates[PREFIX + "events_offset"] = st["events_offset"]
+    if st["exit_code"] is None:
+        _save(task, updates)
+        return
+    updates[PREFIX + "exit_code"] = st["exit_code"]
+    if st["exit_code"] != 0:
+        _save(task, updates)
+        _fail(task, f"provision exited with {st['exit_code']}; last output:\n{st['tail']}")
+        return
+    updates[PREFIX + "phase"] = "done"
+    if not _save(task, updates):
+        return
+    LOG.info("provision finished on node %s; resuming the deploy steps", node.uuid)
+    manager_utils.notify_conductor_resume_deploy(task)
+
+
+def _json(payload):
+    import json
+    return json.dumps(payload, indent=1, sort_keys=True)
+
+
+def _connect(node, opts):
+    info = node.driver_info
+    return ssh.connect(
+        info["provision_ssh_address"], int(info.get("provision_ssh_port", opts.ssh_port)),
+        info.get("provision_ssh_user", opts.ssh_user),
+        ssh.load_private_key(opts.ssh_private_key_file),
+        host_key=info.get("provision_host_key"),
+        known_hosts_file=opts.ssh_known_hosts_file,
+        accept_unknown=opts.accept_unknown_host_keys, timeout=opts.connect_timeout)
+
+
+def _save(task, updates):
+    """Write under an exclusive lock; False when the node moved on meanwhile."""
+    if task.shared:
+        task.upgrade_lock(purpose="recording provision progress")
+    node = task.node
+    if node.provision_state != states.DEPLOYWAIT or not _is_ours(node):
+        return False
+    for key, value in updates.items():
+        node.set_driver_internal_info(key, value)
+    node.save()
+    return True
+
+
+def _fail(task, message):
+    if task.shared:
+        task.upgrade_lock(purpose="failing a provision deploy")
+    if task.node.provision_state != states.DEPLOYWAIT:
+        return
+    task.node.set_driver_internal_info(PREFIX + "phase", "failed")
+    manager_utils.deploying_error_handler(task, f"Deploy of node {task.node.uuid} failed: "
+                                                f"{message}", message)
+
+
+def _forget(node):
+    for key in list(node.driver_internal_info):
+        if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
+                                                  PREFIX + "events_count"):
+            node.del_driver_internal_info(key)
+

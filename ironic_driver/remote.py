@@ -1,0 +1,98 @@
+"""What the conductor does in the ramdisk: upload the input, start provision detached, read
+its state back. Paths and commands only; the SSH session comes from ironic_driver.ssh.
+
+provision runs under setsid with stdin/stdout/stderr redirected, so it survives the SSH
+session and the conductor holds no connection while it works. It writes:
+    <dir>/events.jsonl   provision's --events_file
+    <dir>/provision.log  provision's --log_file (debug level)
+    <dir>/output.log     its stdout and stderr (the plan, the error line)
+    <dir>/exit_code      written (atomically, via rename) only after provision exited
+"""
+
+import json
+import shlex
+
+from ironic_driver import ssh
+
+INPUT = "input.json"
+EVENTS = "events.jsonl"
+LOG = "provision.log"
+OUTPUT = "output.log"
+EXIT_CODE = "exit_code"
+
+
+def start_command(directory, provision, data_driver, extra_args=()):
+    q = shlex.quote
+    path = lambda name: q(ssh.join(directory, name))  # noqa: E731
+    argv = [provision, "--data_driver", data_driver,
+            "--input_data_file", ssh.join(directory, INPUT),
+            "--events_file", ssh.join(directory, EVENTS),
+            "--log_file", ssh.join(directory, LOG)] + list(extra_args)
+    inner = (f"{' '.join(q(a) for a in argv)} >{path(OUTPUT)} 2>&1; "
+             f"echo $? >{path(EXIT_CODE)}.tmp && mv {path(EXIT_CODE)}.tmp {path(EXIT_CODE)}")
+    return (f"cd {q(directory)} && "
+            f"setsid sh -c {q(inner)} </dev/null >/dev/null 2>&1 &")
+
+
+def prepare_command(directory):
+    q = shlex.quote
+    names = " ".join(q(ssh.join(directory, n)) for n in
+                     (INPUT, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp"))
+    return f"mkdir -p -m 700 {q(directory)} && rm -f {names}"
+
+
+def start(client, directory, document_text, provision, data_driver, extra_args, timeout):
+    rc, _out, err = ssh.run(client, prepare_command(directory), timeout)
+    if rc != 0:
+        raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {err.strip()}")
+    sftp = client.open_sftp()
+    try:
+        sftp.get_channel().settimeout(timeout)
+        ssh.upload(sftp, document_text, ssh.join(directory, INPUT))
+    finally:
+        sftp.close()
+    rc, _out, err = ssh.run(client, start_command(directory, provision, data_driver,
+                                                  extra_args), timeout)
+    if rc != 0:
+        raise RuntimeError(f"cannot start provision in the ramdisk: {err.strip()}")
+
+
+def parse_events(data):
+    """Complete JSON lines of data → (events, bytes consumed); a partial last line waits."""
+    events, used = [], 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        used += len(line)
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            events.append({"event": "unparsed", "line": line.decode(errors="replace")[:200]})
+    return events, used
+
+
+def tail(text, lines):
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def status(client, directory, events_offset, timeout, tail_lines):
+    """One look at a running provision: dict(exit_code, events, events_offset, tail)."""
+    sftp = client.open_sftp()
+    try:
+        sftp.get_channel().settimeout(timeout)
+        code = ssh.read_file(sftp, ssh.join(directory, EXIT_CODE))
+        new = ssh.read_file(sftp, ssh.join(directory, EVENTS), events_offset) or b""
+        events, used = parse_events(new)
+        result = {"exit_code": None, "events": events, "events_offset": events_offset + used,
+                  "tail": ""}
+        if code is not None and code.strip():
+            result["exit_code"] = int(code.strip())
+            output = ssh.read_file(sftp, ssh.join(directory, OUTPUT)) or b""
+            text = output.decode(errors="replace")
+            if not text.strip():
+                text = (ssh.read_file(sftp, ssh.join(directory, LOG)) or b"").decode(
+                    errors="replace")
+            result["tail"] = tail(text, tail_lines)
+        return result
+    finally:
+        sftp.close()

@@ -1,0 +1,120 @@
+"""validate() checks for the provision deploy interface: driver_info, options, instance data."""
+
+import logging
+import os
+
+import paramiko
+from ironic.common import exception
+
+from ironic_driver import document, ssh
+
+LOG = logging.getLogger(__name__)
+
+REQUIRED = {
+    "provision_ssh_address": "Address of the ramdisk's SSH server (the node's provisioning IP "
+                             "as Ironic's DHCP hands it out). Required.",
+}
+OPTIONAL = {
+    "provision_ssh_port": "SSH port of the ramdisk. Optional, default [provision_agent]ssh_port.",
+    "provision_ssh_user": "User to log in as. Optional, default [provision_agent]ssh_user.",
+    "provision_host_key": "The ramdisk's SSH host public key, '<type> <base64>', pinned for this "
+                          "node. Optional when [provision_agent]ssh_known_hosts_file lists the "
+                          "address.",
+}
+
+
+def _invalid(msg):
+    return exception.InvalidParameterValue(msg)
+
+
+def check_options(opts):
+    if not opts.ssh_private_key_file:
+        raise _invalid("[provision_agent]ssh_private_key_file is not set")
+    if not os.path.isfile(opts.ssh_private_key_file):
+        raise _invalid(f"[provision_agent]ssh_private_key_file {opts.ssh_private_key_file} "
+                       "does not exist")
+    try:
+        ssh.load_private_key(opts.ssh_private_key_file)
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        raise _invalid(f"[provision_agent]ssh_private_key_file {opts.ssh_private_key_file} "
+                       f"cannot be used: {exc}")
+    if opts.ssh_known_hosts_file and not os.path.isfile(opts.ssh_known_hosts_file):
+        raise _invalid(f"[provision_agent]ssh_known_hosts_file {opts.ssh_known_hosts_file} "
+                       "does not exist")
+    for name in ("connect_timeout", "command_timeout", "poll_interval"):
+        if getattr(opts, name) >= opts.deploy_timeout:
+            raise _invalid(f"[provision_agent]{name} ({getattr(opts, name)}) must be smaller "
+                           f"than deploy_timeout ({opts.deploy_timeout})")
+
+
+def check_driver_info(info, opts):
+    missing = [k for k in REQUIRED if not info.get(k)]
+    if missing:
+        raise exception.MissingParameterValue(
+            "driver_info is missing " + ", ".join(sorted(missing)))
+    port = info.get("provision_ssh_port", opts.ssh_port)
+    try:
+        port = int(port)
+        if not 0 < port < 65536:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise _invalid(f"driver_info/provision_ssh_port {port!r} is not a TCP port")
+    host_key = info.get("provision_host_key")
+    if host_key:
+        try:
+            ssh.parse_public_key(host_key)
+        except ValueError as exc:
+            raise _invalid(f"driver_info/provision_host_key: {exc}")
+    elif not opts.ssh_known_hosts_file and not opts.accept_unknown_host_keys:
+        raise exception.MissingParameterValue(
+            "driver_info/provision_host_key is required: the ramdisk's host key must be "
+            "pinned (or set [provision_agent]ssh_known_hosts_file)")
+    return port
+
+
+def stored_disks(task):
+    """Disks from the node's stored inspection inventory, or None when there is none."""
+    from ironic import objects
+    try:
+        inv = objects.NodeInventory.get_by_node_id(task.context, task.node.id)
+    except exception.NodeInventoryNotFound:
+        return None
+    from provision_agent import inventory
+    return inventory.from_document(inv.inventory_data or {}, "node inventory")
+
+
+def payload(node, data_driver):
+    """What provision gets: our contract document, or the bare layout for --data_driver native."""
+    doc = document.build(node)
+    if data_driver == "native":
+        if "layout" not in doc:
+            raise _invalid("data_driver native needs instance_info/provision_layout")
+        return doc["layout"]
+    return doc
+
+
+def check_instance(task, data_driver):
+    """The same checks as `provision --dry_run`, run on the conductor before anything boots.
+
+    Without a stored inventory only the data driver's own validation runs (the disks are
+    matched in the ramdisk).
+    """
+    node = task.node
+    if not (node.instance_info or {}).get("image_source") \
+            and not (node.instance_info or {}).get("provision_layout"):
+        return   # not deploying yet: nothing to check
+    from provision_agent import errors, pipeline
+    if data_driver not in pipeline.data_driver_names():
+        # Not installed (or not importable) next to the conductor: the ramdisk will judge.
+        LOG.warning("Cannot pre-validate node %s: provision data driver %s is not available "
+                    "on this conductor", node.uuid, data_driver)
+        return
+    try:
+        layout = pipeline.load_layout(payload(node, data_driver), data_driver)
+        disks = stored_disks(task)
+        if disks is not None:
+            pipeline.build_plan(layout, disks)
+    except (errors.InputError, errors.MachineMismatch) as exc:
+        raise _invalid(f"provision rejects this node's instance data: {exc}")
+    except errors.ProvisionError as exc:
+        raise _invalid(f"provision cannot plan this node: {exc}")
