@@ -31,6 +31,15 @@ cli_opts = [
     cfg.IntOpt("events_fd",
                help="Write structured JSON progress events, one per line, to this open file "
                     "descriptor."),
+    cfg.StrOpt("image_ca_bundle",
+               help="CA bundle (PEM file) to verify HTTPS image servers with instead of the "
+                    "system's."),
+    cfg.BoolOpt("image_insecure", default=False,
+                help="Do not verify the TLS certificate of HTTPS image servers."),
+    cfg.StrOpt("image_auth_token", secret=True,
+               help="Send 'Authorization: Bearer TOKEN' with image downloads."),
+    cfg.ListOpt("image_headers", default=[],
+                help="Extra HTTP headers for image downloads, as 'Name: value' items."),
 ]
 
 # debug and log_file are oslo.log's names in most OpenStack tools; we keep them with plain

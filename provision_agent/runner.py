@@ -56,3 +56,50 @@ class Runner:
         if check and proc.returncode not in ok_codes:
             raise CommandError(argv, proc.returncode, proc.stdout, proc.stderr)
         return result
+
+    def run_feeding(self, argv, feed, *, timeout=DEFAULT_TIMEOUT, ok_codes=(0,)):
+        """Run argv with feed(write) streaming its stdin (e.g. an image into tar); like run().
+
+        Output goes to temporary files so a chatty program cannot block on a full pipe while
+        we are still writing to it.
+        """
+        import tempfile
+        argv = [str(a) for a in argv]
+        LOG.info("run: %s (stdin streamed)", " ".join(argv))
+        start = time.monotonic()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err,
+                                        env=self.env)
+            except FileNotFoundError:
+                raise CommandError(argv, 127, reason="could not start: program not found")
+            broken = False
+            try:
+                feed(proc.stdin.write)
+            except BrokenPipeError:
+                broken = True       # the program quit early; its exit code and stderr say why
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+            finally:
+                try:
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    broken = True
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise CommandError(argv, None, reason=f"timed out after {timeout}s")
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode(errors="replace")
+            stderr = err.read().decode(errors="replace")
+        took = time.monotonic() - start
+        LOG.debug("exit %s after %.2fs: %s", proc.returncode, took, argv[0])
+        if proc.returncode not in ok_codes or broken:
+            raise CommandError(argv, proc.returncode, stdout, stderr,
+                               reason=None if proc.returncode else "stopped reading its input")
+        return Result(tuple(argv), proc.returncode, stdout, stderr, took)

@@ -1,0 +1,131 @@
+"""What each image format needs around the byte stream: growing a filesystem image to its
+volume, re-reading a written partition table, extracting a tar, converting a qcow2, and
+zeroing a target so the writer may skip zero blocks. External tools go through the Runner.
+"""
+
+import logging
+import os
+import stat
+import tempfile
+
+from provision_agent.errors import CommandError, ImageError
+
+LOG = logging.getLogger(__name__)
+
+FORMATS = ("raw", "disk", "tar", "qcow2")
+TAR_ARGS = ("--numeric-owner", "--xattrs", "--xattrs-include=*", "--acls", "-xpf", "-")
+
+
+def detect_fs(runner, device):
+    result = runner.run(["blkid", "-p", "-o", "value", "-s", "TYPE", device], check=False)
+    return result.stdout.strip() or None
+
+
+def grow_fs(runner, device, fs_type=None):
+    """Grow the filesystem on device to fill it; returns the fs type it grew (or None)."""
+    fs_type = fs_type or detect_fs(runner, device)
+    if fs_type in ("ext2", "ext3", "ext4"):
+        # resize2fs insists on a freshly checked filesystem; 1 means e2fsck fixed something.
+        runner.run(["e2fsck", "-f", "-y", device], ok_codes=(0, 1))
+        runner.run(["resize2fs", device])
+    elif fs_type in ("xfs", "btrfs"):
+        # Both grow only while mounted.
+        with tempfile.TemporaryDirectory(prefix="provision-grow-") as where:
+            runner.run(["mount", "-t", fs_type, device, where])
+            try:
+                if fs_type == "xfs":
+                    runner.run(["xfs_growfs", where])
+                else:
+                    runner.run(["btrfs", "filesystem", "resize", "max", where])
+            finally:
+                runner.run(["umount", where])
+    elif fs_type is None:
+        raise ImageError(f"the raw image written to {device} holds no filesystem blkid "
+                         f"recognizes; is it a whole-disk image (format 'disk')?")
+    else:
+        LOG.info("%s: %s is not grown (no online/offline grow for it)", device, fs_type)
+    return fs_type
+
+
+def reread_partitions(runner, disk):
+    """Make the kernel and udev see the partition table a whole-disk image brought."""
+    try:
+        runner.run(["blockdev", "--rereadpt", disk])
+    except CommandError as exc:
+        LOG.info("blockdev --rereadpt %s failed (%s); trying partprobe", disk, exc.returncode)
+        runner.run(["partprobe", disk])
+    runner.run(["udevadm", "settle"], check=False)
+
+
+def zero_device(runner, device):
+    """Zero device cheaply (blkdiscard -z, i.e. BLKZEROOUT, which the kernel turns into
+    WRITE ZEROES/discard where the hardware allows) so write_image(target_zeroed=True) may
+    skip zero blocks. Returns False when the device cannot do it; the caller then must not
+    claim the target is zeroed."""
+    try:
+        runner.run(["blkdiscard", "-z", device], timeout=3600)
+        return True
+    except CommandError as exc:
+        LOG.info("cannot zero %s with blkdiscard -z: %s", device, exc)
+        return False
+
+
+def extract_tar(runner, reader, directory, chunk):
+    """Stream a tar into directory with owners, modes, xattrs, ACLs and hard links kept."""
+    if not os.path.isdir(directory):
+        raise ImageError(f"tar image target {directory} is not a mounted directory")
+
+    def feed(write):
+        while True:
+            data = reader.read(chunk)
+            if not data:
+                return
+            try:
+                write(data)
+            except BrokenPipeError:
+                break
+        # tar stops reading at its end-of-archive blocks; what follows must be padding only
+        # (and is still read so that the checksum covers the whole stream).
+        while data:
+            if data.count(0) != len(data):
+                raise ImageError(f"tar image: data follows the end of the archive in "
+                                 f"{directory}'s image (corrupt or not one tar archive)")
+            data = reader.read(chunk)
+
+    runner.run_feeding(["tar", *TAR_ARGS, "-C", directory], feed, timeout=None)
+
+
+def spool(reader, chunk, tmp_dir=None):
+    """qemu-img needs a seekable qcow2, so the (decompressed) stream of a qcow2 image goes to
+    a temporary file first (the caller verifies it, then convert_qcow2 writes the target).
+    That costs the image's size in tmp_dir (RAM in a ramdisk); raw images avoid it."""
+    tmp = tempfile.NamedTemporaryFile(prefix="provision-image-", suffix=".qcow2", dir=tmp_dir)
+    try:
+        while True:
+            data = reader.read(chunk)
+            if not data:
+                break
+            tmp.write(data)
+        tmp.flush()
+    except BaseException:
+        tmp.close()
+        raise
+    return tmp
+
+
+def convert_qcow2(runner, path, target):
+    try:
+        info = runner.run(["qemu-img", "info", "--output=json", path])
+    except CommandError as exc:
+        raise ImageError(f"the image is not readable by qemu-img: {exc.stderr.strip()}") \
+            from exc
+    if '"format": "qcow2"' not in info.stdout:
+        raise ImageError(f"the image was declared qcow2 but qemu-img sees: "
+                         f"{info.stdout.strip()[:200]}")
+    block = os.path.exists(target) and stat.S_ISBLK(os.stat(target).st_mode)
+    # A block device exists (-n: do not create it) and takes O_DIRECT (-t none); a file is
+    # created by qemu-img at the right size.
+    extra = ["-n", "-t", "none"] if block else []
+    runner.run(["qemu-img", "convert", *extra, "-f", "qcow2", "-O", "raw", path, target],
+               timeout=None)
+    return info.stdout

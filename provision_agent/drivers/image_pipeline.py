@@ -1,0 +1,118 @@
+"""Overlap the stages of an image write: each stage reads ahead in its own thread.
+
+A bounded queue between stages lets the network, the decompressor and the disk run at once
+(sockets, zlib, lzma, zstandard and hashlib release the GIL) while holding at most a few
+buffers of memory. Errors raised in a stage thread are re-raised in the consumer.
+"""
+
+import queue
+import threading
+
+_END = object()
+
+
+class ReadAhead:
+    def __init__(self, reader, chunk, depth=4, name="image-reader"):
+        self._src = reader
+        self._chunk = chunk
+        self._q = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._buf = b""
+        self._eof = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                data = self._src.read(self._chunk)
+                self._put(data if data else _END)
+                if not data:
+                    return
+        except BaseException as exc:    # handed to the consumer, who raises it
+            self._put(exc)
+
+    def _put(self, item):
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def _next(self):
+        item = self._q.get()
+        if item is _END:
+            self._eof = True
+            return b""
+        if isinstance(item, BaseException):
+            self._eof = True
+            raise item
+        return item
+
+    def read(self, n):
+        """Up to n bytes; a whole queued chunk when n is at least the chunk size."""
+        if not self._buf and not self._eof:
+            self._buf = self._next()
+        data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
+    def read_full(self, n):
+        """Exactly n bytes unless the stream ends first."""
+        parts, have = [], 0
+        while have < n:
+            data = self.read(n - have)
+            if not data:
+                break
+            parts.append(data)
+            have += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._src.close()
+
+
+class Peek:
+    """Look at the first bytes (compression magic) without consuming them."""
+
+    def __init__(self, reader):
+        self._src = reader
+        self._head = b""
+
+    def peek(self, n):
+        while len(self._head) < n:
+            data = self._src.read(n - len(self._head))
+            if not data:
+                break
+            self._head += data
+        return self._head[:n]
+
+    def read(self, n):
+        if self._head:
+            data, self._head = self._head[:n], self._head[n:]
+            return data
+        return self._src.read(n)
+
+    def close(self):
+        self._src.close()
+
+
+class Counting:
+    """Counts bytes and reports them to a progress callback."""
+
+    def __init__(self, reader, on_bytes=None):
+        self._src = reader
+        self.count = 0
+        self._on_bytes = on_bytes
+
+    def read(self, n):
+        data = self._src.read(n)
+        self.count += len(data)
+        if self._on_bytes:
+            self._on_bytes(self.count)
+        return data
+
+    def close(self):
+        self._src.close()

@@ -1,0 +1,186 @@
+"""Stream an image from its source to its target: fetch, checksum, decompress, write, verify,
+then fit it to its volume.
+
+Three threads overlap the work: the source is read ahead (network), decompression runs in a
+second thread, and the caller's thread writes 4 MiB aligned blocks (O_DIRECT where possible,
+zero blocks skipped when the target is known to be zeroed). The checksum is computed on the
+way, on the compressed or the raw stream, and checked before the image is grown or reported:
+a mismatch or a truncated stream is an ImageError, never a success.
+
+write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
+"""
+
+import logging
+import time
+from dataclasses import asdict, dataclass
+
+from provision_agent.drivers import checksums, decompressors, image_formats, image_sources
+from provision_agent.drivers.image_blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.image_pipeline import Counting, Peek, ReadAhead
+from provision_agent.drivers.image_progress import Progress
+from provision_agent.errors import ImageError
+
+LOG = logging.getLogger(__name__)
+
+NET_CHUNK = 1 << 20
+QCOW2_MAGIC = b"QFI\xfb"
+
+
+@dataclass
+class WriteReport:
+    bytes_in: int
+    bytes_written: int
+    seconds: float
+    mb_per_s: float
+    checksum_actual: str | None
+    zero_bytes_skipped: int
+    compression: str = "none"
+
+
+def _check_content(fmt, head, uri, compression):
+    """Refuse data that is plainly not what the step says, before it reaches the disk."""
+    inner = decompressors.detect(head)
+    if inner != "none" and fmt != "tar":
+        raise ImageError(f"image {uri}: after {compression!r} decompression the data is still "
+                         f"{inner}-compressed; set compression to match the file")
+    is_qcow2 = head.startswith(QCOW2_MAGIC)
+    if fmt == "qcow2" and not is_qcow2:
+        raise ImageError(f"image {uri}: format is 'qcow2' but the data has no qcow2 header")
+    if fmt in ("raw", "disk", "tar") and is_qcow2:
+        raise ImageError(f"image {uri}: the data is a qcow2 image but format is {fmt!r}")
+    if fmt == "tar" and head[257:262] != b"ustar":
+        raise ImageError(f"image {uri}: format is 'tar' but the data is not a tar archive")
+    if fmt == "disk" and (len(head) < 512 or head[510:512] != b"\x55\xaa"):
+        raise ImageError(f"image {uri}: format is 'disk' but the data does not start with a "
+                         f"partition table (no MBR/protective-MBR signature)")
+
+
+def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
+             checksum_of="compressed", allow_no_checksum=False, fs_type=None, mount_dir=None,
+             tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
+             events=None, tmp_dir=None, grow=True):
+    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar)."""
+    if fmt not in image_formats.FORMATS:
+        raise ImageError(f"image format {fmt!r} is not one of {', '.join(image_formats.FORMATS)}")
+    if checksum_of not in ("compressed", "raw"):
+        raise ImageError(f"checksum_of must be 'compressed' or 'raw', not {checksum_of!r}")
+    expected = checksums.parse(checksum)
+    if expected is None and not allow_no_checksum:
+        raise ImageError(f"image {uri}: no checksum given (set allow_no_checksum to write an "
+                         f"unverified image)")
+    if fmt == "tar" and not mount_dir:
+        raise ImageError(f"image {uri}: a tar image needs a mounted directory to extract into")
+    if fmt != "tar" and not target_path:
+        raise ImageError(f"image {uri}: a {fmt} image needs a target device")
+
+    start = time.monotonic()
+    source = image_sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
+                                       headers=headers)
+    progress = Progress(events, total=source.size, label=f"image {uri}")
+    top = counted = Counting(source, progress.update)
+    try:
+        hashed = None
+        if expected and checksum_of == "compressed":
+            top = hashed = checksums.Hashing(top, expected[0])
+        top = net = Peek(ReadAhead(top, NET_CHUNK, depth=8, name="image-fetch"))
+        if compression in (None, "auto"):
+            compression = decompressors.detect(net.peek(8))
+        top = decompressors.open_decompressor(compression, net)
+        if expected and checksum_of == "raw":
+            top = hashed = checksums.Hashing(top, expected[0])
+        top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
+        head = data.read_full(BLOCK)
+        _check_content(fmt, head, uri, compression)
+        written, skipped = _write(fmt, head, data, target_path, mount_dir, target_zeroed,
+                                  runner, hashed, expected, uri, tmp_dir)
+        progress.finish()
+        actual = f"{hashed.algo}:{hashed.hexdigest()}" if hashed else None
+        if fmt in ("raw", "disk"):
+            _verify(expected, hashed, uri)
+        if fmt == "raw" and grow:
+            image_formats.grow_fs(runner, target_path, fs_type)
+        elif fmt == "disk":
+            image_formats.reread_partitions(runner, target_path)
+    finally:
+        top.close()
+    seconds = time.monotonic() - start
+    return WriteReport(bytes_in=counted.count, bytes_written=written,
+                       seconds=round(seconds, 3), mb_per_s=round(written / 1e6 / seconds, 1),
+                       checksum_actual=actual, zero_bytes_skipped=skipped,
+                       compression=compression)
+
+
+def _verify(expected, hashed, uri):
+    if expected:
+        checksums.verify(expected, hashed.hexdigest(), f"image {uri}")
+
+
+class _Rest:
+    """The already-read head followed by the rest of the stream."""
+
+    def __init__(self, head, reader):
+        self._head, self._src = head, reader
+
+    def read(self, n):
+        if self._head:
+            data, self._head = self._head[:n], self._head[n:]
+            return data
+        return self._src.read_full(n)
+
+
+def _write(fmt, head, data, target, mount_dir, zeroed, runner, hashed, expected, uri, tmp_dir):
+    stream = _Rest(head, data)
+    if fmt == "tar":
+        counter = Counting(stream)
+        image_formats.extract_tar(runner, counter, mount_dir, BLOCK)
+        _verify(expected, hashed, uri)
+        return counter.count, 0
+    if fmt == "qcow2":
+        counter = Counting(stream)
+        with image_formats.spool(counter, BLOCK, tmp_dir) as tmp:
+            _verify(expected, hashed, uri)
+            image_formats.convert_qcow2(runner, tmp.name, target)
+        return counter.count, 0
+    writer = BlockWriter(target, target_zeroed=zeroed)
+    try:
+        while True:
+            block = stream.read(BLOCK)
+            if not block:
+                break
+            writer.write(block)
+        writer.finish()
+    finally:
+        writer.close()
+    LOG.info("wrote %s bytes to %s (%s zero bytes skipped, O_DIRECT %s)", writer.offset,
+             target, writer.zero_bytes_skipped, "on" if writer.direct else "off")
+    return writer.offset, writer.zero_bytes_skipped
+
+
+def _headers(options):
+    headers = {}
+    for line in options.get("image_headers") or []:
+        name, _, value = str(line).partition(":")
+        headers[name.strip()] = value.strip()
+    if options.get("image_auth_token"):
+        headers["Authorization"] = f"Bearer {options['image_auth_token']}"
+    return headers
+
+
+def write_image(args, *, runner, events, target_root, target_zeroed=False, options=None):
+    """The executor's entry: a write_image step's args -> a JSON-able report dict."""
+    from provision_agent.drivers import mount     # only for the tar target path
+    options = options or {}
+    mount_dir = None
+    if args.get("format") == "tar":
+        mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
+    report = write_to(
+        args["uri"], args.get("device"), fmt=args.get("format", "raw"),
+        compression=args.get("compression") or "auto", checksum=args.get("checksum"),
+        checksum_of=args.get("checksum_of") or "compressed",
+        allow_no_checksum=bool(args.get("allow_no_checksum")), fs_type=args.get("fs_type"),
+        mount_dir=mount_dir, tls_verify=not options.get("image_insecure"),
+        ca_bundle=options.get("image_ca_bundle"), headers=_headers(options),
+        target_zeroed=target_zeroed, runner=runner, events=events)
+    result = asdict(report)
+    result["checksum"] = result.pop("checksum_actual")
+    return result
