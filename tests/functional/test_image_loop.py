@@ -1,0 +1,116 @@
+"""Images onto loop devices (root): a gzip ext4 image grown to its device, a zstd tar
+extracted into a mounted ext4 with modes, owners, hard links and xattrs read back."""
+
+import gzip
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+import zstandard
+
+from provision_agent.drivers import image_formats, image_writer
+from provision_agent.runner import Runner
+
+NEED = ("losetup", "mkfs.ext4", "e2fsck", "resize2fs", "dumpe2fs", "tar", "blkdiscard")
+MISSING = [t for t in NEED if not shutil.which(t)]
+PROBLEM = MISSING and f"missing tools {MISSING}" or (os.geteuid() != 0 and "needs root")
+if PROBLEM and os.environ.get("CI") == "true":
+    raise RuntimeError(f"functional tests cannot run: {PROBLEM}")
+pytestmark = pytest.mark.skipif(bool(PROBLEM), reason=str(PROBLEM))
+
+
+def sh(*argv):
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def loop(tmp_path):
+    made = []
+
+    def make(size):
+        backing = tmp_path / f"loop{len(made)}.img"
+        with open(backing, "wb") as f:
+            f.truncate(size)
+        dev = sh("losetup", "-f", "--show", str(backing)).strip()
+        made.append(dev)
+        return dev
+
+    yield make
+    for dev in made:
+        subprocess.run(["umount", dev], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def block_count(dev):
+    for line in sh("dumpe2fs", "-h", dev).splitlines():
+        if line.startswith("Block count:"):
+            return int(line.split()[-1])
+    raise AssertionError("no block count")
+
+
+def test_gzip_ext4_grown_on_loop(tmp_path, loop):
+    img = tmp_path / "fs.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    sh("mkfs.ext4", "-q", "-F", "-b", "4096", str(img))
+    sh("debugfs", "-w", "-R", "mkdir marker", str(img))
+    packed = tmp_path / "fs.img.gz"
+    packed.write_bytes(gzip.compress(img.read_bytes(), 6))
+    checksum = "sha256:" + hashlib.sha256(packed.read_bytes()).hexdigest()
+
+    dev = loop(256 << 20)
+    runner = Runner()
+    assert image_formats.zero_device(runner, dev)
+    report = image_writer.write_to(str(packed), dev, fmt="raw", checksum=checksum,
+                                   target_zeroed=True, runner=runner)
+    assert report.bytes_written == 64 << 20 and report.zero_bytes_skipped > 32 << 20
+    assert block_count(dev) == (256 << 20) // 4096
+    sh("e2fsck", "-fn", dev)
+    assert "marker" in sh("debugfs", "-R", "ls /", dev)
+
+
+def test_zstd_tar_into_mounted_ext4(tmp_path, loop):
+    tree = tmp_path / "tree"
+    (tree / "etc").mkdir(parents=True)
+    secret = tree / "etc" / "shadow"
+    secret.write_bytes(b"root:*:1:0:99999:7:::\n")
+    os.chmod(secret, 0o640)
+    os.chown(secret, 0, 42)
+    tool = tree / "bin-tool"
+    tool.write_bytes(b"#!/bin/sh\n")
+    os.chown(tool, 1234, 5678)     # before chmod: chown clears the setuid bit
+    os.chmod(tool, 0o4755)
+    os.link(tool, tree / "hardlink")
+    os.setxattr(tool, "user.provision", b"kept")
+    os.symlink("etc/shadow", tree / "link")
+    tar = tmp_path / "root.tar"
+    sh("tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--acls", "-cf", str(tar),
+       "-C", str(tree), ".")
+    packed = tmp_path / "root.tar.zst"
+    packed.write_bytes(zstandard.ZstdCompressor(level=3).compress(tar.read_bytes()))
+
+    dev = loop(128 << 20)
+    sh("mkfs.ext4", "-q", "-F", dev)
+    root = tmp_path / "target"
+    (root / "srv").mkdir(parents=True)
+    sh("mount", dev, str(root / "srv"))
+    try:
+        args = {"device": None, "mount_point": "/srv", "uri": str(packed), "format": "tar",
+                "compression": "auto", "checksum": None, "checksum_of": "compressed",
+                "allow_no_checksum": True, "fs_type": "ext4"}
+        report = image_writer.write_image(args, runner=Runner(), events=None,
+                                          target_root=str(root))
+        out = root / "srv"
+        st = os.stat(out / "etc" / "shadow")
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o640, 0, 42)
+        st = os.stat(out / "bin-tool")
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o4755, 1234, 5678)
+        assert st.st_ino == os.stat(out / "hardlink").st_ino and st.st_nlink == 2
+        assert os.getxattr(out / "bin-tool", "user.provision") == b"kept"
+        assert os.readlink(out / "link") == "etc/shadow"
+        assert report["bytes_written"] == tar.stat().st_size
+    finally:
+        sh("umount", str(root / "srv"))
+    sh("e2fsck", "-fn", dev)
