@@ -1,0 +1,250 @@
+"""How fast does provision write an image compared with the operator's shell pipeline and with
+ironic-python-agent? (a benchmark, not a test; root; about 2-3 minutes)
+
+    python3 -m benchmarks.image_write [--size-mib 1024] [--runs 3] [--ipa-python PY]
+
+Prepares (once, cached in --work) a raw ext4 image: half of it real files copied from /usr,
+the rest free space (zeros), compressed with `gzip -6` and `zstd -3`. Serves them from a
+separate `python3 -m http.server` process on 127.0.0.1 and writes each, several times, onto a
+loop device backed by a file in /dev/shm (so the pipeline, not this VM's virtual disk, is what
+is measured). Contenders, all reading the same URL and writing the same loop device:
+
+  shell     curl -s URL | gzip -dc | dd of=DEV bs=4M iflag=fullblock oflag=direct conv=fsync
+            (no checksum, no resize)
+  ours      provision_agent.drivers.image_writer.write_to(..., fmt='raw', grow=False) with a
+            sha256 of the compressed stream checked; target not pre-zeroed: every byte written
+  ours+z    the same with target_zeroed=True after `blkdiscard -z DEV`; zeroing time shown
+            separately and also added in the 'incl. zeroing' column
+  ipa       ironic-python-agent's StandbyExtension._stream_raw_image_onto_device (its path for
+            raw images); it cannot decompress, so it only runs on the uncompressed image
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from provision_agent.drivers import image_writer
+from provision_agent.runner import Runner
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_IPA = "/tmp/venv-ipa/bin/python"
+
+
+def sh(*argv, **kw):
+    return subprocess.run(argv, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def copy_real_files(dest, budget):
+    """Real files (binaries, libraries, text) so that compression ratios are realistic."""
+    copied = 0
+    for top in ("/usr/lib", "/usr/share", "/usr/bin"):
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            for name in sorted(filenames):
+                src = os.path.join(dirpath, name)
+                if not os.path.isfile(src) or os.path.islink(src):
+                    continue
+                size = os.path.getsize(src)
+                if copied + size > budget:
+                    if copied > budget * 0.98:
+                        return copied
+                    continue        # a big file that does not fit; smaller ones still may
+                dst = os.path.join(dest, src.lstrip("/"))
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                try:
+                    shutil.copy2(src, dst)
+                except OSError:
+                    continue
+                copied += size
+    return copied
+
+
+def prepare(work, size_mib):
+    raw = work / f"ext4-{size_mib}m.img"
+    if not raw.exists():
+        print(f"preparing {raw} ...", flush=True)
+        tmp = raw.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.truncate(size_mib << 20)
+        sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(tmp))
+        mnt = work / "mnt"
+        mnt.mkdir(exist_ok=True)
+        sh("mount", "-o", "loop", str(tmp), str(mnt))
+        try:
+            copied = copy_real_files(str(mnt), (size_mib << 20) // 2)
+        finally:
+            sh("umount", str(mnt))
+        sh("e2fsck", "-fn", str(tmp))
+        tmp.rename(raw)
+        print(f"  {copied >> 20} MiB of files from /usr", flush=True)
+    made = {"none": raw}
+    for comp, argv in (("gzip", ["gzip", "-6", "-c"]), ("zstd", ["zstd", "-3", "-T2", "-q", "-c"])):
+        out = raw.with_name(raw.name + (".gz" if comp == "gzip" else ".zst"))
+        if not out.exists():
+            print(f"compressing with {' '.join(argv)} ...", flush=True)
+            with open(out.with_suffix(".tmp"), "wb") as f:
+                subprocess.run(argv + [str(raw)], stdout=f, check=True)
+            out.with_suffix(".tmp").rename(out)
+        made[comp] = out
+    return made
+
+
+def sha256_of(path, limit=None):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        left = limit
+        while left is None or left > 0:
+            data = f.read(8 << 20 if left is None else min(8 << 20, left))
+            if not data:
+                break
+            h.update(data)
+            if left is not None:
+                left -= len(data)
+    return h.hexdigest()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed(fn, runs):
+    times = []
+    for _ in range(runs):
+        start = time.monotonic()
+        extra = fn()
+        times.append(extra if isinstance(extra, float) else time.monotonic() - start)
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work", default="/var/tmp/provision-image-bench")
+    ap.add_argument("--ipa-python", default=DEFAULT_IPA,
+                    help="python of a venv with `pip install ironic-python-agent`")
+    opts = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (loop devices, mount)")
+    t0 = time.monotonic()
+    work = Path(opts.work)
+    work.mkdir(parents=True, exist_ok=True)
+    images = prepare(work, opts.size_mib)
+    raw = images["none"]
+    raw_size = raw.stat().st_size
+    raw_sha = sha256_of(raw)
+    for comp, path in images.items():
+        print(f"image {comp:5s} {path.stat().st_size >> 20:5d} MiB  {path.name}")
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                               str(port), "--directory", str(work)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    backing = Path("/dev/shm/provision-image-bench-target")
+    with open(backing, "wb") as f:
+        f.truncate(raw_size)
+    dev = sh("losetup", "-f", "--show", str(backing)).strip()
+    runner = Runner()
+    results = {}
+    try:
+        time.sleep(0.5)
+        for comp in ("gzip", "zstd", "none"):
+            path = images[comp]
+            url = f"http://127.0.0.1:{port}/{path.name}"
+            comp_sha = "sha256:" + sha256_of(path)
+            tool = {"gzip": "gzip -dc | ", "zstd": "zstd -dc | ", "none": ""}[comp]
+            pipeline = (f"curl -s {url} | {tool}dd of={dev} bs=4M iflag=fullblock "
+                        f"oflag=direct conv=fsync status=none")
+
+            def shell():
+                subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], check=True)
+
+            def ours(zeroed=False):
+                image_writer.write_to(url, dev, fmt="raw", checksum=comp_sha,
+                                      target_zeroed=zeroed, runner=runner, grow=False)
+
+            zero_times = []
+
+            def ours_zeroed():
+                start = time.monotonic()
+                sh("blkdiscard", "-z", dev)
+                zero_times.append(time.monotonic() - start)
+                start = time.monotonic()
+                ours(True)
+                return time.monotonic() - start
+
+            def check(name):
+                got = sha256_of(dev, raw_size)
+                if got != raw_sha:
+                    raise SystemExit(f"{name} ({comp}) wrote a wrong image: {got}")
+
+            row = {}
+            for name, fn in (("shell", shell), ("ours", ours), ("ours+z", ours_zeroed)):
+                sh("blkdiscard", "-z", dev) if name != "ours+z" else None
+                row[name] = timed(fn, opts.runs)
+                check(name)
+            row["zeroing"] = zero_times
+            if comp == "none":
+                row["ipa"] = run_ipa(opts, url, dev, raw_sha)
+                if row["ipa"]:
+                    check("ipa")
+            results[comp] = row
+    finally:
+        server.terminate()
+        server.wait()
+        subprocess.run(["losetup", "-d", dev])
+        backing.unlink()
+    report(results, raw_size, opts, time.monotonic() - t0)
+
+
+def run_ipa(opts, url, dev, raw_sha):
+    if not os.path.exists(opts.ipa_python):
+        print(f"ipa: not run: {opts.ipa_python} missing (python3 -m venv /tmp/venv-ipa && "
+              f"/tmp/venv-ipa/bin/pip install ironic-python-agent)")
+        return None
+    script = str(REPO / "benchmarks" / "ipa_stream_write.py")
+    times = []
+    for _ in range(opts.runs):
+        out = sh(opts.ipa_python, script, url, dev, raw_sha)
+        times.append(float(out.strip().splitlines()[-1]))
+    return times
+
+
+def fmt(times):
+    if not times:
+        return "      -        -"
+    return f"{min(times):7.2f} {statistics.median(times):7.2f}"
+
+
+def report(results, raw_size, opts, total):
+    mib = raw_size / (1 << 20)
+    print(f"\n{mib:.0f} MiB ext4 image (half files, half zeros), {opts.runs} runs each; "
+          f"seconds min / median; MB/s of image bytes on the median")
+    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s}")
+    for comp, row in results.items():
+        for who in ("shell", "ours", "ours+z", "zeroing", "ipa"):
+            times = row.get(who)
+            if not times:
+                continue
+            rate = raw_size / 1e6 / statistics.median(times)
+            print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f}")
+        med = {k: statistics.median(v) for k, v in row.items() if v}
+        print(f"{comp:6s} speed-up vs shell: ours {med['shell'] / med['ours']:.2f}x, "
+              f"ours+z {med['shell'] / med['ours+z']:.2f}x, ours+z incl. zeroing "
+              f"{med['shell'] / (med['ours+z'] + med['zeroing']):.2f}x"
+              + (f"; vs ipa: ours {med['ipa'] / med['ours']:.2f}x, ours+z "
+                 f"{med['ipa'] / med['ours+z']:.2f}x" if "ipa" in med else ""))
+    print(f"whole benchmark: {total:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
