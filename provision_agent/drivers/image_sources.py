@@ -122,7 +122,7 @@ class HttpSource:
             self._connect(first=False)
         try:
             data = self._resp.raw.read(n, decode_content=False)
-        except Exception as exc:    # urllib3 and socket errors differ by version; all mean "dropped"
+        except Exception as exc:    # urllib3 and socket errors vary by version: all are a drop
             data = None
             why = exc
         else:

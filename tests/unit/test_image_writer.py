@@ -21,7 +21,9 @@ from provision_agent.drivers import image_writer
 from provision_agent.errors import ImageError
 from provision_agent.events import Events
 from provision_agent.runner import Runner
-from tests.unit.test_image_sources import http_server  # noqa: F401  (fixture)
+from tests.unit import test_image_sources
+
+http_server = test_image_sources.http_server     # the fixture, shared
 
 COMPRESS = {
     "none": lambda b: b,

@@ -1,0 +1,203 @@
+"""The image pipeline's parts on their own: zstd frame walking on real `zstd` output, checksum
+parsing, the block writer's zero skipping and sizes, progress output, format commands, TLS."""
+
+import io
+import logging
+import os
+import shutil
+import ssl
+import subprocess
+import threading
+
+import pytest
+
+from provision_agent.drivers import checksums, decompressors, image_formats, image_sources
+from provision_agent.drivers.image_blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.image_progress import Progress
+from provision_agent.drivers.image_zstd_frames import FrameWalker
+from provision_agent.errors import ImageError
+from provision_agent.events import Events
+from tests.unit.fakes import FakeRunner
+from tests.unit.test_image_sources import Handler, Server
+
+DATA = os.urandom(1 << 20) + bytes(3 << 20) + b"end"
+
+
+def zstd_cli(data, *args):
+    return subprocess.run(["zstd", "-q", "-c", *args], input=data, capture_output=True,
+                          check=True).stdout
+
+
+@pytest.mark.skipif(not shutil.which("zstd"), reason="no zstd CLI")
+@pytest.mark.parametrize("args", [[], ["--no-check"], ["-19"], ["--long=27"]])
+def test_frame_walker_on_cli_output(args):
+    packed = zstd_cli(DATA, *args) + zstd_cli(b"second frame")
+    walker = FrameWalker()
+    for i in range(0, len(packed), 777):          # odd feed sizes cross every header
+        walker.feed(packed[i:i + 777])
+    assert walker.complete and walker.frames == 2
+    for cut in (1, 4, len(packed) // 2):
+        w = FrameWalker()
+        w.feed(packed[:-cut])
+        assert not w.complete
+
+
+def test_skippable_frame_and_garbage():
+    skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    w = FrameWalker()
+    w.feed(skippable)
+    assert w.complete is False      # no real frame yet: nothing was decompressed
+    with pytest.raises(ValueError):
+        FrameWalker().feed(b"garbage!")
+
+
+def test_zstd_corrupt_is_image_error():
+    packed = bytearray(decompressors.zstandard.ZstdCompressor(write_checksum=True).compress(DATA))
+    packed[len(packed) // 2] ^= 0xFF
+    reader = decompressors.open_decompressor("zstd", io.BytesIO(bytes(packed)))
+    with pytest.raises(ImageError):
+        while reader.read(1 << 20):
+            pass
+
+
+@pytest.mark.parametrize("head,name", [(b"\x1f\x8b\x08", "gzip"), (b"\xfd7zXZ\x00", "xz"),
+                                       (b"BZh9", "bzip2"), (b"\x28\xb5\x2f\xfd", "zstd"),
+                                       (b"\x00" * 8, "none"), (b"QFI\xfb", "none")])
+def test_detect_by_magic(head, name):
+    assert decompressors.detect(head) == name
+
+
+def test_unknown_compression():
+    with pytest.raises(ImageError, match="unknown compression 'lz4'"):
+        decompressors.open_decompressor("lz4", io.BytesIO(b""))
+
+
+@pytest.mark.parametrize("text,algo,expected", [
+    ("SHA256:" + "A" * 64, None, ("sha256", "a" * 64)),
+    ("b" * 32, "md5", ("md5", "b" * 32)),
+    ("sha512:" + "c" * 128, None, ("sha512", "c" * 128)),
+])
+def test_checksum_parse(text, algo, expected):
+    assert checksums.parse(text, algo) == expected
+
+
+@pytest.mark.parametrize("text", ["sha1:" + "a" * 40, "sha256:abc", "md5:" + "g" * 32, "a" * 64])
+def test_checksum_parse_rejects(text):
+    with pytest.raises(ImageError):
+        checksums.parse(text)
+
+
+def test_block_writer_file_is_sparse_and_exact(tmp_path):
+    target = tmp_path / "t"
+    target.write_bytes(b"\xff" * (20 << 20))      # stale content must not survive
+    writer = BlockWriter(str(target))
+    blocks = [os.urandom(BLOCK), bytes(BLOCK), bytes(BLOCK // 2) + b"x" * 100]
+    for block in blocks:
+        writer.write(block)
+    writer.finish()
+    writer.close()
+    assert target.read_bytes() == b"".join(blocks)
+    assert writer.zero_bytes_skipped == BLOCK + (1 << 20) * 2
+    assert os.stat(target).st_blocks * 512 < 2 * BLOCK      # the zero runs are holes
+
+
+def test_block_writer_refuses_oversized_image(tmp_path):
+    writer = BlockWriter(str(tmp_path / "t"))
+    writer.capacity = BLOCK                         # as a block device of one block would
+    writer.write(os.urandom(BLOCK))
+    with pytest.raises(ImageError, match="does not fit"):
+        writer.write(b"more")
+    writer.close()
+
+
+def test_progress_log_lines_and_events(caplog):
+    stream = io.StringIO()
+    events = Events([stream])
+    progress = Progress(events, total=100, stream=io.StringIO())
+    with caplog.at_level(logging.INFO):
+        progress.update(50)
+        progress.update(100)
+        progress.finish()
+    assert '"bytes": 100' in stream.getvalue() and '"total": 100' in stream.getvalue()
+    assert any("(100%)" in r.getMessage() for r in caplog.records)
+
+
+def test_progress_bar_on_tty():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    progress = Progress(None, total=4 << 20, stream=out)
+    progress.update(2 << 20)
+    progress.finish()
+    assert "[" + "#" * 15 + "-" * 15 + "]" in out.getvalue() or "#" * 30 in out.getvalue()
+    assert out.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize("fs,expect", [
+    ("ext4", [["e2fsck", "-f", "-y", "/dev/x"], ["resize2fs", "/dev/x"]]),
+    ("xfs", [["mount", "-t", "xfs", "/dev/x"], ["xfs_growfs"], ["umount"]]),
+    ("btrfs", [["mount", "-t", "btrfs", "/dev/x"], ["btrfs", "filesystem", "resize", "max"],
+               ["umount"]]),
+])
+def test_grow_commands(fs, expect):
+    runner = FakeRunner()
+    image_formats.grow_fs(runner, "/dev/x", fs)
+    assert len(runner.calls) == len(expect)
+    for call, prefix in zip(runner.calls, expect):
+        assert call[:len(prefix)] == prefix
+
+
+def test_grow_detects_type_and_refuses_none():
+    runner = FakeRunner({"blkid": "ext4\n"})
+    assert image_formats.grow_fs(runner, "/dev/x") == "ext4"
+    with pytest.raises(ImageError, match="no filesystem"):
+        image_formats.grow_fs(FakeRunner({"blkid": ""}), "/dev/x")
+
+
+def test_reread_falls_back_to_partprobe():
+    runner = FakeRunner(fail=("blockdev --rereadpt",))
+    image_formats.reread_partitions(runner, "/dev/sda")
+    assert runner.lines() == ["blockdev --rereadpt /dev/sda", "partprobe /dev/sda",
+                              "udevadm settle"]
+
+
+def test_zero_device_reports_failure():
+    assert image_formats.zero_device(FakeRunner(), "/dev/sda") is True
+    assert image_formats.zero_device(FakeRunner(fail=("blkdiscard",)), "/dev/sda") is False
+
+
+@pytest.fixture
+def https_server(tmp_path):
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl CLI")
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    srv = Server(("127.0.0.1", 0), Handler)
+    srv.files, srv.rules, srv.requests = {"a": DATA}, {}, []
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.url = f"https://127.0.0.1:{srv.server_address[1]}/a"
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv, str(cert)
+    srv.shutdown()
+    srv.server_close()
+
+
+def _read(src):
+    out = b""
+    while data := src.read(1 << 20):
+        out += data
+    return out
+
+
+def test_https_verified_by_default_with_ca_bundle_or_insecure(https_server):
+    srv, cert = https_server
+    with pytest.raises(ImageError, match="TLS verification failed"):
+        image_sources.open_source(srv.url)
+    assert _read(image_sources.open_source(srv.url, ca_bundle=cert)) == DATA
+    assert _read(image_sources.open_source(srv.url, tls_verify=False)) == DATA
