@@ -11,6 +11,8 @@ packages=(
   gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
   # configdrive: config-2 ISO and NoCloud vfat
   genisoimage mtools
+  # image tests (HTTPS certificates) and the image benchmark (curl | gzip | dd)
+  openssl curl gzip
   # a Python to run tox from
   python3 python3-venv python3-pip
 )

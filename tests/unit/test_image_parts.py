@@ -23,14 +23,22 @@ from tests.unit.test_image_sources import Handler, Server
 DATA = os.urandom(1 << 20) + bytes(3 << 20) + b"end"
 
 
+def need(tool):
+    """Skip without tool, except in CI where a missing prerequisite is a failure."""
+    if not shutil.which(tool):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{tool} is missing (scripts/host-packages.sh installs it)")
+        pytest.skip(f"no {tool}")
+
+
 def zstd_cli(data, *args):
     return subprocess.run(["zstd", "-q", "-c", *args], input=data, capture_output=True,
                           check=True).stdout
 
 
-@pytest.mark.skipif(not shutil.which("zstd"), reason="no zstd CLI")
 @pytest.mark.parametrize("args", [[], ["--no-check"], ["-19"], ["--long=27"]])
 def test_frame_walker_on_cli_output(args):
+    need("zstd")
     packed = zstd_cli(DATA, *args) + zstd_cli(b"second frame")
     walker = FrameWalker()
     for i in range(0, len(packed), 777):          # odd feed sizes cross every header
@@ -170,8 +178,7 @@ def test_zero_device_reports_failure():
 
 @pytest.fixture
 def https_server(tmp_path):
-    if not shutil.which("openssl"):
-        pytest.skip("no openssl CLI")
+    need("openssl")
     key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",

@@ -11,7 +11,6 @@ import io
 import json
 import lzma
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -130,6 +129,8 @@ def test_http_errors(tmp_path, http_server, status):
 
 
 def test_wrong_format_for_target(tmp_path):
+    from tests.unit.test_image_parts import need
+    need("qemu-img")
     qcow = tmp_path / "i.qcow2"
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(qcow), "16M"], check=True)
     plain = tmp_path / "plain"
@@ -148,8 +149,8 @@ def test_wrong_format_for_target(tmp_path):
 
 
 def test_raw_ext4_is_grown(tmp_path):
-    if not shutil.which("mkfs.ext4"):
-        pytest.skip("no e2fsprogs")
+    from tests.unit.test_image_parts import need
+    need("mkfs.ext4")
     img = tmp_path / "fs.img"
     subprocess.run(["truncate", "-s", "32M", str(img)], check=True)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True)
@@ -193,6 +194,8 @@ def test_tar_extract_and_checksum(tmp_path):
 
 
 def test_qcow2_to_file(tmp_path):
+    from tests.unit.test_image_parts import need
+    need("qemu-img")
     raw = tmp_path / "r"
     raw.write_bytes(RAW)
     qcow = tmp_path / "q"
