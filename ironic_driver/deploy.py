@@ -116,10 +116,14 @@ class ProvisionDeploy(base.DeployInterface):
     def prepare_instance_boot(self, task):
         task.driver.boot.prepare_instance(task)
         try:
-            manager_utils.node_set_boot_device(task, boot_devices.DISK, persistent=True)
+            supported = task.driver.management.get_supported_boot_devices(task)
         except exception.UnsupportedDriverExtension:
-            LOG.info("Node %s cannot set its boot device; relying on the boot order",
-                     task.node.uuid)
+            supported = []
+        if boot_devices.DISK in supported:
+            manager_utils.node_set_boot_device(task, boot_devices.DISK, persistent=True)
+        else:
+            LOG.info("Node %s cannot boot from disk by request (supported: %s); relying on "
+                     "its boot order", task.node.uuid, supported)
 
     @base.deploy_step(priority=20)
     def reboot_to_instance(self, task):
@@ -158,7 +162,8 @@ def follow(task):
     try:
         client = _connect(node, opts)
     except _TRANSIENT + (ssh.HostKeyError,) as exc:
-        if isinstance(exc, ssh.HostKeyError):
+        # A key that differs from the pin is not a ramdisk still booting: stop at once.
+        if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
             _fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
             return
         _save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
@@ -167,12 +172,12 @@ def follow(task):
         if phase == "wait_ramdisk":
             data_driver = opts.data_driver
             text = _json(validation.payload(node, data_driver))
-            remote.start(client, opts.remote_dir, text, opts.provision_command, data_driver,
+            remote.start(client, _remote_dir(node, opts), text, opts.provision_command, data_driver,
                          opts.provision_extra_args, opts.command_timeout)
             updates[PREFIX + "phase"] = phase = "running"
             updates[PREFIX + "last_ssh_error"] = None
             LOG.info("provision started on node %s", node.uuid)
-        st = remote.status(client, opts.remote_dir, info.get(PREFIX + "events_offset", 0),
+        st = remote.status(client, _remote_dir(node, opts), info.get(PREFIX + "events_offset", 0),
                            opts.command_timeout, opts.log_tail_lines)
     except _TRANSIENT as exc:
         updates[PREFIX + "last_ssh_error"] = f"{type(exc).__name__}: {exc}"
@@ -207,6 +212,11 @@ def follow(task):
 def _json(payload):
     import json
     return json.dumps(payload, indent=1, sort_keys=True)
+
+
+def _remote_dir(node, opts):
+    # Per node, so that one host can stand in for many ramdisks (tests, benchmark).
+    return ssh.join(opts.remote_dir, node.uuid)
 
 
 def _connect(node, opts):

@@ -3,7 +3,7 @@ its state back. Paths and commands only; the SSH session comes from ironic_drive
 
 provision runs under setsid with stdin/stdout/stderr redirected, so it survives the SSH
 session and the conductor holds no connection while it works. It writes:
-    <dir>/events.jsonl   provision's --events_file
+    <dir>/events.jsonl   provision's --events_file, between two "wrapper" events
     <dir>/provision.log  provision's --log_file (debug level)
     <dir>/output.log     its stdout and stderr (the plan, the error line)
     <dir>/exit_code      written (atomically, via rename) only after provision exited
@@ -28,8 +28,14 @@ def start_command(directory, provision, data_driver, extra_args=()):
             "--input_data_file", ssh.join(directory, INPUT),
             "--events_file", ssh.join(directory, EVENTS),
             "--log_file", ssh.join(directory, LOG)] + list(extra_args)
-    inner = (f"{' '.join(q(a) for a in argv)} >{path(OUTPUT)} 2>&1; "
-             f"echo $? >{path(EXIT_CODE)}.tmp && mv {path(EXIT_CODE)}.tmp {path(EXIT_CODE)}")
+    # The wrapper's own two events bracket provision's, so the conductor sees the start and
+    # the exit even when provision emits nothing (a --dry_run, or a crash before its first).
+    started = q('{"event": "wrapper", "status": "started", "pid": %d}')
+    exited = q('{"event": "wrapper", "status": "exited", "exit_code": %d}')
+    inner = (f"printf {started}'\\n' $$ >>{path(EVENTS)}; "
+             f"{' '.join(q(a) for a in argv)} >{path(OUTPUT)} 2>&1; rc=$?; "
+             f"printf {exited}'\\n' $rc >>{path(EVENTS)}; "
+             f"echo $rc >{path(EXIT_CODE)}.tmp && mv {path(EXIT_CODE)}.tmp {path(EXIT_CODE)}")
     return (f"cd {q(directory)} && "
             f"setsid sh -c {q(inner)} </dev/null >/dev/null 2>&1 &")
 

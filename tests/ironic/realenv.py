@@ -1,0 +1,218 @@
+"""A real Ironic (all-in-one, sqlite, noauth, no RPC) and a local sshd standing in for the
+deploy ramdisk. Shared by the integration test and benchmarks/ironic_scale.py."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import requests
+
+API_HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bin_path(name):
+    """A console script of the venv running us (ironic, provision), else PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    return here if os.path.exists(here) else shutil.which(name)
+
+
+def missing_prerequisites():
+    missing = [n for n in ("ironic", "ironic-dbsync", "provision") if not bin_path(n)]
+    missing += [p for p in ("/usr/sbin/sshd", "/usr/bin/ssh-keygen") if not os.path.exists(p)]
+    return missing
+
+
+def wait_for(predicate, timeout, interval=0.2, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Sshd:
+    """sshd on 127.0.0.1 with its own host key, key-only login for the current user."""
+
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, "sshd")
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.port = free_port()
+        self.host_key_file = os.path.join(self.dir, "host_ed25519")
+        self.client_key_file = os.path.join(workdir, "conductor_ed25519")
+        self.proc = None
+
+    def start(self):
+        for path in (self.host_key_file, self.client_key_file):
+            subprocess.run(["/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path],
+                           check=True)
+        shutil.copy(self.client_key_file + ".pub", os.path.join(self.dir, "authorized_keys"))
+        os.makedirs("/run/sshd", exist_ok=True)   # privilege separation directory
+        cfg = os.path.join(self.dir, "sshd_config")
+        with open(cfg, "w") as f:
+            f.write(f"""Port {self.port}
+ListenAddress 127.0.0.1
+HostKey {self.host_key_file}
+AuthorizedKeysFile {self.dir}/authorized_keys
+PidFile {self.dir}/sshd.pid
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+MaxStartups 200:30:400
+MaxSessions 100
+Subsystem sftp internal-sftp
+""")
+        self.log = open(os.path.join(self.dir, "sshd.log"), "w")
+        self.proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", cfg],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: _port_open(self.port), 10, what="sshd")
+        return self
+
+    @property
+    def host_key(self):
+        with open(self.host_key_file + ".pub") as f:
+            return " ".join(f.read().split()[:2])
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+def _port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+class Ironic:
+    def __init__(self, workdir, provision_opts, extra_conf=""):
+        self.dir = os.path.join(workdir, "ironic")
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.conf = os.path.join(self.dir, "ironic.conf")
+        self.log_file = os.path.join(self.dir, "ironic.log")
+        popts = "\n".join(f"{k} = {v}" for k, v in provision_opts.items())
+        with open(self.conf, "w") as f:
+            f.write(f"""[DEFAULT]
+auth_strategy = noauth
+rpc_transport = none
+host = test-conductor
+debug = true
+log_file = {self.log_file}
+enabled_hardware_types = fake-hardware
+enabled_boot_interfaces = fake
+enabled_power_interfaces = fake
+enabled_management_interfaces = fake
+enabled_deploy_interfaces = provision,fake
+default_deploy_interface = provision
+enabled_inspect_interfaces = no-inspect
+enabled_console_interfaces = no-console
+enabled_raid_interfaces = no-raid
+enabled_rescue_interfaces = no-rescue
+enabled_vendor_interfaces = no-vendor
+enabled_bios_interfaces = no-bios
+enabled_firmware_interfaces = no-firmware
+enabled_network_interfaces = noop
+enabled_storage_interfaces = noop
+{extra_conf}
+[api]
+host_ip = 127.0.0.1
+port = {self.port}
+[database]
+connection = sqlite:///{self.dir}/ironic.sqlite
+[dhcp]
+dhcp_provider = none
+[conductor]
+automated_clean = false
+[oslo_concurrency]
+lock_path = {self.dir}/locks
+[provision_agent]
+{popts}
+""")
+        self.proc = None
+
+    def start(self, timeout=60):
+        subprocess.run([bin_path("ironic-dbsync"), "--config-file", self.conf, "create_schema"],
+                       check=True, capture_output=True)
+        self.out = open(os.path.join(self.dir, "ironic.out"), "w")
+        self.proc = subprocess.Popen([bin_path("ironic"), "--config-file", self.conf],
+                                     stdout=self.out, stderr=subprocess.STDOUT)
+        wait_for(self._up, timeout, what="the Ironic API")
+        # The API answers before the conductor has registered its drivers.
+        wait_for(lambda: self.get("/v1/drivers").get("drivers"), timeout,
+                 what="a registered conductor")
+        return self
+
+    def _up(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"ironic exited with {self.proc.returncode}; see {self.dir}")
+        try:
+            return requests.get(self.url, timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    def request(self, method, path, body=None, ok=True):
+        resp = requests.request(method, self.url + path, json=body, headers=API_HEADERS,
+                                timeout=30)
+        if ok and resp.status_code >= 400:
+            raise RuntimeError(f"{method} {path}: {resp.status_code} {resp.text}")
+        return resp
+
+    def get(self, path):
+        return self.request("GET", path).json()
+
+    def node(self, uuid):
+        return self.get(f"/v1/nodes/{uuid}")
+
+    def set_state(self, uuid, target, ok=True):
+        return self.request("PUT", f"/v1/nodes/{uuid}/states/provision", {"target": target},
+                            ok=ok)
+
+    def wait_state(self, uuid, states, timeout):
+        states = set(states)
+        return wait_for(lambda: (lambda n: n if n["provision_state"] in states else None)(
+            self.node(uuid)), timeout, interval=0.5, what=f"node {uuid} in {sorted(states)}")
+
+    def enroll(self, name, driver_info, instance_info):
+        node = self.request("POST", "/v1/nodes", {
+            "name": name, "driver": "fake-hardware", "deploy_interface": "provision",
+            "driver_info": driver_info}).json()
+        patch = [{"op": "add", "path": f"/instance_info/{k}", "value": v}
+                 for k, v in instance_info.items()]
+        self.request("PATCH", f"/v1/nodes/{node['uuid']}", patch)
+        self.set_state(node["uuid"], "manage")
+        self.wait_state(node["uuid"], ["manageable"], 30)
+        self.set_state(node["uuid"], "provide")
+        self.wait_state(node["uuid"], ["available"], 30)
+        return node["uuid"]
+
+    def log_text(self):
+        with open(self.log_file) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
