@@ -1,5 +1,7 @@
 import os
 
+# Ironic's test package picks the threading backend; it must come before any other ironic import.
+import ironic.tests.unit  # noqa: F401
 import pytest
 
 from tests.ironic import realenv
