@@ -43,9 +43,14 @@ def _take_down(runner, device, nodes):
     """Deactivate VGs and stop md arrays on device or built on top of it, top first."""
     for vg in _volume_groups_on(runner, [device] + [n["path"] for n in nodes]):
         LOG.info("%s: deactivating old volume group %s", device, vg)
-        runner.run(["vgchange", "--activate", "n", vg])
+        runner.run(["vgchange", "--activate", "n", vg], check=False)
     for node in reversed(nodes):
-        if node["type"].startswith("raid") or node["type"] == "md":
+        if node["type"] in ("lvm", "dm", "crypt") and os.path.exists(node["path"]):
+            # pvs does not always list a VG (e.g. one missing PVs); the mapping is what holds
+            # the device, and removing it only tears down kernel state, nothing on disk
+            LOG.info("%s: removing old device-mapper device %s", device, node["path"])
+            runner.run(["dmsetup", "remove", "--retry", node["path"]])
+        elif node["type"].startswith("raid") or node["type"] == "md":
             LOG.info("%s: stopping old array %s", device, node["path"])
             runner.run(["mdadm", "--stop", node["path"]])
 

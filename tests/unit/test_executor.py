@@ -80,9 +80,17 @@ def test_partition_table_keeps_partitions_named_keep(tmp_path):
     assert not any(w.startswith("sgdisk --new=2") for w in writes)
 
 
-def test_unknown_image_writer_is_an_error_not_a_skip(tmp_path, monkeypatch):
-    import sys
-    monkeypatch.setitem(sys.modules, "provision_agent.drivers.image_writer", None)
-    ex = Executor(FakeRunner(), Events(), str(tmp_path))
-    with pytest.raises(ImportError):
-        ex.execute([Step("write_image", {"device": "/dev/vda1", "uri": "file:///x"})])
+def test_write_image_is_handed_the_step_and_its_report_kept(tmp_path, monkeypatch):
+    from provision_agent.drivers import image_writer
+    seen = {}
+
+    def fake(args, **kw):
+        seen.update(args=args, **kw)
+        return {"bytes_written": 42}
+
+    monkeypatch.setattr(image_writer, "write_image", fake)
+    ex = Executor(FakeRunner(), Events(), str(tmp_path), options={"image_insecure": False})
+    report = ex.execute([Step("write_image", {"device": "/dev/vda1", "uri": "file:///x"})])
+    assert seen["args"]["uri"] == "file:///x" and seen["target_root"] == str(tmp_path)
+    assert seen["options"] == {"image_insecure": False}
+    assert report["steps"][0]["result"] == {"bytes_written": 42}
