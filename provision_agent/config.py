@@ -40,6 +40,12 @@ cli_opts = [
                help="Send 'Authorization: Bearer TOKEN' with image downloads."),
     cfg.ListOpt("image_headers", default=[],
                 help="Extra HTTP headers for image downloads, as 'Name: value' items."),
+    cfg.StrOpt("image_zero_target", default="auto", choices=["auto", "always", "never"],
+               help="Before a raw or whole-disk image is written, zero its target by unmapping "
+                    "(fallocate --punch-hole: write-zeroes without the kernel's slow fallback) "
+                    "so that the image's zero blocks are seeked over instead of written. auto: "
+                    "only on non-rotational devices with write-zeroes support; always: any "
+                    "device with write-zeroes support; never: write every block."),
 ]
 
 # debug and log_file are oslo.log's names in most OpenStack tools; we keep them with plain

@@ -57,17 +57,56 @@ def reread_partitions(runner, disk):
     runner.run(["udevadm", "settle"], check=False)
 
 
-def zero_device(runner, device):
-    """Zero device cheaply (blkdiscard -z, i.e. BLKZEROOUT, which the kernel turns into
-    WRITE ZEROES/discard where the hardware allows) so write_image(target_zeroed=True) may
-    skip zero blocks. Returns False when the device cannot do it; the caller then must not
-    claim the target is zeroed."""
+ZERO_POLICIES = ("auto", "always", "never")
+
+
+def _queue_dir(device, sysfs):
+    node = os.path.realpath(os.path.join(sysfs, os.path.basename(os.path.realpath(device))))
+    # a partition has no queue of its own: its disk's applies
+    return next((d for d in (node, os.path.dirname(node))
+                 if os.path.isdir(os.path.join(d, "queue"))), None)
+
+
+def _queue_value(queue_dir, name):
     try:
-        runner.run(["blkdiscard", "-z", device], timeout=3600)
-        return True
-    except CommandError as exc:
-        LOG.info("cannot zero %s with blkdiscard -z: %s", device, exc)
+        with open(os.path.join(queue_dir, "queue", name)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def zero_device(runner, device, policy="auto", sysfs="/sys/class/block"):
+    """Zero device only where that is cheap, so the writer may then seek over zero blocks.
+
+    fallocate --punch-hole on a block device asks the kernel to zero without its fallback of
+    writing zero pages (BLKDEV_ZERO_NOFALLBACK): the device unmaps/WRITE ZEROES the range or the
+    call fails. A rotating disk may implement WRITE SAME by writing every block, which would cost
+    a full pass before the real one, so `auto` leaves rotational devices alone; `always` only
+    needs write-zeroes support; `never` disables it. Returns whether the device now reads zeros;
+    the caller must not claim a zeroed target otherwise.
+    """
+    if policy == "never":
         return False
+    queue = _queue_dir(device, sysfs)
+    if queue is None or (_queue_value(queue, "write_zeroes_max_bytes") or "0") == "0":
+        LOG.info("%s cannot zero without writing (no write-zeroes support): every block of the "
+                 "image will be written", device)
+        return False
+    if policy == "auto" and _queue_value(queue, "rotational") == "1":
+        LOG.info("%s is rotational: not pre-zeroing it (WRITE SAME may write every block); "
+                 "--image_zero_target=always overrides", device)
+        return False
+    size = runner.run(["blockdev", "--getsize64", device]).stdout.strip()
+    try:
+        runner.run(["fallocate", "--punch-hole", "--offset", "0", "--length", size, device],
+                   timeout=3600)
+    except CommandError as exc:
+        LOG.info("cannot zero %s cheaply: every block of the image will be written (%s)",
+                 device, exc)
+        return False
+    LOG.info("zeroed %s (%s bytes) by unmapping; zero blocks of the image will be skipped",
+             device, size)
+    return True
 
 
 def extract_tar(runner, reader, directory, chunk):

@@ -173,6 +173,9 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
     mount_dir = None
     if args.get("format") == "tar":
         mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
+    elif args.get("format", "raw") in ("raw", "disk") and not target_zeroed:
+        target_zeroed = image_formats.zero_device(
+            runner, args["device"], options.get("image_zero_target") or "auto")
     report = write_to(
         args["uri"], args.get("device"), fmt=args.get("format", "raw"),
         compression=args.get("compression") or "auto", checksum=args.get("checksum"),
@@ -183,4 +186,5 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
         target_zeroed=target_zeroed, runner=runner, events=events)
     result = asdict(report)
     result["checksum"] = result.pop("checksum_actual")
+    result["target_zeroed"] = target_zeroed
     return result

@@ -62,7 +62,7 @@ def test_gzip_ext4_grown_on_loop(tmp_path, loop):
 
     dev = loop(256 << 20)
     runner = Runner()
-    assert image_formats.zero_device(runner, dev)
+    assert image_formats.zero_device(runner, dev, "always")   # loop: rotational 1
     report = image_writer.write_to(str(packed), dev, fmt="raw", checksum=checksum,
                                    target_zeroed=True, runner=runner)
     assert report.bytes_written == 64 << 20 and report.zero_bytes_skipped > 32 << 20

@@ -5,7 +5,8 @@ from provision_agent.runner import Result
 
 WRITING = ("sgdisk", "parted", "sfdisk --part-type", "wipefs", "mdadm --create",
            "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove", "vgcreate",
-           "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd", "grub-install")
+           "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd", "grub-install",
+           "fallocate", "blkdiscard")
 
 
 class FakeRunner:

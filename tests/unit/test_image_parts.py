@@ -171,9 +171,51 @@ def test_reread_falls_back_to_partprobe():
                               "udevadm settle"]
 
 
-def test_zero_device_reports_failure():
-    assert image_formats.zero_device(FakeRunner(), "/dev/sda") is True
-    assert image_formats.zero_device(FakeRunner(fail=("blkdiscard",)), "/dev/sda") is False
+def fake_sysfs(tmp_path, write_zeroes="4294967296", rotational="0"):
+    disk = tmp_path / "devices" / "vda"
+    (disk / "queue").mkdir(parents=True)
+    (disk / "vda2").mkdir()
+    (disk / "queue" / "write_zeroes_max_bytes").write_text(write_zeroes + "\n")
+    (disk / "queue" / "rotational").write_text(rotational + "\n")
+    block = tmp_path / "class" / "block"
+    block.mkdir(parents=True)
+    (block / "vda").symlink_to(disk)
+    (block / "vda2").symlink_to(disk / "vda2")
+    return str(block)
+
+
+SIZE = {"blockdev --getsize64": "1073741824\n"}
+
+
+def test_zero_device_unmaps_a_partition_through_its_disks_queue(tmp_path):
+    runner = FakeRunner(SIZE)
+    assert image_formats.zero_device(runner, "/dev/vda2", "auto", fake_sysfs(tmp_path))
+    assert runner.writes() == ["fallocate --punch-hole --offset 0 --length 1073741824 /dev/vda2"]
+
+
+@pytest.mark.parametrize("policy,write_zeroes,rotational,zeroed", [
+    ("auto", "0", "0", False),          # no write-zeroes: the kernel would write zero pages
+    ("auto", "4096", "1", False),       # rotational: WRITE SAME may write every block
+    ("always", "4096", "1", True),
+    ("always", "0", "0", False),
+    ("never", "4096", "0", False),
+])
+def test_zero_device_policy(tmp_path, policy, write_zeroes, rotational, zeroed):
+    runner = FakeRunner(SIZE)
+    sysfs = fake_sysfs(tmp_path, write_zeroes, rotational)
+    assert image_formats.zero_device(runner, "/dev/vda", policy, sysfs) is zeroed
+    assert bool(runner.writes()) is zeroed
+
+
+def test_zero_device_failure_means_not_zeroed(tmp_path):
+    runner = FakeRunner(SIZE, fail=("fallocate",))
+    assert image_formats.zero_device(runner, "/dev/vda", "auto", fake_sysfs(tmp_path)) is False
+
+
+def test_zero_device_unknown_device_is_not_zeroed(tmp_path):
+    runner = FakeRunner(SIZE)
+    assert image_formats.zero_device(runner, "/dev/nope", "always", fake_sysfs(tmp_path)) is False
+    assert runner.calls == []
 
 
 @pytest.fixture
