@@ -7,7 +7,7 @@ Everything here only reads. Problems exit 3 (MachineMismatch) with nothing writt
 import logging
 import os
 
-from provision_agent.drivers import blockinfo, partitions
+from provision_agent.drivers import blockinfo, lvm, partitions
 from provision_agent.errors import MachineMismatch, Problem
 
 LOG = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
         for reason in _in_use(runner, name, mounted, swaps):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)
+    problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
@@ -73,4 +74,33 @@ def _kept_partitions(steps, runner):
         msg = partitions.check_kept(tables[disk], step.args)
         if msg:
             problems.append(Problem(disk, msg))
+    return problems
+
+
+def _name_clashes(steps, runner, planned_disks):
+    """A VG or md array the plan creates whose name is taken by one living partly on a disk the
+    plan does not name: wiping our disks cannot free the name, and clearing the other disk is
+    not ours to do, so the create step would fail halfway through the run."""
+    vg_names = {s.args["name"] for s in steps if s.kind == "vg_create"}
+    md_names = {s.args["name"] for s in steps if s.kind == "md_create" and s.args.get("name")}
+    problems = []
+    for pv in lvm.physical_volumes(runner):
+        if pv.get("vg_name") in vg_names and pv["pv_name"].startswith("/dev/"):
+            others = set(blockinfo.disks_under(runner, pv["pv_name"])) - planned_disks
+            if others:
+                problems.append(Problem(
+                    f"volume group {pv['vg_name']}",
+                    f"the name is taken by an existing volume group with physical volume "
+                    f"{pv['pv_name']} on {', '.join(sorted(others))}, which this plan does not "
+                    f"touch; rename the volume group in the input, or clear that disk first"))
+    for name in sorted(md_names):
+        existing = f"/dev/md/{name}"
+        if os.path.exists(existing):
+            others = set(blockinfo.disks_under(runner, existing)) - planned_disks
+            if others:
+                problems.append(Problem(
+                    f"raid {name}",
+                    f"{existing} already exists with members on {', '.join(sorted(others))}, "
+                    f"which this plan does not touch; rename the array in the input, or stop "
+                    f"and clear it first"))
     return problems

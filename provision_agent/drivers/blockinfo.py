@@ -27,6 +27,24 @@ def descendants(node):
     return out
 
 
+def disks_under(runner, device):
+    """The whole disks that device is built on (itself if it is one), via lsblk's inverse tree."""
+    res = runner.run(["lsblk", "--json", "--inverse", "-o", "PATH,TYPE", device], check=False)
+    if res.returncode != 0 or not res.stdout.strip():
+        return []
+    found = []
+
+    def walk(node):
+        if node.get("type") == "disk":
+            found.append(node["path"])
+        for below in node.get("children") or []:
+            walk(below)
+
+    for node in json.loads(res.stdout).get("blockdevices", []):
+        walk(node)
+    return list(dict.fromkeys(found))
+
+
 def uuid(runner, device):
     res = runner.run(["blkid", "-p", "-s", "UUID", "-o", "value", device], check=False)
     if not res.stdout.strip():

@@ -5,13 +5,11 @@ stopped before their members' superblocks are zeroed. Partitions listed in keep 
 untouched, and then so is the partition table itself (it is edited, not replaced, later).
 """
 
-import json
 import logging
 import os
 
-from provision_agent.drivers import blockinfo
+from provision_agent.drivers import blockinfo, lvm
 from provision_agent.devnames import partition_number
-from provision_agent.errors import CommandError
 
 LOG = logging.getLogger(__name__)
 
@@ -19,19 +17,9 @@ EDGE = 1 << 20    # zeroed at each end: MBR/GPT header, GPT backup, md 1.0 super
 
 
 def _volume_groups_on(runner, devices):
-    try:
-        res = runner.run(["pvs", "--reportformat", "json", "-o", "pv_name,vg_name"],
-                         check=False)
-    except CommandError:     # no lvm2 here at all: then there is no LVM to take down either
-        return []
-    if res.returncode != 0:
-        return []
     real = {os.path.realpath(d) for d in devices}
-    vgs = []
-    for report in json.loads(res.stdout).get("report", []):
-        for pv in report.get("pv", []):
-            if pv.get("vg_name") and os.path.realpath(pv["pv_name"]) in real:
-                vgs.append(pv["vg_name"])
+    vgs = [pv["vg_name"] for pv in lvm.physical_volumes(runner)
+           if pv.get("vg_name") and os.path.realpath(pv["pv_name"]) in real]
     return list(dict.fromkeys(vgs))
 
 

@@ -119,3 +119,39 @@ def test_clear_new_takes_down_what_udev_assembled_from_old_contents():
     wipe.clear_new(r, "/dev/vda1")
     assert r.writes() == ["vgchange --activate n old", "mdadm --stop /dev/md0",
                           "mdadm --zero-superblock /dev/vda1", "wipefs --all --force /dev/vda1"]
+
+
+def test_preflight_refuses_a_vg_name_taken_on_a_disk_outside_the_plan():
+    pvs = {"report": [{"pv": [{"pv_name": "/dev/vdc4", "vg_name": "os"},
+                              {"pv_name": "/dev/vda4", "vg_name": "os"},
+                              {"pv_name": "[unknown]", "vg_name": "os"},
+                              {"pv_name": "/dev/vdc5", "vg_name": "other"}]}]}
+    inverse = {"blockdevices": [{"path": "/dev/vdc4", "type": "part",
+                                 "children": [{"path": "/dev/vdc", "type": "disk"}]}]}
+    steps = [Step("vg_create", {"name": "os", "pvs": ["/dev/md/os"]})]
+    found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, steps),
+                     answers={"lsblk --json --bytes": json.dumps({"blockdevices": []}),
+                              "lsblk --json --inverse -o PATH,TYPE /dev/vdc4": json.dumps(inverse),
+                              "lsblk --json --inverse": json.dumps({"blockdevices": [
+                                  {"path": "/dev/vda4", "type": "part", "children": [
+                                      {"path": "/dev/vda", "type": "disk"}]}]}),
+                              "pvs --reportformat": json.dumps(pvs)})
+    assert found == ["volume group os: the name is taken by an existing volume group with "
+                     "physical volume /dev/vdc4 on /dev/vdc, which this plan does not touch; "
+                     "rename the volume group in the input, or clear that disk first"]
+
+
+def test_preflight_lets_the_wipe_free_a_vg_name_held_by_planned_disks_only():
+    pvs = {"report": [{"pv": [{"pv_name": "/dev/md0", "vg_name": "os"}]}]}
+    inverse = {"blockdevices": [{"path": "/dev/md0", "type": "raid1", "children": [
+        {"path": "/dev/vda1", "type": "part", "children": [{"path": "/dev/vda", "type": "disk"}]},
+        {"path": "/dev/vdb1", "type": "part",
+         "children": [{"path": "/dev/vdb", "type": "disk"}]}]}]}
+    r = FakeRunner({"lsblk --json --bytes": json.dumps({"blockdevices": []}),
+                    "lsblk --json --inverse": json.dumps(inverse),
+                    "pvs --reportformat": json.dumps(pvs)})
+    steps = [Step("vg_create", {"name": "os", "pvs": ["/dev/md/os"]})]
+    preflight.check(planned({"d0": {"name": "/dev/vda", "size": 1 << 30},
+                             "d1": {"name": "/dev/vdb", "size": 1 << 30}}, steps),
+                    LIVE, r, mounted={}, swaps=[])
+    assert r.writes() == []
