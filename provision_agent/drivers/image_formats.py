@@ -47,6 +47,12 @@ def grow_fs(runner, device, fs_type=None):
     return fs_type
 
 
+def move_gpt_backup_to_end(runner, disk):
+    """A GPT image made for a smaller disk leaves its backup header mid-disk, where nothing
+    looks for it and the space after it is unusable; sgdisk -e rewrites it at the real end."""
+    runner.run(["sgdisk", "-e", disk])
+
+
 def reread_partitions(runner, disk):
     """Make the kernel and udev see the partition table a whole-disk image brought."""
     try:

@@ -11,6 +11,7 @@ write_to() is the plain keyword API; write_image() adapts a plan step's args for
 """
 
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass
 
@@ -100,6 +101,8 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         if fmt == "raw" and grow:
             image_formats.grow_fs(runner, target_path, fs_type)
         elif fmt == "disk":
+            if head[512:520] == b"EFI PART" and not os.path.isfile(target_path):
+                image_formats.move_gpt_backup_to_end(runner, target_path)
             image_formats.reread_partitions(runner, target_path)
     finally:
         top.close()
