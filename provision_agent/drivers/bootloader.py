@@ -28,6 +28,30 @@ def _root_uuid(runner, root):
     return res.stdout.strip() or None
 
 
+def esp_location(runner, root, sys_block="/sys/class/block"):
+    """(disk device, partition number) of the ESP mounted under root, or None (e.g. on md)."""
+    res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", f"{root}/boot/efi"],
+                     check=False)
+    name = os.path.basename(os.path.realpath(res.stdout.strip())) if res.stdout.strip() else ""
+    part = os.path.join(sys_block, name)
+    try:
+        with open(os.path.join(part, "partition")) as f:
+            number = f.read().strip()
+    except OSError:
+        return None
+    return "/dev/" + os.path.basename(os.path.dirname(os.path.realpath(part))), number
+
+
+def _nvram_entry(runner, root):
+    # Only an extra: the removable path boots without it, so a failure is logged, not fatal.
+    where = esp_location(runner, root)
+    if not where:
+        LOG.warning("bootloader: ESP is not a plain partition; no efibootmgr entry")
+        return
+    runner.run(["efibootmgr", "-c", "-d", where[0], "-p", where[1], "-L", BOOTLOADER_ID,
+                "-l", f"\\EFI\\{BOOTLOADER_ID}\\grubx64.efi"], check=False)
+
+
 def install_commands(mode, targets, root, in_chroot):
     """The grub-install argument lists, in order (pure, for the plan and for tests)."""
     if mode == "bios":
@@ -50,9 +74,8 @@ def install(runner, root, args):
         LOG.info("bootloader: grub-install from the %s", "image" if in_chroot else "ramdisk")
         for argv in install_commands(mode, targets, root, in_chroot):
             (ch.run if in_chroot else runner.run)(argv)
-        if mode == "uefi" and os.path.isdir("/sys/firmware/efi/efivars") and targets:
-            runner.run(["efibootmgr", "-c", "-d", targets[0], "-p", "1", "-L", BOOTLOADER_ID,
-                        "-l", "\\EFI\\debian\\grubx64.efi"], check=False)
+        if mode == "uefi" and os.path.isdir("/sys/firmware/efi/efivars"):
+            _nvram_entry(runner, root)
         if ch.has("grub-mkconfig"):
             ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
         else:

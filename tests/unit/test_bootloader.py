@@ -84,3 +84,30 @@ def test_cmdline_replaces_existing_and_sets_root_uuid(tmp_path):
     text = (tmp_path / "etc/default/grub").read_text()
     assert 'GRUB_CMDLINE_LINUX="root=UUID=abcd console=ttyS0"' in text
     assert "GRUB_TIMEOUT=5" in text and text.count("GRUB_CMDLINE_LINUX=") == 1
+
+
+class MountRunner(FakeRunner):
+    def __init__(self, source):
+        super().__init__()
+        self.source = source
+
+    def run(self, argv, **kw):
+        super().run(argv, **kw)
+        return Result(tuple(argv), 0, self.source + "\n", "", 0.0)
+
+
+def test_esp_location_reads_disk_and_number_from_sysfs(tmp_path):
+    # /sys/class/block/vda2 -> devices/.../block/vda/vda2, as the kernel lays it out
+    part = tmp_path / "devices/pci0/block/vda/vda2"
+    part.mkdir(parents=True)
+    (part / "partition").write_text("2\n")
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class/vda2").symlink_to(part)
+    where = bootloader.esp_location(MountRunner("/dev/vda2"), "/t", str(tmp_path / "class"))
+    assert where == ("/dev/vda", "2")
+
+
+def test_esp_on_md_has_no_nvram_location(tmp_path):
+    (tmp_path / "md127").mkdir()
+    assert bootloader.esp_location(MountRunner("/dev/md127"), "/t", str(tmp_path)) is None
+    assert bootloader.esp_location(MountRunner(""), "/t", str(tmp_path)) is None
