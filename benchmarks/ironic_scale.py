@@ -1,16 +1,20 @@
 """Scale check (not a test): one conductor, N nodes deploying at once with the provision
 interface against one local sshd standing in for N ramdisks, whose `provision` only sleeps.
 
-    python benchmarks/ironic_scale.py [--nodes 50] [--sleep 20] [--poll 2]
+    python benchmarks/ironic_scale.py [--nodes 50] [--sleep 20] [--poll 2] [--workers 8]
 
-Prints the time from the deploy requests to all nodes active, and the most threads the
-Ironic processes had meanwhile (a conductor holding a worker per deploy would show N more).
+Prints the time from the deploy requests to all nodes active; the most threads the Ironic
+processes had meanwhile (a conductor holding a worker per deploy would show N more) and the
+most polls the driver ran at once in the worker pool (bounded by --workers, Ironic's
+[conductor]periodic_max_workers); SSH connections the sshd accepted; polls per node.
 Needs root (sshd), ironic and paramiko in the running venv.
 """
 
 import argparse
+import collections
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -21,17 +25,43 @@ from tests.ironic import realenv  # noqa: E402
 
 
 def threads_of_tree(pid):
-    """Threads of pid and its descendants (the all-in-one ironic forks its services)."""
+    """Threads of pid and its descendants (the all-in-one ironic forks its services).
+    /proc/P/task/T/children lists only the children that thread T forked, so every
+    thread's list is read (ironic's master forks its service from a second thread)."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            total += len(os.listdir(f"/proc/{p}/task"))
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo += [int(c) for c in f.read().split()]
+            tids = os.listdir(f"/proc/{p}/task")
         except OSError:
-            pass
+            continue
+        total += len(tids)
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
+                pass
     return total
+
+
+def log_counts(ironic_log, sshd_log, since):
+    """(polls per node uuid, most polls running at once, SSH connections accepted), counting
+    only log lines written at or after `since` (a 'YYYY-MM-DD HH:MM:SS' string)."""
+    polls, running = collections.Counter(), 0
+    with open(ironic_log) as f:
+        for line in f:
+            if line[:19] < since:
+                continue
+            m = re.search(r"provision poll of node (\S+) in phase", line)
+            if m:
+                polls[m.group(1)] += 1
+            m = re.search(r"handed to a worker \((\d+) running\)", line)
+            if m:
+                running = max(running, int(m.group(1)))
+    with open(sshd_log) as f:
+        connections = sum("Accepted publickey" in line for line in f)
+    return polls, running, connections
 
 
 def main():
@@ -39,6 +69,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--sleep", type=int, default=20)
     ap.add_argument("--poll", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=8,
+                    help="[conductor]periodic_max_workers: polls running at once")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ironic-scale-")
     fake = os.path.join(work, "fake-provision")
@@ -49,7 +81,8 @@ def main():
     ironic = realenv.Ironic(work, {
         "ssh_private_key_file": sshd.client_key_file, "poll_interval": args.poll,
         "deploy_timeout": 600, "data_driver": "native", "provision_command": fake,
-        "remote_dir": os.path.join(work, "remote")})
+        "remote_dir": os.path.join(work, "remote")},
+        extra_conf=f"[conductor]\nperiodic_max_workers = {args.workers}\n")
     try:
         ironic.start()
         with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
@@ -70,6 +103,9 @@ def main():
             for u in uuids:
                 ironic.wait_state(u, [state], 120)
         base_threads = threads_of_tree(ironic.proc.pid)
+        with open(sshd.log.name) as f:
+            base_connections = sum("Accepted publickey" in line for line in f)
+        since = time.strftime("%Y-%m-%d %H:%M:%S")
         t0 = time.monotonic()
         for u in uuids:
             ironic.set_state(u, "active")
@@ -84,9 +120,16 @@ def main():
                 break
             time.sleep(0.5)
         elapsed = time.monotonic() - t0
+        polls, running, connections = log_counts(ironic.log_file, sshd.log.name, since)
+        per_node = sorted(polls[u] for u in uuids)
         print(f"nodes={args.nodes} provision_sleep={args.sleep}s poll={args.poll}s "
-              f"states={states} time_to_all_done={elapsed:.1f}s "
-              f"threads_before={base_threads} threads_peak={peak}")
+              f"workers={args.workers} states={states}\n"
+              f"time_to_all_done={elapsed:.1f}s\n"
+              f"ironic_threads before={base_threads} peak={peak} "
+              f"(+{peak - base_threads}); polls_running_at_once_max={running}\n"
+              f"ssh_connections={connections - base_connections}\n"
+              f"polls_per_node min={per_node[0]} median={per_node[len(per_node) // 2]} "
+              f"max={per_node[-1]} total={sum(per_node)}")
     finally:
         ironic.stop()
         sshd.stop()

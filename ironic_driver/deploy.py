@@ -32,11 +32,12 @@ from ironic.common import boot_devices
 from ironic.common import exception
 from ironic.common import states
 from ironic.conductor import periodics
+from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import config, remote, ssh, validation
+from ironic_driver import config, fanout, remote, ssh, validation
 
 LOG = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ OPTS = lambda: CONF.provision_agent  # noqa: E731  (read at call time: tests ove
 
 PREFIX = "provision_"
 _TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError)
+FOLLOWERS = fanout.FanOut()
 
 
 def _is_ours(node):
@@ -142,7 +144,30 @@ class ProvisionDeploy(base.DeployInterface):
         predicate_extra_fields=["driver_internal_info"],
         predicate=lambda n: _is_ours(n))
     def _follow_provision(self, task, manager, context):
-        follow(task)
+        # The sweep only dispatches: the SSH work runs in the conductor's worker pool,
+        # at most [conductor]periodic_max_workers nodes at a time (see fanout.py).
+        opts = OPTS()
+        try:
+            return FOLLOWERS.submit(
+                task.node.uuid, manager._spawn_worker, _follow_in_worker, context,
+                task.node.uuid, limit=max(1, CONF.conductor.periodic_max_workers),
+                wait=opts.connect_timeout + opts.command_timeout)
+        except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
+            LOG.warning("Following provision: %s; the rest of this sweep waits for the next "
+                        "one", exc)
+            raise periodics.Stop()
+
+
+def _follow_in_worker(context, node_uuid):
+    try:
+        with task_manager.acquire(context, node_uuid, shared=True,
+                                  purpose="following provision in a deploy ramdisk") as task:
+            follow(task)
+    except (exception.NodeNotFound, exception.NodeLocked) as exc:
+        LOG.info("Following provision on node %s skipped: %s", node_uuid, exc)
+    except Exception:
+        # Nobody waits for this worker: what is not logged here is lost.
+        LOG.exception("Following provision on node %s failed", node_uuid)
 
 
 def follow(task):
@@ -153,6 +178,7 @@ def follow(task):
     opts = OPTS()
     info = node.driver_internal_info
     phase = info[PREFIX + "phase"]
+    LOG.debug("provision poll of node %s in phase %s", node.uuid, phase)
     elapsed = time.time() - info.get(PREFIX + "started_at", time.time())
     if elapsed > opts.deploy_timeout:
         _fail(task, f"provision did not finish within deploy_timeout ({opts.deploy_timeout} s, "
@@ -232,6 +258,11 @@ def _connect(node, opts):
 
 def _save(task, updates):
     """Write under an exclusive lock; False when the node moved on meanwhile."""
+    info = task.node.driver_internal_info
+    if (task.node.provision_state == states.DEPLOYWAIT and _is_ours(task.node)
+            and all(info.get(k) == v for k, v in updates.items())):
+        # Most polls of a running provision change nothing: no lock, no database write.
+        return True
     if task.shared:
         task.upgrade_lock(purpose="recording provision progress")
     node = task.node

@@ -36,8 +36,11 @@ def start_command(directory, provision, data_driver, extra_args=()):
              f"{' '.join(q(a) for a in argv)} >{path(OUTPUT)} 2>&1; rc=$?; "
              f"printf {exited}'\\n' $rc >>{path(EVENTS)}; "
              f"echo $rc >{path(EXIT_CODE)}.tmp && mv {path(EXIT_CODE)}.tmp {path(EXIT_CODE)}")
-    return (f"cd {q(directory)} && "
-            f"setsid sh -c {q(inner)} </dev/null >/dev/null 2>&1 &")
+    # `&` must apply to setsid alone, whose redirections happen before it runs. In
+    # `cd D && setsid ... &` it backgrounded the whole list: a subshell that kept the SSH
+    # channel's stdout open and waited for provision, so the start call (and the conductor's
+    # periodic task with it) blocked for the whole provision.
+    return f"cd {q(directory)} || exit 1; setsid sh -c {q(inner)} </dev/null >/dev/null 2>&1 &"
 
 
 def prepare_command(directory):

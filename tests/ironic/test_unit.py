@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import time
 
 import pytest
 from ironic.common import exception
@@ -101,8 +103,33 @@ def test_parse_events_keeps_partial_lines_for_later(data, events, used):
     assert n == used
 
 
-def test_start_command_quotes_and_detaches():
-    cmd = remote.start_command("/run/p dir", "/usr/bin/provision", "ironic", ["--debug"])
-    assert cmd.startswith("cd '/run/p dir' && setsid sh -c ")
-    assert cmd.endswith("</dev/null >/dev/null 2>&1 &")
-    assert "--data_driver ironic" in cmd and "--debug" in cmd
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_start_command_returns_while_provision_runs(tmp_path, shell):
+    """sshd runs the command with the login shell (bash for root on Debian) and closes the
+    session only when nothing holds its stdout any more: the start command must return at
+    once although provision keeps running. Under bash it once waited for provision."""
+    directory = tmp_path / "p dir"
+    directory.mkdir()
+    fake = tmp_path / "fake provision"
+    fake.write_text('#!/bin/sh\necho "args: $*"\nsleep 3\nexit 7\n')
+    fake.chmod(0o755)
+    cmd = remote.start_command(str(directory), str(fake), "ironic", ["--debug"])
+    t0 = time.monotonic()
+    done = subprocess.run([shell, "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=10)
+    assert done.returncode == 0 and time.monotonic() - t0 < 2
+    assert not (directory / remote.EXIT_CODE).exists()
+    deadline = time.monotonic() + 10
+    while not (directory / remote.EXIT_CODE).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (directory / remote.EXIT_CODE).read_text().strip() == "7"
+    events, _ = remote.parse_events((directory / remote.EVENTS).read_bytes())
+    assert [e["status"] for e in events] == ["started", "exited"]
+    assert events[1]["exit_code"] == 7
+    output = (directory / remote.OUTPUT).read_text()
+    assert "--data_driver ironic" in output and "--debug" in output
+
+
+def test_start_command_fails_without_its_directory(tmp_path):
+    cmd = remote.start_command(str(tmp_path / "missing"), "/bin/true", "ironic")
+    assert subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=10).returncode != 0
