@@ -9,6 +9,7 @@ import logging
 import os
 import time
 
+from provision_agent.devnames import partition_device
 from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
 
 LOG = logging.getLogger(__name__)
@@ -151,7 +152,15 @@ class Executor:
 
     def do_configdrive(self, args):
         from provision_agent.drivers import configdrive
-        return configdrive.write(self.runner, args)
+        if args.get("append_to"):
+            disk = args["append_to"]
+            number = partitions.append_at_end(self.runner, disk, args["size_bytes"],
+                                              blockinfo.size_bytes(disk), name="config-2")
+            udev.reread_partitions(self.runner, disk)
+            device = partition_device(disk, number)
+            udev.wait_for_devices(self.runner, [device])
+            args = dict(args, device=device)
+        return {"device": args["device"], "bytes": configdrive.write(self.runner, args)}
 
     def do_umount(self, args):
         self.runner.run(["sync"])

@@ -14,12 +14,11 @@ from stevedore import extension
 
 from provision_agent import inventory, model, planner, resolve, validate
 from provision_agent.errors import InputError, MachineMismatch, Problem
-from provision_agent.units import MiB, parse_size
+from provision_agent.units import parse_size
 
 LOG = logging.getLogger(__name__)
 
 DATA_DRIVER_NAMESPACE = "provision_agent.data_drivers"
-CONFIGDRIVE_SIZE = 64 * MiB
 
 
 @dataclass
@@ -76,7 +75,7 @@ def complete(layout):
         disk = next((d for d in layout.disks if d.id == cd.disk), layout.disks[0])
         if disk.partitions:
             disk.partitions.append(model.Partition(
-                id=planner.CONFIGDRIVE_ID, size=parse_size(CONFIGDRIVE_SIZE, "B"),
+                id=planner.CONFIGDRIVE_ID, size=parse_size(planner.CONFIGDRIVE_BYTES, "B"),
                 type="linux", name="config-2" if disk.table == "gpt" else None,
                 origin=f"{cd.origin} (implied partition)"))
     return layout

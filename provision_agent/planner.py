@@ -10,6 +10,7 @@ from provision_agent.steps import Step
 from provision_agent.units import human
 
 CONFIGDRIVE_ID = "configdrive"
+CONFIGDRIVE_BYTES = 64 << 20
 
 
 def _depth(mount):
@@ -135,10 +136,17 @@ def plan(res):
     cd = layout.configdrive
     if cd:
         device = dev(cd.partition or CONFIGDRIVE_ID)
-        steps.append(Step("configdrive", {
-            "device": device, "format": cd.format, "content": cd.content,
-            "meta_data": cd.meta_data, "user_data": cd.user_data,
-            "network_data": cd.network_data}, f"{cd.format} configdrive on {device}"))
+        args = {"device": device, "format": cd.format, "content": cd.content,
+                "meta_data": cd.meta_data, "user_data": cd.user_data,
+                "network_data": cd.network_data}
+        where = device
+        if device is None:
+            # the disk holds a whole-disk image: its table exists only once the image is
+            # written, so the partition is added then, behind the image's own
+            disk = dev(cd.disk or layout.disks[0].id)
+            args.update(device=None, append_to=disk, size_bytes=CONFIGDRIVE_BYTES)
+            where = f"a new {CONFIGDRIVE_BYTES >> 20}MiB partition at the end of {disk}"
+        steps.append(Step("configdrive", args, f"{cd.format} configdrive on {where}"))
     if mounted:
         steps.append(Step("umount", {"mount_points": [fs.mount for fs in reversed(mounted)]},
                           "unmount the target filesystems"))

@@ -82,7 +82,24 @@ def check(layout):
         add(layout.configdrive, f"partition {layout.configdrive.partition!r} does not exist")
     if layout.configdrive and layout.configdrive.disk and layout.configdrive.disk not in disks:
         add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
+    _check_configdrive_disk(layout, add)
     return problems
+
+
+def _check_configdrive_disk(layout, add):
+    """Without a named partition the configdrive gets a new one at the end of its disk; a disk
+    without partitions only has a table to add it to when a whole-disk image brings one."""
+    cd = layout.configdrive
+    if not cd or cd.partition or not layout.disks:
+        return
+    disk = next((d for d in layout.disks if d.id == cd.disk), None) if cd.disk \
+        else layout.disks[0]
+    if disk is None or disk.partitions:
+        return
+    if not any(im.format == "disk" and im.target == disk.id for im in layout.images):
+        add(cd, f"disk {disk.id!r} has no partitions and gets no whole-disk image: there is "
+                f"no partition table to add the configdrive partition to; name a partition "
+                f"with 'partition' or another disk with 'disk'")
 
 
 def _check_kept(layout, parts, add):

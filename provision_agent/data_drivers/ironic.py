@@ -91,12 +91,8 @@ class IronicDriver(DataDriver):
             image = _image(info, add, ROOT_DISK, True)
             doc["images"] = [image] if image else []
             if info.get("configdrive"):
-                # Ironic appends a configdrive partition after the image's own; the planner has
-                # no step that edits the table a whole-disk image brings, so refuse rather than
-                # plan a configdrive with nowhere to go.
-                add("instance_info.configdrive", "a configdrive with a whole-disk image is not "
-                                                 "supported yet (no partition can be added "
-                                                 "after the image's table)")
+                # as Ironic does: a partition added after the image's own, once it is written
+                doc["configdrive"] = dict(_configdrive(info["configdrive"], add), disk=ROOT_DISK)
             # The image brings its own bootloader.
             doc["bootloader"] = {"type": "none", "origin": "instance_info (whole-disk image)"}
             return doc

@@ -8,6 +8,8 @@ import json
 import logging
 
 from provision_agent.devnames import partition_number
+from provision_agent.errors import ImageError
+from provision_agent.parttypes import GPT_TYPES, MBR_TYPES
 
 LOG = logging.getLogger(__name__)
 
@@ -86,3 +88,43 @@ def check_kept(table, args):
                     f"{args['start']}-{args['end']}")
         return None
     return f"partition {n} to keep does not exist"
+
+
+def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
+    """Add a Linux partition of size_bytes in the free space at the end of disk, behind the
+    partitions a whole-disk image brought (where Ironic puts a configdrive); its number."""
+    table = read_table(runner, disk)
+    if table and table.get("label") == "gpt":
+        # an image made for a smaller disk (qcow2 ones too) ends its GPT mid-disk
+        runner.run(["sgdisk", "-e", disk])
+        table = read_table(runner, disk)
+    if not table or not table.get("partitions"):
+        raise ImageError(f"{disk}: the whole-disk image brought no partition table to add a "
+                         f"partition to")
+    sector = table.get("sectorsize", 512)
+    parts = table["partitions"]
+    used_end = max(p["start"] + p["size"] - 1 for p in parts)
+    gpt = table["label"] == "gpt"
+    last = table["lastlba"] if gpt else disk_bytes // sector - 1
+    align = (1 << 20) // sector
+    start = (last + 1 - size_bytes // sector) // align * align
+    if start <= used_end:
+        raise ImageError(f"{disk}: no room for a {size_bytes >> 20} MiB partition after the "
+                         f"image's partitions (they end at sector {used_end}, the disk's usable "
+                         f"space at {last})")
+    numbers = _numbers(table)
+    if gpt:
+        number = max(numbers) + 1
+    else:
+        primaries = [n for n in numbers if n <= 4]
+        if len(primaries) == 4 or any(p.get("type") in ("5", "f", "85") for p in parts):
+            raise ImageError(f"{disk}: the image's msdos table has no primary slot left at "
+                             f"its end for a new partition")
+        number = max(primaries) + 1
+    create(runner, {"disk": disk, "number": number, "start": start, "end": last,
+                    "kind": "primary", "name": name,
+                    "type": GPT_TYPES["linux"] if gpt else MBR_TYPES["linux"]},
+           "gpt" if gpt else "msdos")
+    LOG.info("%s: added partition %d (sectors %d-%d) after the image's partitions", disk,
+             number, start, last)
+    return number

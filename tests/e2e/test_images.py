@@ -1,7 +1,7 @@
 """Images in the VM bench: a zstd tar rootfs extracted onto RAID1 + LVM root, and a gzip
-whole-disk GPT image written (zero blocks skipped) to a third disk, in one provision run over
-HTTP; contents, owners, modes, hard links and xattrs read back inside the VM, the written disk
-also from its image file outside.
+whole-disk GPT image written (zero blocks skipped) to a third disk with a configdrive partition
+added after the image's own, in one provision run over HTTP; contents, owners, modes, hard
+links and xattrs read back inside the VM, the written disk also from its image file outside.
 
 The gzip ext4 image written to an LV and grown is covered by test_fuel_sample.py.
 """
@@ -67,6 +67,9 @@ def test_tar_onto_raid1_lvm_and_whole_disk_image(make_vm, tmp_path):
     disk_gz = make_disk_image(tmp_path, served)
     doc = json.loads((REPO_ROOT / "samples" / "two-disk-raid-lvm.json").read_text())
     doc["disks"].append({"id": "disk2", "match": {"name": "/dev/vdc"}})
+    # as Ironic does for whole-disk images: a partition added after the image's own
+    doc["configdrive"] = {"format": "config-2", "disk": "disk2",
+                          "meta_data": {"uuid": "images-e2e", "hostname": "imaged"}}
     vm = make_vm(disks=3, disk_size="4G")
     with FileServer(served) as srv:
         doc["images"] = [
@@ -93,6 +96,13 @@ def test_tar_onto_raid1_lvm_and_whole_disk_image(make_vm, tmp_path):
         assert vm.read_text("/mnt/d/marker") == "whole-disk image\n"
     finally:
         vm.ssh("umount /mnt/d")
+    assert vm.ssh("blkid -L config-2").stdout.strip() == "/dev/vdc2"
+    vm.ssh("mkdir -p /mnt/cd && mount -o ro /dev/vdc2 /mnt/cd")
+    try:
+        meta = json.loads(vm.read_text("/mnt/cd/openstack/latest/meta_data.json"))
+        assert meta["uuid"] == "images-e2e" and meta["hostname"] == "imaged"
+    finally:
+        vm.ssh("umount /mnt/cd")
 
     # the tar: extracted onto the LVM root on RAID1, metadata kept
     assert "Raid Level : raid1" in vm.mdadm_detail("/dev/md/os")
@@ -118,4 +128,6 @@ def test_tar_onto_raid1_lvm_and_whole_disk_image(make_vm, tmp_path):
 
     # from outside: the disk image file holds the imaged table and filesystem
     parts = images.probe_partitions(vm.disk_images[2])
-    assert [(p["name"], tags.get("LABEL")) for p, tags in parts] == [("imaged", "imaged")]
+    assert [(p["name"], tags.get("LABEL")) for p, tags in parts] == [
+        ("imaged", "imaged"), ("config-2", "config-2")]
+    assert parts[1][0]["start"] + parts[1][0]["size"] > (4 << 30) // 512 - 2048, parts[1][0]

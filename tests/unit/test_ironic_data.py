@@ -163,7 +163,11 @@ def test_missing_instance_info():
         "instance_info: missing: the node's instance_info object"]
 
 
-def test_whole_disk_image_with_configdrive_is_refused_not_planned_without_a_device():
-    out = problems(node(kernel=None, ramdisk=None, configdrive="H4sI"))
-    assert out == ["instance_info.configdrive: a configdrive with a whole-disk image is not "
-                   "supported yet (no partition can be added after the image's table)"]
+def test_whole_disk_image_with_configdrive_appends_a_partition_after_the_image():
+    steps = plan(node(kernel=None, ramdisk=None, configdrive="H4sI")).steps
+    kinds = [s.kind for s in steps]
+    assert kinds.index("write_image") < kinds.index("configdrive")
+    cd = steps[kinds.index("configdrive")].args
+    disk = steps[kinds.index("write_image")].args["device"]
+    assert cd["device"] is None and cd["append_to"] == disk and cd["size_bytes"] == 64 << 20
+    assert cd["content"] == "H4sI"

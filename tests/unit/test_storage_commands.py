@@ -1,9 +1,13 @@
 """The exact command lines the storage drivers build from plan step arguments."""
 
+import json
+
 import pytest
 
-from provision_agent.drivers import fstab, lvm, md, mkfs, partitions
 from provision_agent.devnames import partition_number
+from provision_agent.drivers import fstab, lvm, md, mkfs, partitions
+from provision_agent.errors import ImageError
+from tests.unit.fakes import FakeRunner
 
 
 def test_gpt_partition_argv_carries_geometry_type_name_guid_and_boot_flag():
@@ -105,3 +109,45 @@ def test_check_kept_partition_position():
     assert "sectors 2048-3047" in partitions.check_kept(table, dict(ok, start=4096))
     assert "does not exist" in partitions.check_kept(table, dict(ok, number=4))
     assert "does not exist" in partitions.check_kept(None, ok)
+
+
+def image_table(label, parts, lastlba=None):
+    table = {"label": label, "sectorsize": 512,
+             "partitions": [{"node": f"/dev/vdc{n}", "start": s, "size": z, "type": t}
+                            for n, s, z, t in parts]}
+    if lastlba:
+        table["lastlba"] = lastlba
+    return json.dumps({"partitiontable": table})
+
+
+def test_append_at_end_after_a_gpt_image_moves_the_backup_header_first():
+    disk_bytes = 4 << 30
+    runner = FakeRunner({"sfdisk --json": image_table(
+        "gpt", [(1, 2048, 65536, "0FC63DAF-8483-4772-8E79-3D69D8477DE4")],
+        lastlba=disk_bytes // 512 - 34)})
+    assert partitions.append_at_end(runner, "/dev/vdc", 64 << 20, disk_bytes, "config-2") == 2
+    start = (disk_bytes // 512 - 33 - 131072) // 2048 * 2048
+    assert runner.writes() == [
+        "sgdisk -e /dev/vdc",
+        f"sgdisk --new=2:{start}:{disk_bytes // 512 - 34} "
+        f"--typecode=2:0FC63DAF-8483-4772-8E79-3D69D8477DE4 --change-name=2:config-2 /dev/vdc"]
+
+
+def test_append_at_end_of_an_msdos_image():
+    runner = FakeRunner({"sfdisk --json": image_table("dos", [(1, 2048, 65536, "83")])})
+    assert partitions.append_at_end(runner, "/dev/vdc", 64 << 20, 1 << 30) == 2
+    assert runner.writes()[0] == ("parted -s -a none /dev/vdc unit s mkpart primary "
+                                  "1966080s 2097151s")
+
+
+@pytest.mark.parametrize("table,message", [
+    (image_table("gpt", [(1, 2048, 8388000, "x")], lastlba=8388574), "no room for a 64 MiB"),
+    (image_table("dos", [(n, 2048 * n, 2048, "83") for n in (1, 2, 3, 4)]), "no primary slot"),
+    (image_table("dos", [(1, 2048, 2048, "83"), (2, 4096, 4096, "5")]), "no primary slot"),
+    ("", "brought no partition table"),
+])
+def test_append_at_end_refuses_what_does_not_fit(table, message):
+    runner = FakeRunner({"sfdisk --json": table})
+    with pytest.raises(ImageError, match=message):
+        partitions.append_at_end(runner, "/dev/vdc", 64 << 20, 4 << 30)
+    assert [w for w in runner.writes() if not w.startswith("sgdisk -e")] == []
