@@ -134,7 +134,7 @@ class VM(GuestQueries):
             time.sleep(0.5)
             if self.running() or "hostfwd" not in (self.artifacts / "qemu.log").read_text():
                 break
-        if self.ramdisk:
+        if self.ramdisk and self.boot == "ramdisk":    # a disk-booted OS has no bench SSH to ask
             known = self.workdir / "known_hosts"
             fields = self.ramdisk.host_public_key.split()
             known.write_text(f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
