@@ -2,21 +2,28 @@
 interface against one local sshd standing in for N ramdisks, whose `provision` only sleeps.
 
     python benchmarks/ironic_scale.py [--nodes 50] [--sleep 20] [--poll 2] [--workers 8]
+                                      [--dead 0] [--connect-timeout 10]
 
 Prints the time from the deploy requests to all nodes active; the most threads the Ironic
 processes had meanwhile (a conductor holding a worker per deploy would show N more) and the
 most polls the driver ran at once in the worker pool (bounded by --workers, Ironic's
 [conductor]periodic_max_workers); SSH connections the sshd accepted; polls per node.
+--dead K adds K nodes whose "ramdisk" accepts TCP and never speaks SSH, like one still
+booting: each of their polls waits connect_timeout. The run ends when the N good nodes are
+done; the dead ones are left waiting.
 Needs root (sshd), ironic and paramiko in the running venv.
 """
 
 import argparse
 import collections
+import concurrent.futures
 import json
 import os
 import re
+import socket
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,6 +52,47 @@ def threads_of_tree(pid):
     return total
 
 
+def cpu_seconds(pid):
+    """CPU time of pid plus its reaped children (sshd reaps one child per connection)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid):
+    """CPU time of pid and its living descendants (with what each reaped)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += cpu_seconds(p)
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return total
+
+
+class Silent:
+    """A TCP port that accepts connections and never says a word."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.port = self.sock.getsockname()[1]
+        self.held = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+
 def log_counts(ironic_log, sshd_log, since):
     """(polls per node uuid, most polls running at once, SSH connections accepted), counting
     only log lines written at or after `since` (a 'YYYY-MM-DD HH:MM:SS' string)."""
@@ -71,6 +119,12 @@ def main():
     ap.add_argument("--poll", type=int, default=2)
     ap.add_argument("--workers", type=int, default=8,
                     help="[conductor]periodic_max_workers: polls running at once")
+    ap.add_argument("--clients", type=int, default=8,
+                    help="deploy requests sent at once (one after the other, each API call "
+                         "takes ~0.5 s here: 50 nodes needed 35 s only to be asked)")
+    ap.add_argument("--dead", type=int, default=0,
+                    help="extra nodes whose ramdisk never answers SSH")
+    ap.add_argument("--connect-timeout", type=int, default=10)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ironic-scale-")
     fake = os.path.join(work, "fake-provision")
@@ -81,53 +135,70 @@ def main():
     ironic = realenv.Ironic(work, {
         "ssh_private_key_file": sshd.client_key_file, "poll_interval": args.poll,
         "deploy_timeout": 600, "data_driver": "native", "provision_command": fake,
-        "remote_dir": os.path.join(work, "remote")},
+        "remote_dir": os.path.join(work, "remote"),
+        "connect_timeout": args.connect_timeout},
         extra_conf=f"[conductor]\nperiodic_max_workers = {args.workers}\n")
     try:
         ironic.start()
         with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
             layout = json.load(f)
-        uuids = []
-        for i in range(args.nodes):
+        silent = Silent()
+        uuids, dead = [], []
+        for i in range(args.nodes + args.dead):
+            port = sshd.port if i < args.nodes else silent.port
             node = ironic.request("POST", "/v1/nodes", {
                 "name": f"n{i}", "driver": "fake-hardware", "deploy_interface": "provision",
                 "driver_info": {"provision_ssh_address": "127.0.0.1",
-                                "provision_ssh_port": sshd.port,
+                                "provision_ssh_port": port,
                                 "provision_host_key": sshd.host_key},
                 "instance_info": {"image_source": "http://127.0.0.1:9/i",
                                   "provision_layout": layout}}).json()
-            uuids.append(node["uuid"])
+            (uuids if i < args.nodes else dead).append(node["uuid"])
         for target, state in (("manage", "manageable"), ("provide", "available")):
-            for u in uuids:
+            for u in uuids + dead:
                 ironic.set_state(u, target)
-            for u in uuids:
+            for u in uuids + dead:
                 ironic.wait_state(u, [state], 120)
         base_threads = threads_of_tree(ironic.proc.pid)
         with open(sshd.log.name) as f:
             base_connections = sum("Accepted publickey" in line for line in f)
         since = time.strftime("%Y-%m-%d %H:%M:%S")
+        cpu0 = (tree_cpu_seconds(ironic.proc.pid), tree_cpu_seconds(sshd.proc.pid),
+                os.getloadavg()[0])
         t0 = time.monotonic()
-        for u in uuids:
-            ironic.set_state(u, "active")
+        with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
+            requested = pool.map(lambda u: ironic.set_state(u, "active", ok=False),
+                                 uuids + dead)
+            refused = [r.text for r in requested if r.status_code >= 400]
+        t_requested = time.monotonic() - t0
         peak, states = base_threads, {}
         while time.monotonic() - t0 < 900:
             peak = max(peak, threads_of_tree(ironic.proc.pid))
             nodes = ironic.get("/v1/nodes?fields=uuid,provision_state")["nodes"]
-            states = {}
-            for n in nodes:
-                states[n["provision_state"]] = states.get(n["provision_state"], 0) + 1
-            if states.get("active", 0) + states.get("deploy failed", 0) == args.nodes:
+            states = collections.Counter(n["provision_state"] for n in nodes
+                                         if n["uuid"] in uuids)
+            if states["active"] + states["deploy failed"] == args.nodes:
                 break
             time.sleep(0.5)
         elapsed = time.monotonic() - t0
+        cpu = (tree_cpu_seconds(ironic.proc.pid) - cpu0[0],
+               tree_cpu_seconds(sshd.proc.pid) - cpu0[1])
         polls, running, connections = log_counts(ironic.log_file, sshd.log.name, since)
         per_node = sorted(polls[u] for u in uuids)
+        dead_states = collections.Counter(n["provision_state"] for n in nodes
+                                          if n["uuid"] in dead)
         print(f"nodes={args.nodes} provision_sleep={args.sleep}s poll={args.poll}s "
-              f"workers={args.workers} states={states}\n"
-              f"time_to_all_done={elapsed:.1f}s\n"
+              f"workers={args.workers} states={dict(states)}\n"
+              f"dead={args.dead} connect_timeout={args.connect_timeout}s "
+              f"dead_states={dict(dead_states)} dead_polls="
+              f"{sum(polls[u] for u in dead)}\n"
+              f"time_to_all_done={elapsed:.1f}s (deploy requests took {t_requested:.1f}s "
+              f"with {args.clients} clients, {len(refused)} refused {refused[:1]})\n"
               f"ironic_threads before={base_threads} peak={peak} "
               f"(+{peak - base_threads}); polls_running_at_once_max={running}\n"
               f"ssh_connections={connections - base_connections}\n"
+              f"cpu_seconds ironic={cpu[0]:.1f} sshd={cpu[1]:.1f} "
+              f"(load average before {cpu0[2]:.1f}, 2 cores shared with other work)\n"
               f"polls_per_node min={per_node[0]} median={per_node[len(per_node) // 2]} "
               f"max={per_node[-1]} total={sum(per_node)}")
     finally:
