@@ -207,16 +207,47 @@ def test_disk_in_use_exits_3_and_is_left_alone(vm):
         vm.ssh("umount /mnt/busy")
 
 
+def clear_third_disk(vm):
+    """The two-disk layouts leave /dev/vdc alone; clear what earlier tests left on it (a VG
+    'os' with a PV there would, rightly, stop them at preflight)."""
+    vm.ssh("vgchange -an >/dev/null 2>&1; wipefs -a -f /dev/vdc?* >/dev/null 2>&1; "
+           "sgdisk -Z /dev/vdc >/dev/null; partprobe /dev/vdc; udevadm settle", check=False)
+
+
+def test_vg_name_taken_on_an_unplanned_disk_exits_3_before_any_write(vm):
+    # what the three-disk test leaves behind when a two-disk layout follows: its VG keeps a PV
+    # on the third disk, which the new plan must not touch, so the name can never be freed
+    clear_third_disk(vm)
+    vm.ssh("sgdisk -n1:0:+64M -t1:8e00 /dev/vdc >/dev/null && partprobe /dev/vdc && "
+           "udevadm settle && pvcreate -ff -y /dev/vdc1 && vgcreate clash /dev/vdc1")
+    try:
+        doc = json.loads((SAMPLES / "two-disk-raid-lvm.json").read_text())
+        doc["volume_groups"][0]["name"] = "clash"
+        before = {d: edges_sha(vm, d) for d in ("/dev/vda", "/dev/vdb", "/dev/vdc")}
+        run = provision(vm, doc, expect=3)
+        assert ("volume group clash: the name is taken by an existing volume group with "
+                "physical volume /dev/vdc1 on /dev/vdc") in run.stderr, run.stderr
+        assert {d: edges_sha(vm, d) for d in before} == before
+    finally:
+        vm.ssh("vgremove -ff -y clash", check=False)
+        clear_third_disk(vm)
+
+
 def test_killed_midway_then_rerun_succeeds(vm):
+    clear_third_disk(vm)
     doc = SAMPLES / "two-disk-raid-lvm.json"
     vm.write_text("/tmp/kill.json", doc.read_text())
     vm.ssh("rm -f /tmp/kill.log; setsid provision --input_data_file /tmp/kill.json "
            "--log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null & echo $! > /tmp/kill.pid")
     # kill -9 (no cleanup at all) once the arrays exist and a filesystem is mounted
-    vm.ssh("for i in $(seq 1500); do grep -q ' /tmp/provision-target ' /proc/mounts "
-           "&& break; sleep 0.2; done; kill -9 $(cat /tmp/kill.pid); sleep 1", timeout=400)
-    assert "/tmp/provision-target" in vm.ssh("cat /proc/mounts").stdout, vm.read_text(
-        "/tmp/kill.log")[-3000:]
+    waited = vm.ssh("for i in $(seq 1500); do grep -q ' /tmp/provision-target ' /proc/mounts "
+                    "&& break; sleep 0.2; done; kill -9 $(cat /tmp/kill.pid); sleep 1",
+                    timeout=400, check=False)
+    mounts = vm.ssh("cat /proc/mounts").stdout
+    assert "/tmp/provision-target" in mounts, (
+        f"wait exited {waited.returncode}; still running:\n"
+        + vm.ssh("ps -eo pid,etimes,args | grep -v ' \\[' ", check=False).stdout
+        + "\n--- kill.log tail\n" + vm.read_text("/tmp/kill.log")[-6000:])
     steps = [line for line in vm.read_text("/tmp/kill.log").splitlines()
              if "provision_agent.executor: step" in line]
     assert " mount " in steps[-1] and "fstab" not in steps[-1], steps[-3:]
