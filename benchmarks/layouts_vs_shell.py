@@ -27,13 +27,24 @@ BLANK = ("vgchange -an >/dev/null 2>&1; for m in /dev/md[0-9]*; do [ -b $m ] && 
          "partprobe >/dev/null 2>&1; udevadm settle; sync")
 
 
+EXIT_LINE = re.compile(r" DEBUG provision_agent\.runner: exit (\d+) after ")
+
+
 def script_of(log):
-    lines = ["set -e", "mkdir -p /tmp/provision-target"]
+    """The commands of a --debug provision log as a `sh -e` script; a command that exited
+    non-zero for provision too (a probe finding nothing, say) gets `|| true`."""
+    cmds = []
     for line in log.splitlines():
         m = RUN_LINE.search(line)
         if m:
             # argv was logged space-joined; our layouts have no argument with a space in it
-            lines.append(" ".join(shlex.quote(a) for a in m.group(1).split(" ")))
+            cmds.append([" ".join(shlex.quote(a) for a in m.group(1).split(" ")), 0])
+            continue
+        m = EXIT_LINE.search(line)
+        if m and cmds:
+            cmds[-1][1] = int(m.group(1))
+    lines = ["set -e", "mkdir -p /tmp/provision-target"]
+    lines += [cmd + (" || true" if rc else "") for cmd, rc in cmds]
     return "\n".join(lines) + "\n"
 
 
@@ -45,7 +56,7 @@ def main(argv):
         for name in samples:
             vm.ssh(BLANK, timeout=600)
             t0 = time.monotonic()
-            run = vm.provision(REPO / "samples" / name)
+            run = vm.provision(REPO / "samples" / name, ["--debug"])
             ours = time.monotonic() - t0
             if run.returncode != 0:
                 print(f"{name}: provision exited {run.returncode}\n{run.stderr}")
@@ -56,7 +67,9 @@ def main(argv):
             t0 = time.monotonic()
             res = vm.ssh("sh -e /tmp/replay.sh >/tmp/replay.out 2>&1", check=False, timeout=1800)
             shell = time.monotonic() - t0
-            status = "ok" if res.returncode == 0 else f"replay exit {res.returncode}"
+            status = "ok" if res.returncode == 0 else (
+                f"replay exit {res.returncode}: "
+                + vm.ssh("tail -3 /tmp/replay.out", check=False).stdout.strip())
             rows.append((name, ours, shell, script.count("\n") - 2, status))
     print(f"\n{'layout':<40} {'provision s':>11} {'shell s':>8} {'ratio':>6} commands")
     for name, ours, shell, n, status in rows:
