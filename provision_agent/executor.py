@@ -117,7 +117,9 @@ class Executor:
                                         target_root=self.root, options=self.options)
 
     def do_mount(self, args):
-        return {"path": self.mounts.mount(args["device"], args["mount_point"], args["fs_type"])}
+        made_here = any(fs["device"] == args["device"] for fs in self.filesystems)
+        return {"path": self.mounts.mount(args["device"], args["mount_point"], args["fs_type"],
+                                          adopt=made_here)}
 
     def _root_mounted(self, what):
         if mount.target_path(self.root, "/").rstrip("/") in [p.rstrip("/")

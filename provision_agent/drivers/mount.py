@@ -2,6 +2,7 @@
 
 import logging
 import os
+import tempfile
 
 LOG = logging.getLogger(__name__)
 
@@ -18,9 +19,14 @@ class Mounts:
         self.root = root
         self.stack = []
 
-    def mount(self, device, mount_point, fs_type=None, options=None):
+    def mount(self, device, mount_point, fs_type=None, options=None, adopt=False):
+        """Mount device at mount_point under the target root. adopt (for a filesystem made
+        empty by this run): what a parent's image already put at that path is copied into it
+        first, since the mount would hide it (a root image's /boot when /boot is its own md)."""
         where = target_path(self.root, mount_point)
         os.makedirs(where, exist_ok=True)
+        if adopt and mount_point.strip("/") and os.listdir(where):
+            self._adopt(device, fs_type, where)
         argv = ["mount"]
         if fs_type and fs_type != "auto":
             argv += ["-t", fs_type]
@@ -28,6 +34,20 @@ class Mounts:
         self.runner.run(argv + [device, where])
         self.stack.append(where)
         return where
+
+    def _adopt(self, device, fs_type, where):
+        LOG.info("%s already holds %d entries (from an image); copying them into %s before it "
+                 "is mounted over them", where, len(os.listdir(where)), device)
+        staging = tempfile.mkdtemp(prefix="provision-adopt-")
+        argv = ["mount"] + (["-t", fs_type] if fs_type and fs_type != "auto" else [])
+        self.runner.run(argv + [device, staging])
+        try:
+            # vfat keeps neither owners nor symlinks: copy what the links point to
+            copy = ["cp", "-rL"] if fs_type == "vfat" else ["cp", "-a", "--one-file-system"]
+            self.runner.run(copy + [f"{where}/.", staging], timeout=3600)
+        finally:
+            self.runner.run(["umount", staging])
+            os.rmdir(staging)
 
     def umount(self, mount_point):
         where = target_path(self.root, mount_point)

@@ -94,3 +94,26 @@ def test_write_image_is_handed_the_step_and_its_report_kept(tmp_path, monkeypatc
     assert seen["args"]["uri"] == "file:///x" and seen["target_root"] == str(tmp_path)
     assert seen["options"] == {"image_insecure": False}
     assert report["steps"][0]["result"] == {"bytes_written": 42}
+
+
+def test_a_new_filesystem_adopts_what_the_parent_image_put_at_its_mount_point(tmp_path):
+    # a raw root image brought /boot/vmlinuz; /boot is a new filesystem that would hide it
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot" / "vmlinuz").write_text("kernel")
+    steps = [Step("mkfs", {"device": "/dev/md/boot", "fs_type": "ext2", "label": None,
+                           "options": []}),
+             Step("mount", {"device": "/dev/os/root", "mount_point": "/", "fs_type": "ext4"}),
+             Step("mount", {"device": "/dev/md/boot", "mount_point": "/boot",
+                            "fs_type": "ext2"}),
+             Step("mount", {"device": "/dev/os/srv", "mount_point": "/srv", "fs_type": "xfs"})]
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "from-image").write_text("x")    # /srv is not new: nothing copied
+    r, report, _ = run(tmp_path, steps)
+    writes = r.writes()
+    staging = writes[2].split()[-1]
+    assert writes[2:6] == [f"mount -t ext2 /dev/md/boot {staging}",
+                           f"umount {staging}",
+                           f"mount -t ext2 /dev/md/boot {tmp_path}/boot",
+                           f"mount -t xfs /dev/os/srv {tmp_path}/srv"]
+    assert f"cp -a --one-file-system {tmp_path}/boot/. {staging}" in r.lines()
+    assert sum(line.startswith("cp ") for line in r.lines()) == 1
