@@ -93,14 +93,25 @@ class Silent:
                 return
 
 
-def log_counts(ironic_log, sshd_log, since):
-    """(polls per node uuid, most polls running at once, SSH connections accepted), counting
-    only log lines written at or after `since` (a 'YYYY-MM-DD HH:MM:SS' string)."""
-    polls, running = collections.Counter(), 0
+MILESTONES = (("wait_call_back", 'to provision state "wait call-back"'),
+              ("provision_started", "provision started on node"),
+              ("provision_finished", "provision finished on node"),
+              ("active", 'to provision state "active"'))
+
+
+def log_counts(ironic_log, sshd_log, since, t0_wall):
+    """(polls per node uuid, most polls running at once, SSH connections accepted, seconds
+    from t0_wall to the last log line of each milestone), counting only log lines written at
+    or after `since` (a 'YYYY-MM-DD HH:MM:SS' string)."""
+    polls, running, last = collections.Counter(), 0, {}
     with open(ironic_log) as f:
         for line in f:
             if line[:19] < since:
                 continue
+            for name, text in MILESTONES:
+                if text in line:
+                    stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+                    last[name] = stamp + float(line[19:23]) - t0_wall
             m = re.search(r"provision poll of node (\S+) in phase", line)
             if m:
                 polls[m.group(1)] += 1
@@ -109,7 +120,7 @@ def log_counts(ironic_log, sshd_log, since):
                 running = max(running, int(m.group(1)))
     with open(sshd_log) as f:
         connections = sum("Accepted publickey" in line for line in f)
-    return polls, running, connections
+    return polls, running, connections, last
 
 
 def main():
@@ -165,7 +176,7 @@ def main():
         since = time.strftime("%Y-%m-%d %H:%M:%S")
         cpu0 = (tree_cpu_seconds(ironic.proc.pid), tree_cpu_seconds(sshd.proc.pid),
                 os.getloadavg()[0])
-        t0 = time.monotonic()
+        t0, t0_wall = time.monotonic(), time.time()
         with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
             requested = pool.map(lambda u: ironic.set_state(u, "active", ok=False),
                                  uuids + dead)
@@ -183,7 +194,8 @@ def main():
         elapsed = time.monotonic() - t0
         cpu = (tree_cpu_seconds(ironic.proc.pid) - cpu0[0],
                tree_cpu_seconds(sshd.proc.pid) - cpu0[1])
-        polls, running, connections = log_counts(ironic.log_file, sshd.log.name, since)
+        polls, running, connections, last = log_counts(ironic.log_file, sshd.log.name, since,
+                                                       t0_wall)
         per_node = sorted(polls[u] for u in uuids)
         dead_states = collections.Counter(n["provision_state"] for n in nodes
                                           if n["uuid"] in dead)
@@ -196,6 +208,8 @@ def main():
               f"with {args.clients} clients, {len(refused)} refused {refused[:1]})\n"
               f"ironic_threads before={base_threads} peak={peak} "
               f"(+{peak - base_threads}); polls_running_at_once_max={running}\n"
+              f"last node reached (s from the first request): "
+              f"{', '.join(f'{k} {v:.1f}' for k, v in last.items())}\n"
               f"ssh_connections={connections - base_connections}\n"
               f"cpu_seconds ironic={cpu[0]:.1f} sshd={cpu[1]:.1f} "
               f"(load average before {cpu0[2]:.1f}, 2 cores shared with other work)\n"

@@ -1,0 +1,85 @@
+"""The bounded hand-off of per-node polls to worker threads (ironic_driver.fanout)."""
+
+import concurrent.futures
+import threading
+import time
+
+import pytest
+
+from ironic_driver import fanout
+
+
+@pytest.fixture
+def pool():
+    with concurrent.futures.ThreadPoolExecutor(16) as executor:
+        yield executor
+
+
+def test_never_more_than_limit_at_once_and_every_node_polled(pool):
+    fan, lock, now, most, seen = fanout.FanOut(), threading.Lock(), [0], [0], []
+
+    def poll(key):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.05)
+        with lock:
+            now[0] -= 1
+            seen.append(key)
+
+    for key in range(12):
+        assert fan.submit(key, pool.submit, poll, key, limit=3, wait=5) is True
+    deadline = time.monotonic() + 5
+    while fan.running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(seen) == list(range(12))
+    assert most[0] == 3 and fan.peak == 3 and fan.running() == 0
+
+
+def test_a_node_still_polled_is_skipped_not_polled_twice(pool):
+    fan, release, calls = fanout.FanOut(), threading.Event(), []
+    fan.submit("n1", pool.submit, lambda: (calls.append(1), release.wait(5)), limit=4, wait=1)
+    assert fan.submit("n1", pool.submit, calls.append, 2, limit=4, wait=1) is False
+    release.set()
+    deadline = time.monotonic() + 5
+    while fan.running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls == [1]
+    assert fan.submit("n1", pool.submit, calls.append, 3, limit=4, wait=1) is True
+
+
+def test_busy_when_no_slot_frees_in_time(pool):
+    fan, release = fanout.FanOut(), threading.Event()
+    fan.submit("a", pool.submit, release.wait, 5, limit=1, wait=1)
+    t0 = time.monotonic()
+    with pytest.raises(fanout.Busy):
+        fan.submit("b", pool.submit, print, limit=1, wait=0.3)
+    assert 0.25 < time.monotonic() - t0 < 2
+    release.set()
+
+
+def test_a_refused_spawn_gives_the_slot_back():
+    fan = fanout.FanOut()
+
+    def full(*_args):
+        raise RuntimeError("no free worker")
+
+    with pytest.raises(RuntimeError):
+        fan.submit("a", full, print, limit=1, wait=0.1)
+    assert fan.running() == 0
+    ran = []
+    fan.submit("a", lambda f, *a: f(*a), ran.append, "x", limit=1, wait=0.1)
+    assert ran == ["x"] and fan.running() == 0
+
+
+def test_a_failing_poll_gives_the_slot_back(pool):
+    fan = fanout.FanOut()
+    fut = []
+
+    def spawn(func, *args):
+        fut.append(pool.submit(func, *args))
+
+    fan.submit("a", spawn, lambda: 1 / 0, limit=1, wait=1)
+    with pytest.raises(ZeroDivisionError):
+        fut[0].result(5)
+    assert fan.running() == 0
