@@ -6,11 +6,13 @@ is kept under artifacts/.
 """
 
 import base64
+import ctypes
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -60,6 +62,13 @@ class ProvisionRun:
     stderr: str
     log: str
 
+
+
+def _die_with_parent():
+    """In the qemu child: get SIGKILL when the test process dies, even by SIGKILL or a CI
+    timeout, so that no orphaned VM keeps eating the CPU of the tests after it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
 
 class VMError(RuntimeError):
     pass
@@ -146,7 +155,8 @@ class VM(GuestQueries):
         self._started = time.monotonic()
         with open(self.artifacts / "qemu.log", "w") as qlog:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
 
     def qemu_argv(self):
         argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg", "-cpu", "max",
