@@ -13,7 +13,9 @@ into the ramdisk and returns DEPLOYWAIT. A periodic task (every poll_interval) t
 waits for SSH, uploads the input and starts provision detached (setsid), and later reads the
 events and the exit code. On exit 0 it resumes the deploy steps (prepare_instance_boot,
 reboot_to_instance); on any other exit code, or after deploy_timeout, the deploy fails with
-the tail of provision's output in last_error.
+the tail of provision's output in last_error. The periodic task itself only dispatches: each
+node's look runs in the conductor's worker pool, at most [conductor]periodic_max_workers at
+a time (fanout.py), so a ramdisk that is slow to answer does not hold up the others.
 
 State kept in driver_internal_info (all keys start with provision_):
     provision_phase          wait_ramdisk | running | done
