@@ -1,0 +1,86 @@
+"""A provision that takes a while: the conductor must start it, let go, and follow it.
+
+`provision --dry_run` (test_integration.py) exits at once, which hid a start command that
+waited for provision to exit: there the node showed phase "running" only after it was over.
+Here a fake provision writes an event, sleeps, writes another; three nodes must all be seen
+running at the same time, with the first event already recorded, before any of them exits.
+"""
+
+import os
+import time
+
+import pytest
+
+from tests.ironic import realenv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLEEP = 8
+FAKE = f"""#!/bin/sh
+while [ $# -gt 0 ]; do
+    case "$1" in --events_file) events="$2"; shift;; esac
+    shift
+done
+echo '{{"event": "fake", "status": "begin"}}' >>"$events"
+sleep {SLEEP}
+echo '{{"event": "fake", "status": "end"}}' >>"$events"
+exit 0
+"""
+
+
+@pytest.fixture(scope="module")
+def ironic(ramdisk, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("ironic-slow"))
+    fake = os.path.join(workdir, "fake-provision")
+    with open(fake, "w") as f:
+        f.write(FAKE)
+    os.chmod(fake, 0o755)
+    server = realenv.Ironic(workdir, {
+        "ssh_private_key_file": ramdisk.client_key_file,
+        "poll_interval": 1, "deploy_timeout": 120, "connect_timeout": 5,
+        "command_timeout": 20, "data_driver": "native", "provision_command": fake,
+        "remote_dir": os.path.join(workdir, "remote"),
+    })
+    server.start()
+    yield server
+    server.stop()
+
+
+def _running_with_first_event(node):
+    dii = node["driver_internal_info"] or {}
+    seen = [(e.get("event"), e.get("status")) for e in dii.get("provision_events") or []]
+    return (node["provision_state"] == "wait call-back"
+            and dii.get("provision_phase") == "running"
+            and "provision_exit_code" not in dii and ("fake", "begin") in seen)
+
+
+def test_three_slow_provisions_run_at_once_and_are_followed(ironic, ramdisk):
+    import json
+    with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
+        layout = json.load(f)
+    uuids = [ironic.enroll(f"slow{i}", {
+        "provision_ssh_address": "127.0.0.1", "provision_ssh_port": ramdisk.port,
+        "provision_host_key": ramdisk.host_key,
+    }, {"image_source": "http://127.0.0.1:9/i", "provision_layout": layout})
+        for i in range(3)]
+    t0 = time.monotonic()
+    for uuid in uuids:
+        ironic.set_state(uuid, "active")
+    all_running_at = None
+    while time.monotonic() - t0 < SLEEP + 60:
+        nodes = [ironic.node(u) for u in uuids]
+        if all(_running_with_first_event(n) for n in nodes):
+            all_running_at = time.monotonic() - t0
+            break
+        if any(n["provision_state"] in ("active", "deploy failed") for n in nodes):
+            break
+        time.sleep(0.3)
+    assert all_running_at is not None, [
+        (n["provision_state"], n["driver_internal_info"]) for n in nodes]
+    for uuid in uuids:
+        node = ironic.wait_state(uuid, ["active", "deploy failed"], SLEEP + 60)
+        assert node["provision_state"] == "active", node["last_error"]
+        events = node["driver_internal_info"]["provision_events"]
+        assert [(e["event"], e["status"]) for e in events] == [
+            ("wrapper", "started"), ("fake", "begin"), ("fake", "end"), ("wrapper", "exited")]
+    # All three were running together, well before the first could have finished.
+    assert all_running_at < SLEEP, all_running_at
