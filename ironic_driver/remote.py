@@ -20,6 +20,11 @@ LOG = "provision.log"
 OUTPUT = "output.log"
 EXIT_CODE = "exit_code"
 
+# provision's debug log of a real deploy runs to megabytes; last_error needs a few lines, and
+# one poll need not pull a backlog of progress events at once (the rest comes next poll).
+TAIL_BYTES = 64 * 1024
+EVENTS_BYTES_PER_POLL = 1024 * 1024
+
 
 def start_command(directory, provision, data_driver, extra_args=()):
     q = shlex.quote
@@ -90,17 +95,22 @@ def status(client, directory, events_offset, timeout, tail_lines):
     try:
         sftp.get_channel().settimeout(timeout)
         code = ssh.read_file(sftp, ssh.join(directory, EXIT_CODE))
-        new = ssh.read_file(sftp, ssh.join(directory, EVENTS), events_offset) or b""
+        new = ssh.read_file(sftp, ssh.join(directory, EVENTS), events_offset,
+                            EVENTS_BYTES_PER_POLL) or b""
         events, used = parse_events(new)
+        if not used and len(new) >= EVENTS_BYTES_PER_POLL:
+            # One line longer than a whole poll's read would stop the stream for good.
+            events, used = [{"event": "unparsed", "line": new[:200].decode(
+                errors="replace")}], len(new)
         result = {"exit_code": None, "events": events, "events_offset": events_offset + used,
                   "tail": ""}
         if code is not None and code.strip():
             result["exit_code"] = int(code.strip())
-            output = ssh.read_file(sftp, ssh.join(directory, OUTPUT)) or b""
+            output = ssh.read_file(sftp, ssh.join(directory, OUTPUT), -TAIL_BYTES) or b""
             text = output.decode(errors="replace")
             if not text.strip():
-                text = (ssh.read_file(sftp, ssh.join(directory, LOG)) or b"").decode(
-                    errors="replace")
+                text = (ssh.read_file(sftp, ssh.join(directory, LOG), -TAIL_BYTES)
+                        or b"").decode(errors="replace")
             result["tail"] = tail(text, tail_lines)
         return result
     finally:

@@ -97,12 +97,15 @@ def upload(sftp, data, path, mode=0o600):
     sftp.posix_rename(tmp, path)
 
 
-def read_file(sftp, path, offset=0):
-    """Bytes of a remote file from offset on; None when it does not exist."""
+def read_file(sftp, path, offset=0, limit=None):
+    """Bytes of a remote file from offset on (at most limit); None when it does not exist.
+    A negative offset counts from the end: the last -offset bytes."""
     try:
         with sftp.open(path, "rb") as f:
+            if offset < 0:
+                offset = max(0, f.stat().st_size + offset)
             f.seek(offset)
-            return f.read()
+            return f.read() if limit is None else f.read(limit)
     except FileNotFoundError:
         return None
     except IOError as exc:
