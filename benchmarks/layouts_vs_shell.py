@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT = ["single-disk.json", "two-disk-raid-lvm.json", "three-disk-raid5-raid0-striped.json",
            "msdos-logical.json"]
 RUN_LINE = re.compile(r" INFO provision_agent\.runner: run: (.*)$")
-BLANK = ("vgchange -an >/dev/null 2>&1; for m in /dev/md[0-9]*; do [ -b $m ] && "
+BLANK = ("umount -R /tmp/provision-target >/dev/null 2>&1; vgchange -an >/dev/null 2>&1; for m in /dev/md[0-9]*; do [ -b $m ] && "
          "mdadm --stop $m >/dev/null 2>&1; done; "
          "for d in /dev/vda /dev/vdb /dev/vdc; do wipefs -a -f $d?* >/dev/null 2>&1; "
          "sgdisk -Z $d >/dev/null 2>&1; dd if=/dev/zero of=$d bs=1M count=8 status=none; done; "
@@ -33,12 +33,16 @@ EXIT_LINE = re.compile(r" DEBUG provision_agent\.runner: exit (\d+) after ")
 def script_of(log):
     """The commands of a --debug provision log as a `sh -e` script; a command that exited
     non-zero for provision too (a probe finding nothing, say) gets `|| true`."""
-    cmds = []
+    cmds, started = [], False
     for line in log.splitlines():
+        started = started or "provision_agent.executor: step " in line
         m = RUN_LINE.search(line)
-        if m:
+        if m and started:      # before the first step: releasing an earlier run's mounts
             # argv was logged space-joined; our layouts have no argument with a space in it
-            cmds.append([" ".join(shlex.quote(a) for a in m.group(1).split(" ")), 0])
+            argv = m.group(1).split(" ")
+            if argv[0] == "mount":     # provision creates mount points in Python
+                cmds.append([f"mkdir -p {shlex.quote(argv[-1])}", 0])
+            cmds.append([" ".join(shlex.quote(a) for a in argv), 0])
             continue
         m = EXIT_LINE.search(line)
         if m and cmds:
