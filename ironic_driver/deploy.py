@@ -200,11 +200,16 @@ def follow(task):
         if phase == "wait_ramdisk":
             data_driver = opts.data_driver
             text = _json(validation.payload(node, data_driver))
-            remote.start(client, _remote_dir(node, opts), text, opts.provision_command, data_driver,
-                         opts.provision_extra_args, opts.command_timeout)
+            started = remote.start(client, _remote_dir(node, opts), text,
+                                   opts.provision_command, data_driver,
+                                   opts.provision_extra_args, opts.command_timeout)
             updates[PREFIX + "phase"] = phase = "running"
             updates[PREFIX + "last_ssh_error"] = None
-            LOG.info("provision started on node %s", node.uuid)
+            if started:
+                LOG.info("provision started on node %s", node.uuid)
+            else:
+                LOG.warning("provision was already running on node %s (started by a poll "
+                            "whose progress was not saved); following that one", node.uuid)
         st = remote.status(client, _remote_dir(node, opts), info.get(PREFIX + "events_offset", 0),
                            opts.command_timeout, opts.log_tail_lines)
     except _TRANSIENT as exc:

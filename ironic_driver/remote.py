@@ -7,6 +7,12 @@ session and the conductor holds no connection while it works. It writes:
     <dir>/provision.log  provision's --log_file (debug level)
     <dir>/output.log     its stdout and stderr (the plan, the error line)
     <dir>/exit_code      written (atomically, via rename) only after provision exited
+    <dir>/lock           flock(1)ed by the wrapper for as long as provision runs
+
+The lock makes a second start harmless: if the node's progress could not be saved after a
+start (the node was locked by someone else, or the conductor died), the next poll finds
+provision still running and adopts it instead of wiping its files and starting another
+provision on the same disks.
 """
 
 import json
@@ -19,6 +25,8 @@ EVENTS = "events.jsonl"
 LOG = "provision.log"
 OUTPUT = "output.log"
 EXIT_CODE = "exit_code"
+LOCK = "lock"
+RUNNING = "provision-already-running"
 
 # provision's debug log of a real deploy runs to megabytes; last_error needs a few lines, and
 # one poll need not pull a backlog of progress events at once (the rest comes next poll).
@@ -45,20 +53,28 @@ def start_command(directory, provision, data_driver, extra_args=()):
     # `cd D && setsid ... &` it backgrounded the whole list: a subshell that kept the SSH
     # channel's stdout open and waited for provision, so the start call (and the conductor's
     # periodic task with it) blocked for the whole provision.
-    return f"cd {q(directory)} || exit 1; setsid sh -c {q(inner)} </dev/null >/dev/null 2>&1 &"
+    return (f"cd {q(directory)} || exit 1; "
+            f"setsid flock {path(LOCK)} sh -c {q(inner)} </dev/null >/dev/null 2>&1 &")
 
 
 def prepare_command(directory):
+    """Empties the directory for a new run; prints RUNNING and keeps everything when a
+    provision still holds the lock."""
     q = shlex.quote
     names = " ".join(q(ssh.join(directory, n)) for n in
                      (INPUT, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp"))
-    return f"mkdir -p -m 700 {q(directory)} && rm -f {names}"
+    lock = q(ssh.join(directory, LOCK))
+    return (f"mkdir -p -m 700 {q(directory)} || exit 1; "
+            f"if ! flock -n {lock} true; then echo {RUNNING}; exit 0; fi; rm -f {names}")
 
 
 def start(client, directory, document_text, provision, data_driver, extra_args, timeout):
-    rc, _out, err = ssh.run(client, prepare_command(directory), timeout)
+    """True when provision was started; False when one was already running there."""
+    rc, out, err = ssh.run(client, prepare_command(directory), timeout)
     if rc != 0:
         raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {err.strip()}")
+    if out.strip() == RUNNING:
+        return False
     sftp = client.open_sftp()
     try:
         sftp.get_channel().settimeout(timeout)
@@ -69,6 +85,7 @@ def start(client, directory, document_text, provision, data_driver, extra_args, 
                                                   extra_args), timeout)
     if rc != 0:
         raise RuntimeError(f"cannot start provision in the ramdisk: {err.strip()}")
+    return True
 
 
 def parse_events(data):

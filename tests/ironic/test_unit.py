@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import time
+from unittest import mock
 
 import pytest
 from ironic.common import exception
+from ironic.common import states
 from ironic.conductor import task_manager
 from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
@@ -86,6 +88,46 @@ class TestWithNode(db_base.DbTestCase):
                                 deploy.OPTS())
         self.assertIn("must be smaller than deploy_timeout (50)", str(exc))
 
+    def _deploy_waiting(self, **internal):
+        self.node.provision_state = states.DEPLOYWAIT
+        self.node.target_provision_state = states.ACTIVE
+        info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
+                "provision_events": [], "provision_events_count": 0,
+                "provision_events_offset": 0}
+        info.update(internal)
+        self.node.driver_internal_info = info
+        self.node.save()
+        self.config(data_driver="native", group="provision_agent")
+
+    def _follow(self, started, status):
+        with mock.patch.object(deploy, "_connect", return_value=mock.Mock()), \
+                mock.patch.object(remote, "start", return_value=started) as start, \
+                mock.patch.object(remote, "status", return_value=status):
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                deploy.follow(task)
+        self.node.refresh()
+        return start
+
+    def test_follow_adopts_a_provision_already_running(self):
+        self._deploy_waiting()
+        start = self._follow(False, {"exit_code": None, "events_offset": 40, "tail": "",
+                                     "events": [{"event": "wrapper", "status": "started"}]})
+        self.assertEqual(1, start.call_count)
+        info = self.node.driver_internal_info
+        self.assertEqual("running", info["provision_phase"])
+        self.assertEqual(40, info["provision_events_offset"])
+        self.assertEqual(1, info["provision_events_count"])
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+
+    def test_a_poll_that_learns_nothing_does_not_save(self):
+        self._deploy_waiting(provision_phase="running", provision_events_offset=40)
+        before = self.node.updated_at
+        with mock.patch.object(task_manager.TaskManager, "upgrade_lock") as upgrade:
+            self._follow(True, {"exit_code": None, "events": [], "events_offset": 40,
+                                "tail": ""})
+        upgrade.assert_not_called()
+        self.assertEqual(before, self.node.updated_at)
+
     def test_native_payload_needs_a_layout(self):
         self.node.instance_info = {"image_source": "x"}
         self.assertRaises(exception.InvalidParameterValue, validation.payload, self.node,
@@ -133,3 +175,35 @@ def test_start_command_returns_while_provision_runs(tmp_path, shell):
 def test_start_command_fails_without_its_directory(tmp_path):
     cmd = remote.start_command(str(tmp_path / "missing"), "/bin/true", "ironic")
     assert subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=10).returncode != 0
+
+
+def _sh(command):
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=10)
+
+
+def test_a_second_start_finds_provision_running_and_leaves_it_alone(tmp_path):
+    """A start whose progress was not saved is retried on the next poll: it must not wipe the
+    running provision's files nor start a second provision on the same disks."""
+    directory, runs = tmp_path / "d", tmp_path / "runs"
+    fake = tmp_path / "fake"
+    fake.write_text(f'#!/bin/sh\necho run >>{runs}\nsleep 2\nexit 0\n')
+    fake.chmod(0o755)
+    assert _sh(remote.prepare_command(str(directory))).stdout == ""
+    assert _sh(remote.start_command(str(directory), str(fake), "ironic")).returncode == 0
+    deadline = time.monotonic() + 5
+    while not runs.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    again = _sh(remote.prepare_command(str(directory)))
+    assert again.returncode == 0 and again.stdout.strip() == remote.RUNNING
+    assert (directory / remote.EVENTS).exists()          # its files are untouched
+    deadline = time.monotonic() + 10
+    while not (directory / remote.EXIT_CODE).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    deadline = time.monotonic() + 5                      # the wrapper lets go of the lock
+    after = _sh(remote.prepare_command(str(directory)))
+    while after.stdout and time.monotonic() < deadline:
+        time.sleep(0.1)
+        after = _sh(remote.prepare_command(str(directory)))
+    assert after.returncode == 0 and after.stdout == ""
+    assert not (directory / remote.EXIT_CODE).exists()   # a finished run is cleared
+    assert runs.read_text() == "run\n"
