@@ -20,10 +20,8 @@ import concurrent.futures
 import json
 import os
 import re
-import socket
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,25 +70,6 @@ def tree_cpu_seconds(pid):
         except OSError:
             pass
     return total
-
-
-class Silent:
-    """A TCP port that accepts connections and never says a word."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(512)
-        self.port = self.sock.getsockname()[1]
-        self.held = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                self.held.append(self.sock.accept()[0])
-            except OSError:
-                return
 
 
 MILESTONES = (("wait_call_back", 'to provision state "wait call-back"'),
@@ -153,7 +132,7 @@ def main():
         ironic.start()
         with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
             layout = json.load(f)
-        silent = Silent()
+        silent = realenv.Silent()
         uuids, dead = [], []
         for i in range(args.nodes + args.dead):
             port = sshd.port if i < args.nodes else silent.port

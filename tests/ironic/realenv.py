@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import requests
@@ -99,6 +100,35 @@ def _port_open(port):
         return True
     except OSError:
         return False
+
+
+class Silent:
+    """A TCP port that accepts connections and never says a word: to one SSH attempt,
+    a ramdisk still booting (the attempt waits connect_timeout for the banner)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.port = self.sock.getsockname()[1]
+        self.held = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    def stop(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the accept()
+        except OSError:
+            pass
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
 
 
 class Ironic:

@@ -84,3 +84,43 @@ def test_three_slow_provisions_run_at_once_and_are_followed(ironic, ramdisk):
             ("wrapper", "started"), ("fake", "begin"), ("fake", "end"), ("wrapper", "exited")]
     # All three were running together, well before the first could have finished.
     assert all_running_at < SLEEP, all_running_at
+
+
+@pytest.fixture(scope="module")
+def impatient_ironic(ramdisk, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("ironic-impatient"))
+    server = realenv.Ironic(workdir, {
+        "ssh_private_key_file": ramdisk.client_key_file,
+        "poll_interval": 1, "deploy_timeout": 8, "connect_timeout": 2, "command_timeout": 5,
+        "data_driver": "native", "provision_command": "/bin/true",
+        "remote_dir": os.path.join(workdir, "remote"),
+    })
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_ramdisk_that_never_answers_fails_after_deploy_timeout(impatient_ironic, ramdisk):
+    """Its polls time out in a worker each; the deploy fails with the last SSH error."""
+    import json
+    silent = realenv.Silent()
+    try:
+        with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
+            layout = json.load(f)
+        uuid = impatient_ironic.enroll("mute", {
+            "provision_ssh_address": "127.0.0.1", "provision_ssh_port": silent.port,
+            "provision_host_key": ramdisk.host_key,
+        }, {"image_source": "http://127.0.0.1:9/i", "provision_layout": layout})
+        t0 = time.monotonic()
+        impatient_ironic.set_state(uuid, "active")
+        node = impatient_ironic.wait_state(uuid, ["active", "deploy failed"], 60)
+        took = time.monotonic() - t0
+    finally:
+        silent.stop()
+    assert node["provision_state"] == "deploy failed"
+    assert "did not finish within deploy_timeout (8 s, phase wait_ramdisk)" in \
+        node["last_error"], node["last_error"]
+    assert "last SSH error: SSHException: Error reading SSH protocol banner" in \
+        node["last_error"]
+    assert len(silent.held) >= 2          # it kept trying, one connect_timeout per poll
+    assert 8 <= took < 30, took
