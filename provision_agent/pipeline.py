@@ -12,7 +12,7 @@ import requests
 from stevedore import driver as sd_driver
 from stevedore import extension
 
-from provision_agent import inventory, model, planner, resolve, validate
+from provision_agent import model, planner, resolve, validate
 from provision_agent.errors import InputError, MachineMismatch, Problem
 from provision_agent.units import parse_size
 

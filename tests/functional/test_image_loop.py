@@ -4,7 +4,6 @@ extracted into a mounted ext4 with modes, owners, hard links and xattrs read bac
 import gzip
 import hashlib
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -12,17 +11,10 @@ import zstandard
 
 from provision_agent.drivers import image_formats, image_writer
 from provision_agent.runner import Runner
+from tests.functional.prereq import require, sh
 
-NEED = ("losetup", "mkfs.ext4", "e2fsck", "resize2fs", "dumpe2fs", "tar", "blkdiscard")
-MISSING = [t for t in NEED if not shutil.which(t)]
-PROBLEM = MISSING and f"missing tools {MISSING}" or (os.geteuid() != 0 and "needs root")
-if PROBLEM and os.environ.get("CI") == "true":
-    raise RuntimeError(f"functional tests cannot run: {PROBLEM}")
-pytestmark = pytest.mark.skipif(bool(PROBLEM), reason=str(PROBLEM))
-
-
-def sh(*argv):
-    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+pytestmark = require("losetup", "mkfs.ext4", "e2fsck", "resize2fs", "dumpe2fs", "tar",
+                     "fallocate")
 
 
 @pytest.fixture

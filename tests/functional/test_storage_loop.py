@@ -8,7 +8,6 @@ Everything else is proven in the VM bench (tests/e2e/test_layouts.py).
 
 import json
 import os
-import shutil
 import subprocess
 from types import SimpleNamespace
 
@@ -18,17 +17,10 @@ from provision_agent import execution, inventory, pipeline
 from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.drivers import partitions, wipe
 from provision_agent.runner import Runner
+from tests.functional.prereq import require, sh
 
-NEED = ("losetup", "mkfs.ext4", "mkfs.xfs", "sgdisk", "parted", "sfdisk", "wipefs", "blkid")
-MISSING = [t for t in NEED if not shutil.which(t)]
-PROBLEM = MISSING and f"missing tools {MISSING}" or (os.geteuid() != 0 and "needs root")
-if PROBLEM and os.environ.get("CI") == "true":
-    raise RuntimeError(f"functional tests cannot run: {PROBLEM}")
-pytestmark = pytest.mark.skipif(bool(PROBLEM), reason=str(PROBLEM))
-
-
-def sh(*argv):
-    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+pytestmark = require("losetup", "mkfs.ext4", "mkfs.xfs", "sgdisk", "parted", "sfdisk", "wipefs",
+                     "blkid")
 
 
 @pytest.fixture

@@ -1,5 +1,3 @@
-import os
-
 import pytest
 
 from provision_agent.drivers import bootloader, chroot, initramfs, kernel_cmdline

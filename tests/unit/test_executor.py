@@ -3,8 +3,6 @@
 import io
 import json
 
-import pytest
-
 from provision_agent.errors import CommandError
 from provision_agent.events import Events
 from provision_agent.executor import Executor
