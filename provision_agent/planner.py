@@ -35,6 +35,22 @@ def boot_targets(layout, res):
     return list(dict.fromkeys(t for t in targets if t in res.disks))
 
 
+def esp_copies(layout, res):
+    """ESP partitions on the bootloader's target disks that nothing else uses: in UEFI mode they
+    get a copy of the ESP mounted at /boot/efi, so that each disk boots on its own."""
+    bl = layout.bootloader
+    if not bl or bl.type == "none" or bl.boot_mode == "bios":
+        return []
+    used = {fs.device for fs in layout.filesystems} | {im.target for im in layout.images}
+    for r in layout.raids:
+        used.update(r.members + r.spares)
+    for vg in layout.volume_groups:
+        used.update(vg.pvs)
+    targets = set(boot_targets(layout, res))
+    return [p.id for d, p in layout.partitions()
+            if d.id in targets and p.type == "esp" and p.id not in used]
+
+
 def plan(res):
     layout = res.layout
     steps = []
@@ -101,6 +117,16 @@ def plan(res):
                           f"{fs.type} on {dev(fs.device)}"
                           + (f" labelled {fs.label}" if fs.label else "")))
 
+    copies = esp_copies(layout, res)
+    if copies:
+        primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
+        for part_id in copies:
+            label = primary.label if primary else None
+            steps.append(Step("mkfs", {"device": dev(part_id), "fs_type": "vfat",
+                                       "label": label,
+                                       "options": primary.mkfs_options if primary else []},
+                              f"vfat on {dev(part_id)} for a copy of the ESP"))
+
     fs_of = {fs.device: fs for fs in layout.filesystems}
     for im in layout.images:
         if im.format != "tar":
@@ -130,9 +156,13 @@ def plan(res):
     bl = layout.bootloader
     if bl and bl.type != "none":
         targets = [dev(t) for t in boot_targets(layout, res)]
+        extra = [dev(p) for p in copies]
         steps.append(Step("bootloader", {"type": bl.type, "boot_mode": bl.boot_mode,
-                                         "targets": targets, "kernel_params": bl.kernel_params},
-                          f"grub2 ({bl.boot_mode}) on {', '.join(targets) or 'no disk'}"))
+                                         "targets": targets, "kernel_params": bl.kernel_params,
+                                         "esp_copies": extra},
+                          f"grub2 ({bl.boot_mode}) on {', '.join(targets) or 'no disk'}"
+                          + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
+                             if extra else "")))
     cd = layout.configdrive
     if cd:
         device = dev(cd.partition or CONFIGDRIVE_ID)

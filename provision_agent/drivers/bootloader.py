@@ -1,15 +1,16 @@
 """grub2 for BIOS (i386-pc on every target disk) and UEFI (x86_64-efi, removable path too).
 
-UEFI installs into the one ESP mounted at /boot/efi (plus the removable EFI/BOOT/BOOTX64.EFI
-path, so firmware without an NVRAM entry still boots); ESPs on further disks are not synced yet
-and RAID1 (metadata 1.0) ESPs are not supported. The image's grub is used when it has one,
-else the ramdisk's with --boot-directory/--efi-directory pointing into the target.
+UEFI installs into the ESP mounted at /boot/efi (plus the removable EFI/BOOT/BOOTX64.EFI path,
+so firmware without an NVRAM entry still boots), then copies that ESP onto the unused ESPs of
+the other target disks: any one disk boots alone. The image's grub is used when it has one,
+else the ramdisk's with --boot-directory/--efi-directory pointing into the target (and, when
+the image has no grub-mkconfig either, a minimal grub.cfg of our own: see grub_config).
 """
 
 import logging
 import os
 
-from provision_agent.drivers import initramfs, kernel_cmdline
+from provision_agent.drivers import grub_config, initramfs, kernel_cmdline, mount
 from provision_agent.drivers.chroot import bound
 
 LOG = logging.getLogger(__name__)
@@ -28,11 +29,9 @@ def _root_uuid(runner, root):
     return res.stdout.strip() or None
 
 
-def esp_location(runner, root, sys_block="/sys/class/block"):
-    """(disk device, partition number) of the ESP mounted under root, or None (e.g. on md)."""
-    res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", f"{root}/boot/efi"],
-                     check=False)
-    name = os.path.basename(os.path.realpath(res.stdout.strip())) if res.stdout.strip() else ""
+def partition_location(device, sys_block="/sys/class/block"):
+    """(disk device, partition number) of a partition device, or None (e.g. an md array)."""
+    name = os.path.basename(os.path.realpath(device)) if device else ""
     part = os.path.join(sys_block, name)
     try:
         with open(os.path.join(part, "partition")) as f:
@@ -42,14 +41,26 @@ def esp_location(runner, root, sys_block="/sys/class/block"):
     return "/dev/" + os.path.basename(os.path.dirname(os.path.realpath(part))), number
 
 
-def _nvram_entry(runner, root):
+def _nvram_entries(runner, root, copies):
     # Only an extra: the removable path boots without it, so a failure is logged, not fatal.
-    where = esp_location(runner, root)
-    if not where:
-        LOG.warning("bootloader: ESP is not a plain partition; no efibootmgr entry")
-        return
-    runner.run(["efibootmgr", "-c", "-d", where[0], "-p", where[1], "-L", BOOTLOADER_ID,
-                "-l", f"\\EFI\\{BOOTLOADER_ID}\\grubx64.efi"], check=False)
+    res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", f"{root}/boot/efi"],
+                     check=False)
+    for device in [res.stdout.strip()] + list(copies):
+        where = partition_location(device)
+        if not where:
+            LOG.warning("bootloader: ESP %s is not a plain partition; no efibootmgr entry",
+                        device or "(none mounted)")
+            continue
+        label = BOOTLOADER_ID if device not in copies else f"{BOOTLOADER_ID} ({where[0]})"
+        runner.run(["efibootmgr", "-c", "-d", where[0], "-p", where[1], "-L", label,
+                    "-l", f"\\EFI\\{BOOTLOADER_ID}\\grubx64.efi"], check=False)
+
+
+def sync_esps(runner, root, copies):
+    """Copy the ESP at /boot/efi onto each copy (already vfat, made empty by this run)."""
+    for device in copies:
+        LOG.info("bootloader: copying the ESP onto %s", device)
+        mount.copy_into(runner, f"{root}/boot/efi", device, "vfat")
 
 
 def install_commands(mode, targets, root, in_chroot):
@@ -67,17 +78,24 @@ def install_commands(mode, targets, root, in_chroot):
 def install(runner, root, args):
     mode = boot_mode(args.get("boot_mode") or "auto")
     targets = args.get("targets") or []
-    kernel_cmdline.set_cmdline(root, args.get("kernel_params"), _root_uuid(runner, root))
+    copies = args.get("esp_copies") or []
+    root_uuid = _root_uuid(runner, root)
+    kernel_cmdline.set_cmdline(root, args.get("kernel_params"), root_uuid)
     with bound(runner, root) as ch:
         initramfs.regenerate(ch)
         in_chroot = ch.has("grub-install")
         LOG.info("bootloader: grub-install from the %s", "image" if in_chroot else "ramdisk")
         for argv in install_commands(mode, targets, root, in_chroot):
             (ch.run if in_chroot else runner.run)(argv)
-        if mode == "uefi" and os.path.isdir("/sys/firmware/efi/efivars"):
-            _nvram_entry(runner, root)
         if ch.has("grub-mkconfig"):
             ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
         else:
-            runner.run(["grub-mkconfig", "-o", f"{root}/boot/grub/grub.cfg"])
+            grub_config.write(runner, root,
+                              kernel_cmdline.merge(args.get("kernel_params"), root_uuid))
+    if mode == "uefi":
+        sync_esps(runner, root, copies)
+        if os.path.isdir("/sys/firmware/efi/efivars"):
+            _nvram_entries(runner, root, copies)
+    elif copies:
+        LOG.info("bootloader: BIOS mode, so %s stay empty ESPs", ", ".join(copies))
     return mode

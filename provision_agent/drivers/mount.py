@@ -38,16 +38,7 @@ class Mounts:
     def _adopt(self, device, fs_type, where):
         LOG.info("%s already holds %d entries (from an image); copying them into %s before it "
                  "is mounted over them", where, len(os.listdir(where)), device)
-        staging = tempfile.mkdtemp(prefix="provision-adopt-")
-        argv = ["mount"] + (["-t", fs_type] if fs_type and fs_type != "auto" else [])
-        self.runner.run(argv + [device, staging])
-        try:
-            # vfat keeps neither owners nor symlinks: copy what the links point to
-            copy = ["cp", "-rL"] if fs_type == "vfat" else ["cp", "-a", "--one-file-system"]
-            self.runner.run(copy + [f"{where}/.", staging], timeout=3600)
-        finally:
-            self.runner.run(["umount", staging])
-            os.rmdir(staging)
+        copy_into(self.runner, where, device, fs_type)
 
     def umount(self, mount_point):
         where = target_path(self.root, mount_point)
@@ -65,6 +56,20 @@ class Mounts:
                 LOG.error("could not unmount %s: %s", where, res.stderr.strip())
                 failed.append(where)
         return failed
+
+
+def copy_into(runner, source_dir, device, fs_type):
+    """Copy source_dir's contents onto the filesystem on device, mounted for the copy only."""
+    staging = tempfile.mkdtemp(prefix="provision-copy-")
+    argv = ["mount"] + (["-t", fs_type] if fs_type and fs_type != "auto" else [])
+    runner.run(argv + [device, staging])
+    try:
+        # vfat keeps neither owners nor symlinks: copy what the links point to
+        copy = ["cp", "-rL"] if fs_type == "vfat" else ["cp", "-a", "--one-file-system"]
+        runner.run(copy + [f"{source_dir}/.", staging], timeout=3600)
+    finally:
+        runner.run(["umount", staging])
+        os.rmdir(staging)
 
 
 def release_stale(runner, root, mountinfo="/proc/self/mountinfo"):

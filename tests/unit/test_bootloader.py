@@ -94,18 +94,44 @@ class MountRunner(FakeRunner):
         return Result(tuple(argv), 0, self.source + "\n", "", 0.0)
 
 
-def test_esp_location_reads_disk_and_number_from_sysfs(tmp_path):
+def test_partition_location_reads_disk_and_number_from_sysfs(tmp_path):
     # /sys/class/block/vda2 -> devices/.../block/vda/vda2, as the kernel lays it out
     part = tmp_path / "devices/pci0/block/vda/vda2"
     part.mkdir(parents=True)
     (part / "partition").write_text("2\n")
     (tmp_path / "class").mkdir()
     (tmp_path / "class/vda2").symlink_to(part)
-    where = bootloader.esp_location(MountRunner("/dev/vda2"), "/t", str(tmp_path / "class"))
-    assert where == ("/dev/vda", "2")
+    assert bootloader.partition_location("/dev/vda2", str(tmp_path / "class")) == ("/dev/vda", "2")
 
 
 def test_esp_on_md_has_no_nvram_location(tmp_path):
     (tmp_path / "md127").mkdir()
-    assert bootloader.esp_location(MountRunner("/dev/md127"), "/t", str(tmp_path)) is None
-    assert bootloader.esp_location(MountRunner(""), "/t", str(tmp_path)) is None
+    assert bootloader.partition_location("/dev/md127", str(tmp_path)) is None
+    assert bootloader.partition_location("", str(tmp_path)) is None
+
+
+def _target_with_grub(root):
+    for tool in ("usr/sbin/update-initramfs", "usr/sbin/grub-install", "usr/sbin/grub-mkconfig"):
+        _exe(root, tool)
+    (root / "boot/efi/EFI/debian").mkdir(parents=True)
+
+
+@pytest.mark.parametrize("mode", ["uefi", "bios"])
+def test_esp_copies_get_the_esp_in_uefi_mode_only(tmp_path, mode):
+    _target_with_grub(tmp_path)
+    r = FakeRunner()
+    got = bootloader.install(r, str(tmp_path), {"boot_mode": mode, "targets": ["/dev/vda",
+                                                "/dev/vdb"], "esp_copies": ["/dev/vdb1"]})
+    assert got == mode
+    copies = [c for c in r.calls if c[0] == "cp"]
+    mounts = [c for c in r.calls if c[:3] == ["mount", "-t", "vfat"]]
+    if mode == "bios":
+        assert copies == [] and mounts == []
+        return
+    # mounted, copied from the target's ESP, unmounted again — after grub wrote the ESP
+    assert mounts and mounts[0][3] == "/dev/vdb1"
+    staging = mounts[0][4]
+    assert copies == [["cp", "-rL", f"{tmp_path}/boot/efi/.", staging]]
+    order = [c[0] if c[0] != "chroot" else c[2] for c in r.calls]
+    assert order.index("cp") > max(i for i, c in enumerate(order) if c.startswith("grub-"))
+    assert ["umount", staging] in r.calls

@@ -104,6 +104,29 @@ def test_default_boot_targets_are_all_boot_array_members_disks():
     assert bl.args["targets"] == ["/dev/vda", "/dev/vdb"]
 
 
+def test_unused_esps_on_target_disks_become_copies_of_the_mounted_one():
+    doc = sample("uefi-two-disk-raid-lvm")
+    bl = steps(doc, "bootloader")[0]
+    assert bl.args["targets"] == ["/dev/vda", "/dev/vdb"]
+    assert bl.args["esp_copies"] == ["/dev/vdb1"]
+    made = {s.args["device"]: s.args for s in steps(doc, "mkfs")}
+    assert made["/dev/vdb1"]["fs_type"] == "vfat" and made["/dev/vdb1"]["label"] == "EFI"
+    kinds = [s.kind for s in steps(doc)]
+    assert kinds.index("mkfs") < kinds.index("mount") < kinds.index("bootloader")
+
+
+def test_no_esp_copies_in_bios_mode_or_for_an_esp_the_input_uses():
+    bios = mutate(sample("uefi-two-disk-raid-lvm"),
+                  lambda d: d["bootloader"].__setitem__("boot_mode", "bios"))
+    assert steps(bios, "bootloader")[0].args["esp_copies"] == []
+    assert "/dev/vdb1" not in {s.args["device"] for s in steps(bios, "mkfs")}
+    owned = mutate(sample("uefi-two-disk-raid-lvm"), lambda d: d["filesystems"].append(
+        {"device": "esp1", "type": "vfat", "label": "SPARE"}))
+    assert steps(owned, "bootloader")[0].args["esp_copies"] == []
+    assert [s.args["label"] for s in steps(owned, "mkfs")
+            if s.args["device"] == "/dev/vdb1"] == ["SPARE"]
+
+
 def test_whole_disk_pv_and_striped_lv():
     doc = {"version": 1,
            "disks": [{"id": "sys", "match": {"name": "vda"},
