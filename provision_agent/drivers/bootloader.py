@@ -29,30 +29,38 @@ def _root_uuid(runner, root):
     return res.stdout.strip() or None
 
 
-def partition_location(device, sys_block="/sys/class/block"):
-    """(disk device, partition number) of a partition device, or None (e.g. an md array)."""
+def esp_partitions(device, sys_block="/sys/class/block"):
+    """[(disk device, partition number)] holding an ESP: the partition itself, or the member
+    partitions of an md RAID1 (metadata 1.0, so firmware reads each member as plain vfat)."""
     name = os.path.basename(os.path.realpath(device)) if device else ""
-    part = os.path.join(sys_block, name)
+    if not name:
+        return []
+    node = os.path.join(sys_block, name)
     try:
-        with open(os.path.join(part, "partition")) as f:
+        with open(os.path.join(node, "partition")) as f:
             number = f.read().strip()
     except OSError:
-        return None
-    return "/dev/" + os.path.basename(os.path.dirname(os.path.realpath(part))), number
+        try:
+            members = sorted(os.listdir(os.path.join(node, "slaves")))
+        except OSError:
+            return []
+        return [w for m in members for w in esp_partitions(m, sys_block)]
+    return [("/dev/" + os.path.basename(os.path.dirname(os.path.realpath(node))), number)]
 
 
 def _nvram_entries(runner, root, copies):
     # Only an extra: the removable path boots without it, so a failure is logged, not fatal.
     res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", f"{root}/boot/efi"],
                      check=False)
-    for device in [res.stdout.strip()] + list(copies):
-        where = partition_location(device)
-        if not where:
-            LOG.warning("bootloader: ESP %s is not a plain partition; no efibootmgr entry",
-                        device or "(none mounted)")
-            continue
-        label = BOOTLOADER_ID if device not in copies else f"{BOOTLOADER_ID} ({where[0]})"
-        runner.run(["efibootmgr", "-c", "-d", where[0], "-p", where[1], "-L", label,
+    places = [w for device in [res.stdout.strip()] + list(copies)
+              for w in esp_partitions(device)]
+    if not places:
+        LOG.warning("bootloader: no partition found under the ESP %s; no efibootmgr entry",
+                    res.stdout.strip() or "(none mounted)")
+    # created in reverse: efibootmgr puts each new entry first in BootOrder
+    for i, (disk, number) in reversed(list(enumerate(places))):
+        label = BOOTLOADER_ID if i == 0 else f"{BOOTLOADER_ID} ({disk})"
+        runner.run(["efibootmgr", "-c", "-d", disk, "-p", number, "-L", label,
                     "-l", f"\\EFI\\{BOOTLOADER_ID}\\grubx64.efi"], check=False)
 
 

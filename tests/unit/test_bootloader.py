@@ -94,20 +94,30 @@ class MountRunner(FakeRunner):
         return Result(tuple(argv), 0, self.source + "\n", "", 0.0)
 
 
-def test_partition_location_reads_disk_and_number_from_sysfs(tmp_path):
+def _sysfs_partition(tmp_path, disk, part, number):
     # /sys/class/block/vda2 -> devices/.../block/vda/vda2, as the kernel lays it out
-    part = tmp_path / "devices/pci0/block/vda/vda2"
-    part.mkdir(parents=True)
-    (part / "partition").write_text("2\n")
-    (tmp_path / "class").mkdir()
-    (tmp_path / "class/vda2").symlink_to(part)
-    assert bootloader.partition_location("/dev/vda2", str(tmp_path / "class")) == ("/dev/vda", "2")
+    node = tmp_path / f"devices/pci0/block/{disk}/{part}"
+    node.mkdir(parents=True)
+    (node / "partition").write_text(f"{number}\n")
+    (tmp_path / "class").mkdir(exist_ok=True)
+    (tmp_path / "class" / part).symlink_to(node)
 
 
-def test_esp_on_md_has_no_nvram_location(tmp_path):
-    (tmp_path / "md127").mkdir()
-    assert bootloader.partition_location("/dev/md127", str(tmp_path)) is None
-    assert bootloader.partition_location("", str(tmp_path)) is None
+def test_esp_partition_read_from_sysfs(tmp_path):
+    _sysfs_partition(tmp_path, "vda", "vda2", 2)
+    assert bootloader.esp_partitions("/dev/vda2", str(tmp_path / "class")) == [("/dev/vda", "2")]
+    assert bootloader.esp_partitions("", str(tmp_path / "class")) == []
+
+
+def test_esp_on_md_resolves_to_its_member_partitions(tmp_path):
+    _sysfs_partition(tmp_path, "vda", "vda1", 1)
+    _sysfs_partition(tmp_path, "vdb", "vdb1", 1)
+    (tmp_path / "class/md127/slaves").mkdir(parents=True)
+    for m in ("vdb1", "vda1"):
+        (tmp_path / "class/md127/slaves" / m).symlink_to(tmp_path / "class" / m)
+    assert bootloader.esp_partitions("/dev/md127", str(tmp_path / "class")) == [
+        ("/dev/vda", "1"), ("/dev/vdb", "1")]
+    assert bootloader.esp_partitions("/dev/loop9", str(tmp_path / "class")) == []
 
 
 def _target_with_grub(root):
@@ -135,3 +145,13 @@ def test_esp_copies_get_the_esp_in_uefi_mode_only(tmp_path, mode):
     order = [c[0] if c[0] != "chroot" else c[2] for c in r.calls]
     assert order.index("cp") > max(i for i, c in enumerate(order) if c.startswith("grub-"))
     assert ["umount", staging] in r.calls
+
+
+def test_nvram_entries_for_every_esp_with_the_primary_first_in_boot_order(monkeypatch):
+    where = {"/dev/vda1": [("/dev/vda", "1")], "/dev/vdb1": [("/dev/vdb", "1")]}
+    monkeypatch.setattr(bootloader, "esp_partitions", lambda d: where.get(d, []))
+    r = MountRunner("/dev/vda1")
+    bootloader._nvram_entries(r, "/t", ["/dev/vdb1"])
+    made = [(c[c.index("-d") + 1], c[c.index("-L") + 1]) for c in r.calls if c[0] == "efibootmgr"]
+    # efibootmgr -c puts each new entry first: the primary is created last
+    assert made == [("/dev/vdb", "debian (/dev/vdb)"), ("/dev/vda", "debian")]
