@@ -102,8 +102,11 @@ class Executor:
         udev.wait_for_devices(self.runner, [args["device"]])
 
     def do_mkfs(self, args):
-        mkfs.make(self.runner, args["fs_type"], args["device"], args.get("label"),
-                  args.get("options") or [])
+        options = list(args.get("options") or [])
+        if args.get("volume_id_of"):
+            options += mkfs.same_volume_id(blockinfo.uuid(self.runner, args["volume_id_of"]),
+                                           options)
+        mkfs.make(self.runner, args["fs_type"], args["device"], args.get("label"), options)
         uuid = blockinfo.uuid(self.runner, args["device"])
         self.filesystems.append({"device": args["device"], "fs_type": args["fs_type"],
                                  "label": args.get("label"), "uuid": uuid})

@@ -121,11 +121,16 @@ def plan(res):
     if copies:
         primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
         for part_id in copies:
-            label = primary.label if primary else None
-            steps.append(Step("mkfs", {"device": dev(part_id), "fs_type": "vfat",
-                                       "label": label,
-                                       "options": primary.mkfs_options if primary else []},
-                              f"vfat on {dev(part_id)} for a copy of the ESP"))
+            args = {"device": dev(part_id), "fs_type": "vfat",
+                    "label": primary.label if primary else None,
+                    "options": primary.mkfs_options if primary else []}
+            # fstab mounts /boot/efi by UUID: with the primary's volume ID on every copy, the
+            # installed system still mounts an ESP (and boots) when the primary's disk is gone
+            if primary:
+                args["volume_id_of"] = dev(primary.device)
+            steps.append(Step("mkfs", args, f"vfat on {dev(part_id)} for a copy of the ESP"
+                              + (f" with the volume ID of {dev(primary.device)}"
+                                 if primary else "")))
 
     fs_of = {fs.device: fs for fs in layout.filesystems}
     for im in layout.images:

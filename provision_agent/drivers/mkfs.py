@@ -1,4 +1,5 @@
 """Make filesystems and swap; each tool is told to overwrite without asking."""
+import re
 
 LABEL_FLAG = {"vfat": "-n"}
 
@@ -21,3 +22,11 @@ def argv(fs_type, device, label=None, options=()):
 
 def make(runner, fs_type, device, label=None, options=()):
     runner.run(argv(fs_type, device, label, options), timeout=1800)
+
+
+def same_volume_id(uuid, options=()):
+    """mkfs.vfat options that give a new FAT the volume ID shown as `uuid` ("EC01-A28D"), unless
+    the options already pick one or `uuid` is not a FAT volume ID."""
+    if "-i" in options or not uuid or not re.fullmatch(r"[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}", uuid):
+        return []
+    return ["-i", uuid.replace("-", "").upper()]

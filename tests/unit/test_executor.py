@@ -115,3 +115,14 @@ def test_a_new_filesystem_adopts_what_the_parent_image_put_at_its_mount_point(tm
                            f"mount -t xfs /dev/os/srv {tmp_path}/srv"]
     assert f"cp -a --one-file-system {tmp_path}/boot/. {staging}" in r.lines()
     assert sum(line.startswith("cp ") for line in r.lines()) == 1
+
+
+def test_an_esp_copy_gets_the_primary_esps_volume_id(tmp_path):
+    r = FakeRunner({"blkid -p -s UUID -o value /dev/vda1": "EC01-a28d\n"})
+    ex = Executor(r, Events([]), str(tmp_path))
+    ex.execute([Step("mkfs", {"device": "/dev/vda1", "fs_type": "vfat", "label": "EFI",
+                              "options": []}),
+                Step("mkfs", {"device": "/dev/vdb1", "fs_type": "vfat", "label": "EFI",
+                              "options": ["-F", "32"], "volume_id_of": "/dev/vda1"})])
+    assert r.writes() == ["mkfs.vfat -n EFI /dev/vda1",
+                          "mkfs.vfat -n EFI -F 32 -i EC01A28D /dev/vdb1"]

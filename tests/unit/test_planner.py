@@ -111,6 +111,9 @@ def test_unused_esps_on_target_disks_become_copies_of_the_mounted_one():
     assert bl.args["esp_copies"] == ["/dev/vdb1"]
     made = {s.args["device"]: s.args for s in steps(doc, "mkfs")}
     assert made["/dev/vdb1"]["fs_type"] == "vfat" and made["/dev/vdb1"]["label"] == "EFI"
+    # fstab names the primary's UUID; the copy must answer to it when the primary's disk is gone
+    assert made["/dev/vdb1"]["volume_id_of"] == "/dev/vda1"
+    assert "volume_id_of" not in made["/dev/vda1"]
     kinds = [s.kind for s in steps(doc)]
     assert kinds.index("mkfs") < kinds.index("mount") < kinds.index("bootloader")
 

@@ -151,3 +151,10 @@ def test_append_at_end_refuses_what_does_not_fit(table, message):
     with pytest.raises(ImageError, match=message):
         partitions.append_at_end(runner, "/dev/vdc", 64 << 20, 4 << 30)
     assert [w for w in runner.writes() if not w.startswith("sgdisk -e")] == []
+
+
+def test_same_volume_id_only_for_a_fat_volume_id_not_already_chosen():
+    assert mkfs.same_volume_id("ec01-A28D") == ["-i", "EC01A28D"]
+    assert mkfs.same_volume_id("EC01-A28D", ["-i", "12345678"]) == []
+    assert mkfs.same_volume_id("0b9f1c2e-5d7a-4c1e-9a63-3f1f6b0e2a11") == []
+    assert mkfs.same_volume_id(None) == []
