@@ -7,6 +7,7 @@ bench. The test OS comes from tests/images/build-debian.sh (cached by script has
 import hashlib
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import time
@@ -55,9 +56,29 @@ def _sha256(path):
     return "sha256:" + h.hexdigest()
 
 
-def _doc(sample, srv, test_os, root_target):
+def _without_grub(test_os):
+    """The test OS tar minus every grub program: an image that leaves the bootloader to the
+    ramdisk. Derived from root.tar.zst, so it is cached next to it under the same key."""
+    out = test_os / "root-nogrub.tar.zst"
+    if not out.exists():
+        plain = test_os / "root-nogrub.tar.part"
+        subprocess.run(["zstd", "-q", "-d", "-f", str(test_os / "root.tar.zst"), "-o", str(plain)],
+                       check=True)
+        subprocess.run(["tar", "--delete", "-f", str(plain), "--wildcards",
+                        "./usr/sbin/grub-*", "./usr/bin/grub-*"], check=True)
+        subprocess.run(["zstd", "-q", "-T0", "--rm", "-f", str(plain), "-o", str(out) + ".part"],
+                       check=True)
+        pathlib.Path(str(out) + ".part").rename(out)
+    listing = subprocess.run(["tar", "--zstd", "-tf", str(out)], check=True,
+                             capture_output=True, text=True).stdout.split()
+    assert "./usr/sbin/update-initramfs" in listing
+    assert not [n for n in listing if "/sbin/grub-" in n or "/bin/grub-" in n]
+    return out
+
+
+def _doc(sample, srv, test_os, root_target, tar=None):
     doc = json.loads((SAMPLES / sample).read_text())
-    tar = test_os / "root.tar.zst"
+    tar = tar or test_os / "root.tar.zst"
     doc["images"] = [{"uri": srv.guest_url(tar.name), "format": "tar", "target": root_target,
                       "checksum": _sha256(tar)}]
     doc.setdefault("bootloader", {})["kernel_params"] = "console=ttyS0"
@@ -121,3 +142,59 @@ def test_uefi_esp_lvm_root(make_vm, test_os):
         p, b, m = _provision_then_boot(make_vm, doc, "uefi", 1)
     TIMES["uefi"] = (p, b)
     assert m.group(1) != "none"
+
+
+def _uefi_second_disk_alone(make_vm, doc, case):
+    """Provision two disks under OVMF, then boot the second disk on its own. Returns the
+    provision log and the efibootmgr listing of the provisioning VM."""
+    t0 = time.monotonic()
+    vm = make_vm(disks=2, disk_size="4G", firmware="uefi", keep_disks=True)
+    run = vm.provision(doc, ["--debug"])
+    assert run.returncode == 0, run.log
+    # the NVRAM entries are made in the provisioning VM's firmware (the disk-only boot below
+    # starts from fresh firmware variables and so proves the removable path instead)
+    nvram = vm.ssh(["efibootmgr"]).stdout
+    vm.stop()
+    p = time.monotonic() - t0
+    t1 = time.monotonic()
+    booted = make_vm(disk_images=list(vm.disk_images)[1:], boot="disk", firmware="uefi")
+    m = booted.wait_console(MARKER, timeout=1800)
+    vm.keep_disks = False
+    TIMES[case] = (p, time.monotonic() - t1)
+    # the configdrive lives on the first disk: gone with it
+    assert m.group(1) == "none"
+    return run.log, nvram
+
+
+def _nvram_has(nvram, label):
+    return re.search(rf"^Boot\w+\* {re.escape(label)}(\t|$)", nvram, re.M)
+
+
+def test_uefi_esp_copy_lets_the_second_disk_boot_alone_with_the_ramdisks_grub(make_vm, test_os):
+    """ESP on each disk, root LVM on RAID1; the image has no grub at all. The ESP that the
+    ramdisk's grub-install filled is copied to the second disk's ESP, so the second disk boots
+    once the first is gone (OVMF falls back to EFI/BOOT/BOOTX64.EFI). The marker only prints in
+    multi-user.target, after local-fs.target: fstab's /boot/efi by UUID must find the copy (it
+    did not before copies took the primary's volume ID: emergency mode)."""
+    tar = _without_grub(test_os)
+    with FileServer(test_os) as srv:
+        doc = _doc("uefi-two-disk-raid-lvm.json", srv, test_os, "/", tar=tar)
+        log, nvram = _uefi_second_disk_alone(make_vm, doc, "uefi-esp-copy-drop0")
+    assert "grub-install from the ramdisk" in log
+    assert "wrote a minimal" in log
+    assert "copying the ESP onto /dev/vdb1" in log
+    assert _nvram_has(nvram, "debian") and _nvram_has(nvram, "debian (/dev/vdb)"), nvram
+
+
+def test_uefi_esp_on_md_raid1_lets_the_second_disk_boot_alone(make_vm, test_os):
+    """The other way to mirror an ESP: md RAID1 with metadata 1.0 over both ESP partitions,
+    the image's own grub, one NVRAM entry per member."""
+    with FileServer(test_os) as srv:
+        doc = _doc("uefi-two-disk-raid-lvm.json", srv, test_os, "/")
+        doc["raids"].append({"id": "md-esp", "name": "esp", "level": 1,
+                             "members": ["esp0", "esp1"], "metadata": "1.0"})
+        doc["filesystems"][0]["device"] = "md-esp"
+        log, nvram = _uefi_second_disk_alone(make_vm, doc, "uefi-md-esp-drop0")
+    assert "grub-install from the image" in log
+    assert "copying the ESP" not in log
+    assert _nvram_has(nvram, "debian") and _nvram_has(nvram, "debian (/dev/vdb)"), nvram
