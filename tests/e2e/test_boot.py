@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import time
+import typing
 
 import pytest
 
@@ -86,11 +87,22 @@ def _doc(sample, srv, test_os, root_target, tar=None):
     return doc
 
 
-def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False):
+class Booted(typing.NamedTuple):
+    provision_s: float
+    boot_s: float
+    marker: re.Match
+    log: str            # provision's log
+    seen: object        # what `inspect` read in the provisioning VM
+
+
+def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False, inspect=None):
+    """Provision, optionally `inspect(vm)` before power-off, then boot from the disks alone
+    (without the first one if drop_first) and wait for the marker."""
     t0 = time.monotonic()
     vm = make_vm(disks=disks, disk_size="4G", firmware=firmware, keep_disks=True)
     run = vm.provision(doc, ["--debug"])
     assert run.returncode == 0, run.log
+    seen = inspect(vm) if inspect else None
     vm.stop()
     provision_s = time.monotonic() - t0
     images = list(vm.disk_images)[1:] if drop_first else list(vm.disk_images)
@@ -98,16 +110,16 @@ def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False):
     booted = make_vm(disk_images=images, boot="disk", firmware=firmware)
     m = booted.wait_console(MARKER, timeout=1800)
     vm.keep_disks = False       # proven: the fixture's teardown may remove the images now
-    return provision_s, time.monotonic() - t1, m
+    return Booted(provision_s, time.monotonic() - t1, m, run.log, seen)
 
 
 def test_bios_single_disk(make_vm, test_os):
     with FileServer(test_os) as srv:
         doc = _doc("single-disk.json", srv, test_os, "/")
         doc["bootloader"]["boot_mode"] = "bios"
-        p, b, m = _provision_then_boot(make_vm, doc, "bios", 1)
-    TIMES["bios-single"] = (p, b)
-    assert m.group(1) != "none"
+        got = _provision_then_boot(make_vm, doc, "bios", 1)
+    TIMES["bios-single"] = (got.provision_s, got.boot_s)
+    assert got.marker.group(1) != "none"
 
 
 @pytest.fixture(scope="module")
@@ -139,31 +151,22 @@ def test_bios_raid1_boot_lvm_root(make_vm, raid1_disks, drop_first):
 def test_uefi_esp_lvm_root(make_vm, test_os):
     with FileServer(test_os) as srv:
         doc = _doc("uefi.json", srv, test_os, "/")
-        p, b, m = _provision_then_boot(make_vm, doc, "uefi", 1)
-    TIMES["uefi"] = (p, b)
-    assert m.group(1) != "none"
+        got = _provision_then_boot(make_vm, doc, "uefi", 1)
+    TIMES["uefi"] = (got.provision_s, got.boot_s)
+    assert got.marker.group(1) != "none"
 
 
 def _uefi_second_disk_alone(make_vm, doc, case):
     """Provision two disks under OVMF, then boot the second disk on its own. Returns the
-    provision log and the efibootmgr listing of the provisioning VM."""
-    t0 = time.monotonic()
-    vm = make_vm(disks=2, disk_size="4G", firmware="uefi", keep_disks=True)
-    run = vm.provision(doc, ["--debug"])
-    assert run.returncode == 0, run.log
-    # the NVRAM entries are made in the provisioning VM's firmware (the disk-only boot below
-    # starts from fresh firmware variables and so proves the removable path instead)
-    nvram = vm.ssh(["efibootmgr"]).stdout
-    vm.stop()
-    p = time.monotonic() - t0
-    t1 = time.monotonic()
-    booted = make_vm(disk_images=list(vm.disk_images)[1:], boot="disk", firmware="uefi")
-    m = booted.wait_console(MARKER, timeout=1800)
-    vm.keep_disks = False
-    TIMES[case] = (p, time.monotonic() - t1)
+    provision log and the efibootmgr listing of the provisioning VM: the NVRAM entries live in
+    that VM's firmware (the disk-only boot starts from fresh variables and so proves the
+    removable path instead)."""
+    got = _provision_then_boot(make_vm, doc, "uefi", 2, drop_first=True,
+                               inspect=lambda vm: vm.ssh(["efibootmgr"]).stdout)
+    TIMES[case] = (got.provision_s, got.boot_s)
     # the configdrive lives on the first disk: gone with it
-    assert m.group(1) == "none"
-    return run.log, nvram
+    assert got.marker.group(1) == "none"
+    return got.log, got.seen
 
 
 def _nvram_has(nvram, label):
