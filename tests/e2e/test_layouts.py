@@ -6,6 +6,7 @@ One VM serves the module, so each test also provisions over whatever the previou
 """
 
 import json
+import re
 import time
 
 import pytest
@@ -233,24 +234,41 @@ def test_vg_name_taken_on_an_unplanned_disk_exits_3_before_any_write(vm):
         clear_third_disk(vm)
 
 
+_KILL_ON_MOUNT = """
+import os, signal, sys, time
+pid = int(open("/tmp/kill.pid").read())
+deadline = time.monotonic() + 300
+while " /tmp/provision-target " not in open("/proc/mounts").read():
+    if time.monotonic() > deadline:
+        sys.exit("provision never mounted its target")
+    time.sleep(0.01)
+os.kill(pid, signal.SIGKILL)
+time.sleep(1)
+"""
+
+
 def test_killed_midway_then_rerun_succeeds(vm):
     clear_third_disk(vm)
     doc = SAMPLES / "two-disk-raid-lvm.json"
     vm.write_text("/tmp/kill.json", doc.read_text())
     vm.ssh("rm -f /tmp/kill.log; setsid provision --input_data_file /tmp/kill.json "
            "--log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null & echo $! > /tmp/kill.pid")
-    # kill -9 (no cleanup at all) once the arrays exist and a filesystem is mounted
-    waited = vm.ssh("for i in $(seq 1500); do grep -q ' /tmp/provision-target ' /proc/mounts "
-                    "&& break; sleep 0.2; done; kill -9 $(cat /tmp/kill.pid); sleep 1",
-                    timeout=400, check=False)
+    # kill -9 (no cleanup at all) once the arrays exist and a filesystem is mounted. A shell loop
+    # with `sleep 0.2` let the run go on for a few more steps (CI once saw it reach fstab), so the
+    # watcher polls every 10 ms and kills from the same process that saw the mount.
+    waited = vm.ssh("python3 -c '" + _KILL_ON_MOUNT + "'", timeout=400, check=False)
     mounts = vm.ssh("cat /proc/mounts").stdout
-    assert "/tmp/provision-target" in mounts, (
-        f"wait exited {waited.returncode}; still running:\n"
+    assert waited.returncode == 0 and "/tmp/provision-target" in mounts, (
+        f"watcher exited {waited.returncode}: {waited.stdout}{waited.stderr}\nstill running:\n"
         + vm.ssh("ps -eo pid,etimes,args | grep -v ' \\[' ", check=False).stdout
         + "\n--- kill.log tail\n" + vm.read_text("/tmp/kill.log")[-6000:])
-    steps = [line for line in vm.read_text("/tmp/kill.log").splitlines()
+    steps = [re.search(r"step (\d+)/(\d+): (.*)", line).groups()
+             for line in vm.read_text("/tmp/kill.log").splitlines()
              if "provision_agent.executor: step" in line]
-    assert " mount " in steps[-1] and "fstab" not in steps[-1], steps[-3:]
+    first_mount = min(int(n) for n, _, what in steps if what.startswith("mount "))
+    last, total = int(steps[-1][0]), int(steps[-1][1])
+    # killed with the target mounted: after the first mount began, before the final unmount
+    assert first_mount <= last < total, steps[-3:]
     provision(vm, doc)
     assert "Raid Level : raid1" in vm.mdadm_detail("/dev/md/os")
     rows, _ = fstab_of(vm, "/dev/os/root")

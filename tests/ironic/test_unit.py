@@ -156,10 +156,10 @@ def test_start_command_returns_while_provision_runs(tmp_path, shell):
     fake.write_text('#!/bin/sh\necho "args: $*"\nsleep 3\nexit 7\n')
     fake.chmod(0o755)
     cmd = remote.start_command(str(directory), str(fake), "ironic", ["--debug"])
-    t0 = time.monotonic()
     done = subprocess.run([shell, "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=10)
-    assert done.returncode == 0 and time.monotonic() - t0 < 2
+    # returned while the fake (3 s) still runs: no exit code recorded yet
+    assert done.returncode == 0
     assert not (directory / remote.EXIT_CODE).exists()
     deadline = time.monotonic() + 10
     while not (directory / remote.EXIT_CODE).exists() and time.monotonic() < deadline:
