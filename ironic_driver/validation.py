@@ -100,9 +100,16 @@ def check_instance(task, data_driver):
     matched in the ramdisk).
     """
     node = task.node
-    if not (node.instance_info or {}).get("image_source") \
-            and not (node.instance_info or {}).get("provision_layout"):
-        return   # not deploying yet: nothing to check
+    info = node.instance_info or {}
+    # Ironic empties instance_info on undeploy; a redeploy that forgot to set it again used to
+    # pass here and fail a minute later in the ramdisk. Refuse it before anything boots.
+    if data_driver == "native" and not info.get("provision_layout"):
+        raise exception.MissingParameterValue(
+            "instance_info/provision_layout is required with data_driver native")
+    if data_driver != "native" and not info.get("image_source"):
+        raise exception.MissingParameterValue(
+            "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
+            "set it again before every deploy)")
     from provision_agent import errors, pipeline
     if data_driver not in pipeline.data_driver_names():
         # Not installed (or not importable) next to the conductor: the ramdisk will judge.

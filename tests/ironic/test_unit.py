@@ -128,6 +128,37 @@ class TestWithNode(db_base.DbTestCase):
         upgrade.assert_not_called()
         self.assertEqual(before, self.node.updated_at)
 
+    def _validate(self, **instance_info):
+        self.config(ssh_private_key_file=self._key(), group="provision_agent")
+        self.node.instance_info = instance_info
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            task.driver.deploy.validate(task)
+
+    def _key(self):
+        # Ironic's test base forbids subprocesses: make the key in-process.
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+        key = os.path.join(self.useFixture(__import__("fixtures").TempDir()).path, "k")
+        with open(key, "wb") as f:
+            f.write(ed25519.Ed25519PrivateKey.generate().private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                serialization.NoEncryption()))
+        return key
+
+    def test_validate_refuses_a_node_without_an_image(self):
+        """After undeploy Ironic has emptied instance_info; a redeploy must be refused at
+        validate, not a minute later in the ramdisk."""
+        exc = self.assertRaises(exception.MissingParameterValue, self._validate)
+        self.assertIn("instance_info/image_source is required", str(exc))
+        self._validate(image_source="http://x/img", image_checksum="sha256:" + "0" * 64)
+
+    def test_validate_with_native_needs_a_layout(self):
+        self.config(data_driver="native", group="provision_agent")
+        exc = self.assertRaises(exception.MissingParameterValue, self._validate,
+                                image_source="http://x/img")
+        self.assertIn("instance_info/provision_layout is required", str(exc))
+
     def test_native_payload_needs_a_layout(self):
         self.node.instance_info = {"image_source": "x"}
         self.assertRaises(exception.InvalidParameterValue, validation.payload, self.node,
