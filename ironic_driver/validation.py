@@ -102,10 +102,8 @@ def check_instance(task, data_driver):
     node = task.node
     info = node.instance_info or {}
     # Ironic empties instance_info on undeploy; a redeploy that forgot to set it again used to
-    # pass here and fail a minute later in the ramdisk. Refuse it before anything boots.
-    if data_driver == "native" and not info.get("provision_layout"):
-        raise exception.MissingParameterValue(
-            "instance_info/provision_layout is required with data_driver native")
+    # pass here and fail a minute later in the ramdisk. Refuse it before anything boots
+    # (data_driver native needs a layout instead: payload() says so).
     if data_driver != "native" and not info.get("image_source"):
         raise exception.MissingParameterValue(
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "

@@ -79,11 +79,7 @@ class TestWithNode(db_base.DbTestCase):
 
     def test_bad_timeouts(self, ):
         self.config(poll_interval=100, deploy_timeout=50, group="provision_agent")
-        key = os.path.join(self.useFixture(__import__("fixtures").TempDir()).path, "k")
-        import paramiko
-        paramiko.Ed25519Key  # noqa: B018 (only checks the import)
-        os.system(f"ssh-keygen -q -t ed25519 -N '' -f {key}")
-        self.config(ssh_private_key_file=key, group="provision_agent")
+        self.config(ssh_private_key_file=self._key(), group="provision_agent")
         exc = self.assertRaises(exception.InvalidParameterValue, validation.check_options,
                                 deploy.OPTS())
         self.assertIn("must be smaller than deploy_timeout (50)", str(exc))
@@ -155,9 +151,9 @@ class TestWithNode(db_base.DbTestCase):
 
     def test_validate_with_native_needs_a_layout(self):
         self.config(data_driver="native", group="provision_agent")
-        exc = self.assertRaises(exception.MissingParameterValue, self._validate,
+        exc = self.assertRaises(exception.InvalidParameterValue, self._validate,
                                 image_source="http://x/img")
-        self.assertIn("instance_info/provision_layout is required", str(exc))
+        self.assertIn("data_driver native needs instance_info/provision_layout", str(exc))
 
     def test_native_payload_needs_a_layout(self):
         self.node.instance_info = {"image_source": "x"}
