@@ -5,6 +5,7 @@
     provision inventory                           print this machine's disks (IPA inventory format)
 """
 
+import importlib.metadata
 import json
 import logging
 import signal
@@ -13,11 +14,9 @@ import traceback
 
 from oslo_config import cfg
 
-from provision_agent import config, errors, inventory, pipeline, render
+from provision_agent import cli_args, errors, inventory, pipeline, render
 
 LOG = logging.getLogger("provision")
-
-SUBCOMMANDS = ("run", "validate", "inventory")
 
 DESCRIPTION = (
     "Provision this machine's disks from a JSON description: partitions, MD RAID, LVM, "
@@ -55,14 +54,16 @@ def setup_logging(debug, log_file):
         logging.getLogger(noisy).setLevel(logging.WARNING if not debug else logging.DEBUG)
 
 
+def version():
+    try:
+        return importlib.metadata.version("provision-agent")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def parse_args(argv, conf):
-    command = "run"
-    if argv and argv[0] in SUBCOMMANDS:
-        command, argv = argv[0], argv[1:]
-    config.register(conf)
-    conf(argv, project="provision-agent", prog="provision", default_config_files=[],
-         description=DESCRIPTION, epilog=EPILOG)
-    return command
+    return cli_args.parse(argv, conf, description=DESCRIPTION, epilog=EPILOG,
+                          version=version())
 
 
 def machine_disks(conf):
@@ -102,10 +103,14 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _interrupt)
     conf = cfg.ConfigOpts()
+    if not argv:
+        print(f"usage: {cli_args.USAGE}\nprovision: error: give the input with "
+              "--input_data_file or --input_data_url", file=sys.stderr)
+        return errors.EXIT_INVALID_INPUT
     try:
         command = parse_args(argv, conf)
-    except cfg.Error as exc:
-        print(f"provision: error: {exc}", file=sys.stderr)
+    except cli_args.UsageError as exc:
+        print(f"provision: error: {exc}\nusage: {cli_args.USAGE}", file=sys.stderr)
         return errors.EXIT_INVALID_INPUT
     setup_logging(conf.debug, conf.log_file)
     try:

@@ -93,3 +93,53 @@ def test_debug_shows_traceback_only_when_asked(tmp_path):
     rc, _, err = run_cli(tmp_path, sample("two-disk-raid-lvm"), inv="single-disk",
                          extra=["--debug"])
     assert rc == 3 and "Traceback" in err
+
+
+@pytest.mark.parametrize("extra,expected", [
+    (["--plan_format", "yaml"], "--plan_format: 'yaml' is not a valid value; accepted: text, json"),
+    (["--image_zero_target", "sometimes"],
+     "--image_zero_target: 'sometimes' is not a valid value; accepted: auto, always, never"),
+    (["--dryrun"], "--dryrun: did you mean --dry_run?"),
+])
+def test_bad_options_are_one_prefixed_error_with_exit_2(tmp_path, extra, expected):
+    rc, out, err = run_cli(tmp_path, sample("single-disk"), extra=extra)
+    assert rc == 2, err
+    assert err.startswith("provision: error: ")
+    assert expected in err
+    # One error line and the short usage, not oslo's page-long usage dump.
+    assert len(err.strip().splitlines()) == 2 and "--shell_completion" not in err
+
+
+def test_bad_value_from_a_config_file_is_an_option_error(tmp_path):
+    conf = tmp_path / "provision.conf"
+    conf.write_text("[DEFAULT]\nplan_format = yaml\n")
+    rc, _, err = run_cli(tmp_path, sample("single-disk"), extra=["--config-file", str(conf)])
+    assert rc == 2 and "--plan_format" in err and "accepted: text, json" in err
+
+
+def test_hyphenated_spelling_of_known_options_is_accepted(tmp_path):
+    inv = SAMPLES / "inventory" / "single-disk.json"
+    rc, out, err = run_cli(tmp_path, sample("single-disk"), inv="single-disk",
+                           extra=["--plan-format=json", "--inventory-file", str(inv)])
+    assert rc == 0, err
+    assert set(json.loads(out)) == {"layout", "steps"}
+
+
+def test_bare_provision_prints_usage_with_subcommands(capsys):
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert "usage: provision [run|validate|inventory]" in err
+    assert "--input_data_file or --input_data_url" in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == cli.version()
+
+
+def test_inventory_refuses_an_inventory_file_it_would_ignore(tmp_path, capsys):
+    inv = SAMPLES / "inventory" / "single-disk.json"
+    assert cli.main(["inventory", "--inventory_file", str(inv)]) == 2
+    assert "--inventory_file is for planning" in capsys.readouterr().err
