@@ -8,6 +8,7 @@
 import importlib.metadata
 import json
 import logging
+import os
 import signal
 import sys
 import traceback
@@ -72,13 +73,41 @@ def machine_disks(conf):
     return inventory.discover()
 
 
+# What the real run's preflight checks and only the live machine can answer.
+LIVE_ONLY_CHECKS = ("disks in use (mounted or swap)", "read-only disks",
+                    "kept partitions as they are on disk", "volume group and md array names "
+                    "held on disks the plan does not name")
+
+
+def check_live(planned, conf, disks):
+    """Refuse in validate and dry runs what the real run would refuse before its first write,
+    so that 'valid' and a printed plan never promise a run that cannot happen."""
+    if conf.inventory_file:
+        LOG.warning("planned against the recorded inventory %s: these checks need the live "
+                    "machine and were not run: %s", conf.inventory_file,
+                    "; ".join(LIVE_ONLY_CHECKS))
+        return
+    from provision_agent import preflight      # the drivers: only on the live machine
+    from provision_agent.drivers import blockinfo
+    from provision_agent.runner import Runner
+    # The real run first releases what an interrupted run left mounted under the target root;
+    # a dry run must not unmount anything, so it only leaves those mounts out of the check.
+    root = os.path.realpath(conf.target_root)
+    mounted = {src: where for src, where in blockinfo.mounted_sources().items()
+               if os.path.commonpath([root, os.path.realpath(where)]) != root}
+    preflight.check(planned, disks, Runner(), mounted=mounted)
+
+
 def run(command, conf):
     if command == "inventory":
         print(json.dumps({"inventory": {"disks": inventory.discover()}}, indent=2))
         return errors.EXIT_OK
     document = pipeline.read_input(conf.input_data_file, conf.input_data_url)
     layout = pipeline.load_layout(document, conf.data_driver)
-    planned = pipeline.build_plan(layout, machine_disks(conf))
+    disks = machine_disks(conf)
+    planned = pipeline.build_plan(layout, disks)
+    if command == "validate" or conf.dry_run:
+        check_live(planned, conf, disks)
     if command == "validate":
         print(f"valid: {len(planned.steps)} steps planned")
         return errors.EXIT_OK

@@ -143,3 +143,49 @@ def test_inventory_refuses_an_inventory_file_it_would_ignore(tmp_path, capsys):
     inv = SAMPLES / "inventory" / "single-disk.json"
     assert cli.main(["inventory", "--inventory_file", str(inv)]) == 2
     assert "--inventory_file is for planning" in capsys.readouterr().err
+
+
+def _live_machine(monkeypatch, mounted):
+    """This 'machine' is samples/inventory/single-disk.json with vda3 mounted as given."""
+    from provision_agent import inventory as inv_mod
+    from provision_agent import runner as runner_mod
+    from provision_agent.drivers import blockinfo
+    from tests.unit.fakes import FakeRunner
+
+    tree = {"blockdevices": [{"name": "vda", "path": "/dev/vda", "type": "disk", "children": [
+        {"name": "vda3", "path": "/dev/vda3", "type": "part", "fstype": "ext4"}]}]}
+    fake = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": "{}"})
+    disks = inv_mod.load(SAMPLES / "inventory" / "single-disk.json")
+    monkeypatch.setattr(inv_mod, "discover", lambda: disks)
+    monkeypatch.setattr(blockinfo, "mounted_sources", lambda: dict(mounted))
+    monkeypatch.setattr(blockinfo, "active_swaps", lambda: [])
+    monkeypatch.setattr(runner_mod, "Runner", lambda: fake)
+    return fake
+
+
+@pytest.mark.parametrize("command", [["validate"], ["--dry_run"]])
+def test_validate_and_dry_run_refuse_a_mounted_disk_on_the_live_machine(
+        monkeypatch, capsys, command):
+    fake = _live_machine(monkeypatch, {"/dev/vda3": "/"})
+    rc = cli.main(command + ["--input_data_file", str(SAMPLES / "single-disk.json")])
+    err = capsys.readouterr().err
+    assert rc == 3, err
+    assert "/dev/vda is in use: /dev/vda3 is mounted at /" in err
+    assert fake.writes() == []
+
+
+def test_dry_run_on_the_live_machine_ignores_what_a_killed_run_left_under_the_target(
+        monkeypatch, capsys, tmp_path):
+    _live_machine(monkeypatch, {"/dev/vda3": str(tmp_path / "target")})
+    rc = cli.main(["--dry_run", "--target_root", str(tmp_path / "target"),
+                   "--input_data_file", str(SAMPLES / "single-disk.json")])
+    assert rc == 0, capsys.readouterr().err
+
+
+def test_validate_with_an_inventory_says_which_checks_were_not_run(tmp_path, capsys):
+    inv = SAMPLES / "inventory" / "single-disk.json"
+    rc = cli.main(["validate", "--input_data_file", str(SAMPLES / "single-disk.json"),
+                   "--inventory_file", str(inv)])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "need the live machine and were not run" in err and "mounted or swap" in err
