@@ -56,16 +56,41 @@ def data_driver_names():
 
 
 def load_layout(document, driver_name="native"):
-    try:
-        mgr = sd_driver.DriverManager(DATA_DRIVER_NAMESPACE, driver_name,
-                                      invoke_on_load=True, invoke_args=(document,))
-    except Exception as exc:   # stevedore raises several types for "no such plugin"
-        if driver_name in data_driver_names():
-            raise
+    # Checked first: stevedore logs a WARNING of its own for a name it cannot load.
+    if driver_name not in data_driver_names():
         raise InputError([Problem("--data_driver", f"unknown data driver {driver_name!r}; "
-                                                   f"known: {', '.join(data_driver_names())}")]) \
-            from exc
-    return mgr.driver.layout()
+                                                   f"known: {', '.join(data_driver_names())}")])
+    mgr = sd_driver.DriverManager(DATA_DRIVER_NAMESPACE, driver_name,
+                                  invoke_on_load=True, invoke_args=(document,))
+    try:
+        return mgr.driver.layout()
+    except InputError:
+        other = guess_driver(document)
+        if other and other != driver_name:
+            # The schema errors of the wrong format are noise; the format is the problem.
+            raise InputError([Problem("$", f"this looks like {DRIVER_SHAPES[other][1]}, not "
+                                           f"input for the {driver_name!r} data driver: run "
+                                           f"with --data_driver {other}")]) from None
+        raise
+
+
+# Keys that only one format has at its top level, and how to name the format.
+DRIVER_SHAPES = {
+    "nailgun": ({"ks_meta"}, "Fuel's provision.json (it has 'ks_meta')"),
+    "ironic": ({"instance_info", "driver_internal_info"},
+               "Ironic node data (it has 'instance_info')"),
+    "native": ({"disks", "version"}, "the native format (it has 'version' and 'disks')"),
+}
+
+
+def guess_driver(document):
+    """The data driver whose format document has the shape of, or None."""
+    if not isinstance(document, dict):
+        return None
+    for name, (keys, _) in DRIVER_SHAPES.items():
+        if (keys <= document.keys()) if name == "native" else (keys & document.keys()):
+            return name
+    return None
 
 
 def complete(layout):

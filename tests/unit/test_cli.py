@@ -189,3 +189,21 @@ def test_validate_with_an_inventory_says_which_checks_were_not_run(tmp_path, cap
     assert rc == 0
     err = capsys.readouterr().err
     assert "need the live machine and were not run" in err and "mounted or swap" in err
+
+
+@pytest.mark.parametrize("name,driver,hint", [
+    ("provision", "native", "--data_driver nailgun"),
+    ("ironic-layout", "native", "--data_driver ironic"),
+    ("single-disk", "nailgun", "--data_driver native"),
+])
+def test_a_document_for_another_data_driver_says_which(tmp_path, name, driver, hint):
+    rc, _, err = run_cli(tmp_path, sample(name), extra=["--data_driver", driver])
+    assert rc == 2
+    assert hint in err
+    # Only the hint: the wrong format's schema errors would bury it.
+    assert "required property" not in err and "invalid input (1)" in err
+
+
+def test_unknown_data_driver_logs_no_stevedore_warning(tmp_path):
+    rc, _, err = run_cli(tmp_path, sample("single-disk"), extra=["--data_driver", "nope"])
+    assert rc == 2 and "WARNING" not in err and "stevedore" not in err
