@@ -34,7 +34,9 @@ EPILOG = (
     "Exit codes: 0 success; 1 unexpected error; 2 invalid input (schema or semantic, every "
     "problem listed with its location); 3 the machine does not match (disk not found, "
     "ambiguous or too small); 4 a command failed while executing; 5 image error (download, "
-    "checksum, format). Tracebacks are shown only with --debug.")
+    "checksum, format); 6 the input document could not be fetched (--input_data_url: "
+    "unreachable, refused, HTTP error or TLS failure, after retries). "
+    "Tracebacks are shown only with --debug.")
 
 
 def setup_logging(debug, log_file):
@@ -102,7 +104,9 @@ def run(command, conf):
     if command == "inventory":
         print(json.dumps({"inventory": {"disks": inventory.discover()}}, indent=2))
         return errors.EXIT_OK
-    document = pipeline.read_input(conf.input_data_file, conf.input_data_url)
+    document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
+                                   ca_bundle=conf.input_data_ca_bundle,
+                                   insecure=conf.input_data_insecure)
     layout = pipeline.load_layout(document, conf.data_driver)
     disks = machine_disks(conf)
     planned = pipeline.build_plan(layout, disks)

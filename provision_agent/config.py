@@ -12,7 +12,14 @@ cli_opts = [
     cfg.StrOpt("input_data_file",
                help="Path of the JSON document that describes the provisioning."),
     cfg.StrOpt("input_data_url",
-               help="HTTP(S) URL to fetch the JSON document from instead of a file."),
+               help="HTTP(S) URL to fetch the JSON document from instead of a file. "
+                    "Connection failures, timeouts and HTTP 5xx/429 are retried 4 times; "
+                    "what still fails exits 6."),
+    cfg.StrOpt("input_data_ca_bundle",
+               help="CA bundle (PEM file) to verify an HTTPS --input_data_url with instead of "
+                    "the system's."),
+    cfg.BoolOpt("input_data_insecure", default=False,
+                help="Do not verify the TLS certificate of an HTTPS --input_data_url."),
     cfg.StrOpt("data_driver", default="native",
                help="Data driver that translates the input document: 'native' (our schema), "
                     "'nailgun' (Fuel provision.json) or 'ironic' (Ironic node data)."),

@@ -2,7 +2,7 @@
 
 Exit codes (also in the README and `provision --help`):
   0 success, 1 unexpected, 2 invalid input, 3 machine does not match,
-  4 a command failed while executing, 5 image error.
+  4 a command failed while executing, 5 image error, 6 the input document could not be fetched.
 """
 
 from dataclasses import dataclass
@@ -13,6 +13,7 @@ EXIT_INVALID_INPUT = 2
 EXIT_MACHINE_MISMATCH = 3
 EXIT_COMMAND_FAILED = 4
 EXIT_IMAGE_ERROR = 5
+EXIT_INPUT_UNREACHABLE = 6
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,13 @@ class ImageError(ProvisionError):
     """Download, checksum, decompression or format problem with an image."""
 
     exit_code = EXIT_IMAGE_ERROR
+
+
+class InputUnreachable(ProvisionError):
+    """--input_data_url could not be fetched: nothing is known about the input yet."""
+
+    exit_code = EXIT_INPUT_UNREACHABLE
+
+    def __init__(self, where, reason):
+        self.where, self.reason = where, reason
+        super().__init__(f"cannot fetch the input document from {where}: {reason}")

@@ -8,11 +8,10 @@ import json
 import logging
 from dataclasses import dataclass
 
-import requests
 from stevedore import driver as sd_driver
 from stevedore import extension
 
-from provision_agent import model, planner, resolve, validate
+from provision_agent import input_source, model, planner, resolve, validate
 from provision_agent.errors import InputError, MachineMismatch, Problem
 from provision_agent.units import parse_size
 
@@ -27,28 +26,69 @@ class Planned:
     steps: list
 
 
-def read_input(path=None, url=None, timeout=60):
+MAX_DEPTH = 64     # the deepest real document (Fuel's) nests 7 levels
+
+
+def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
     if bool(path) == bool(url):
         raise InputError([Problem("options", "give exactly one of --input_data_file and "
                                              "--input_data_url")])
-    where = path or url
+    where = path or input_source.shown(url)
+    if path:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as exc:
+            raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
+    else:
+        raw = input_source.fetch(url, ca_bundle=ca_bundle, insecure=insecure)
+    return parse_document(raw, where)
+
+
+def _finite(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:20]} is too large")
+    return value
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_document(raw, where):
+    """JSON text (bytes or str) → document, or InputError with the place of the problem."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError([Problem(f"{where}: byte {exc.start}",
+                                      "not UTF-8 text (a JSON document must be UTF-8)")])
     try:
-        if path:
-            with open(path) as f:
-                text = f.read()
-        else:
-            resp = requests.get(url, timeout=timeout)
-            resp.raise_for_status()
-            text = resp.text
-    except OSError as exc:
-        raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
-    except requests.RequestException as exc:
-        raise InputError([Problem(where, f"cannot fetch input: {exc}")])
-    try:
-        return json.loads(text)
+        document = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise InputError([Problem(f"{where}:{exc.lineno}:{exc.colno}",
                                   f"not valid JSON: {exc.msg}")])
+    except ValueError as exc:
+        raise InputError([Problem(where, f"not valid JSON: {exc}")])
+    except RecursionError:
+        raise InputError([Problem(where, f"nested deeper than {MAX_DEPTH} levels")])
+    if _depth_exceeds(document, MAX_DEPTH):
+        raise InputError([Problem(where, f"nested deeper than {MAX_DEPTH} levels")])
+    return document
+
+
+def _depth_exceeds(document, limit):
+    # Iterative: the point is to refuse what recursive code downstream could not walk.
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children)
+    return False
 
 
 def data_driver_names():

@@ -1,5 +1,5 @@
 """provision fetches its input over HTTP inside the real ramdisk (requests, DNS-less URL to the
-host through qemu's user network), and a missing document is invalid input (exit 2)."""
+host through qemu's user network), and a missing document is a fetch failure (exit 6)."""
 
 import json
 
@@ -24,5 +24,5 @@ def test_dry_run_from_input_data_url(shared_vm, tmp_path):
     assert [d["device"] for d in plan["layout"]["disks"]] == ["/dev/vda", "/dev/vdb"]
     assert plan["steps"], "a dry run of a two-disk RAID+LVM layout plans steps"
     assert "/layout.json" in srv.requested
-    assert missing.returncode == 2, missing.stderr
+    assert missing.returncode == 6, missing.stderr
     assert "nope.json" in missing.stderr

@@ -1,0 +1,87 @@
+"""Fetching the input document from --input_data_url.
+
+A provisioning network drops and refuses connections while switches and servers come up, so
+transient failures are retried (as image downloads are); what still fails is reported as a
+fetch failure (its own exit code), not as invalid input: the document was never seen.
+"""
+
+import logging
+import urllib.parse
+
+import requests
+import tenacity
+
+from provision_agent.errors import InputUnreachable
+
+LOG = logging.getLogger(__name__)
+
+ATTEMPTS = 4
+MAX_BYTES = 16 << 20       # an input document is kilobytes; a larger answer is not one
+_RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+class _Transient(Exception):
+    pass
+
+
+def shown(url):
+    """The URL without credentials or query string (signed URLs carry their key there)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port:
+        host += f":{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATTEMPTS,
+          wait=tenacity.wait_exponential(multiplier=1, max=8)):
+    """The document's text. Raises InputUnreachable naming the URL (shown()) and the reason."""
+    verify = False if insecure else (ca_bundle or True)
+    retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(attempts), wait=wait,
+                                 retry=tenacity.retry_if_exception_type(_Transient),
+                                 reraise=True)
+    try:
+        for attempt in retrying:
+            with attempt:
+                return _get(url, verify, timeout)
+    except _Transient as exc:
+        raise InputUnreachable(shown(url), f"{exc} (gave up after {attempts} attempts)") \
+            from None
+
+
+def _get(url, verify, timeout):
+    try:
+        with requests.get(url, timeout=timeout, verify=verify, stream=True) as resp:
+            if resp.status_code in _RETRY_STATUS:
+                raise _Transient(f"HTTP {resp.status_code} {resp.reason}")
+            if resp.status_code >= 400:
+                raise InputUnreachable(shown(url), f"HTTP {resp.status_code} {resp.reason}")
+            body = resp.raw.read(MAX_BYTES + 1, decode_content=True)
+    except requests.exceptions.SSLError as exc:
+        raise InputUnreachable(shown(url), f"TLS verification failed ({_reason(exc)}); give "
+                                           "the CA with --input_data_ca_bundle") from None
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        LOG.info("fetching the input from %s: %s; retrying", shown(url), _reason(exc))
+        raise _Transient(_reason(exc)) from None
+    except requests.RequestException as exc:
+        raise InputUnreachable(shown(url), _reason(exc)) from None
+    if len(body) > MAX_BYTES:
+        raise InputUnreachable(shown(url), f"the answer is larger than {MAX_BYTES} bytes; "
+                                           "that is not an input document")
+    return body.decode("utf-8", errors="strict") if isinstance(body, bytes) else body
+
+
+def _reason(exc):
+    """urllib3's text names pools and objects; keep the part a person can act on."""
+    text = str(exc)
+    for marker, plain in (("Connection refused", "connection refused"),
+                          ("Name or service not known", "host name not found"),
+                          ("Temporary failure in name resolution", "host name not found"),
+                          ("timed out", "timed out"), ("No route to host", "no route to host"),
+                          ("Network is unreachable", "network unreachable"),
+                          ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed")):
+        if marker in text:
+            return plain
+    return type(exc).__name__
