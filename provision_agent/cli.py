@@ -85,7 +85,7 @@ def check_live(planned, conf, disks):
     """Refuse in validate and dry runs what the real run would refuse before its first write,
     so that 'valid' and a printed plan never promise a run that cannot happen."""
     if conf.inventory_file:
-        LOG.warning("planned against the recorded inventory %s: these checks need the live "
+        LOG.info("planned against the recorded inventory %s: these checks need the live "
                     "machine and were not run: %s", conf.inventory_file,
                     "; ".join(LIVE_ONLY_CHECKS))
         return

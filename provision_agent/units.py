@@ -17,6 +17,9 @@ UNITS = {
     "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3, "TB": 1000 ** 4,
 }
 
+# No disk is larger, and sector numbers past it overflow the tools' 64-bit arithmetic.
+MAX_BYTES = 1 << 63
+
 _SIZE_RE = re.compile(r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]+|%)?\s*$")
 
 
@@ -54,8 +57,8 @@ def parse_size(value, default_unit="MiB"):
         raise ValueError(f"{value!r} is not a size")
     if isinstance(value, (int, float)):
         if value < 0:
-            raise ValueError(f"size {value} is negative")
-        return Size(bytes=int(value * UNITS[default_unit]))
+            raise ValueError("a size may not be negative")
+        return Size(bytes=_bounded(value * UNITS[default_unit]))
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a size")
     if value.strip().lower() == "remaining":
@@ -72,7 +75,13 @@ def parse_size(value, default_unit="MiB"):
     canonical = {u.lower(): u for u in UNITS}.get(unit.lower())
     if canonical is None:
         raise ValueError(f"{value!r}: unknown unit {unit!r} (use one of {', '.join(UNITS)} or %)")
-    return Size(bytes=int(num * UNITS[canonical]))
+    return Size(bytes=_bounded(num * UNITS[canonical]))
+
+
+def _bounded(nbytes):
+    if not nbytes <= MAX_BYTES:      # also NaN and infinity
+        raise ValueError("a size larger than 8 EiB is larger than any disk")
+    return int(nbytes)
 
 
 def align_up(value, alignment):

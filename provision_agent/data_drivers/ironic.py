@@ -10,7 +10,9 @@ root disk, or a partition image with Ironic's partitions. Rules and reasons: doc
 
 import copy
 
-from provision_agent.data_drivers import native
+import jsonschema
+
+from provision_agent.data_drivers import native, shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
 
@@ -28,16 +30,30 @@ CHECKSUM_ALGOS = ("md5", "sha256", "sha512")
 ROOT_DISK = "root-disk"
 
 
+_STR = {"type": ["string", "null"]}
+# The types of what the translation reads (shape.py); root_gb and friends may be strings in
+# Ironic, so _int() converts those itself.
+_SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
+    "boot_mode": _STR, "layout": {"type": ["object", "null"]},
+    "properties": {"type": ["object", "null"], "properties": {
+        "root_device": {"type": ["object", "null"]}}},
+    # instance_info's own type: native_document says what is missing in its own words.
+    "instance_info": {"properties": dict(
+        {key: _STR for key in ("image_source", "image_url", "image_os_hash_algo",
+                               "image_os_hash_value", "image_checksum", "image_disk_format",
+                               "kernel", "ramdisk", "ephemeral_format", "image_fs_type")},
+        capabilities={"type": ["object", "string", "null"]},
+        configdrive={"type": ["object", "string", "null"]})}}})
+
+
 class IronicDriver(DataDriver):
     def layout(self):
         return native.NativeDriver(self.native_document()).layout()
 
     def native_document(self):
-        problems = []
+        problems, data = shape.check(self.data, _SHAPE, what="Ironic document")
+        data = {} if data is None else data
         add = lambda where, msg: problems.append(Problem(where, msg))  # noqa: E731
-        data = self.data if isinstance(self.data, dict) else {}
-        if not isinstance(self.data, dict):
-            add("$", "the Ironic document is a JSON object")
         info = data.get("instance_info")
         if not isinstance(info, dict):
             add("instance_info", "missing: the node's instance_info object")

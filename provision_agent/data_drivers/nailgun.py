@@ -10,7 +10,8 @@ The rules, field by field, are in docs/nailgun-mapping.md.
 import logging
 import re
 
-from provision_agent.data_drivers import native
+from provision_agent.data_drivers import nailgun_shape, native
+from provision_agent.data_drivers.nailgun_shape import space_where
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
                                                          wants_configdrive)
@@ -40,11 +41,6 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def space_where(i, space):
-    name = space.get("name") or space.get("id") or "?"
-    return f"ks_spaces[{i}] ({name})"
-
-
 def disk_hints(space):
     """One native hint. Fuel accepts any of its identifiers; native hints must all match, so only
     the most stable one is used: a by-path id, a by-id id, the first `extra` by-id link, a name."""
@@ -67,10 +63,13 @@ class NailgunDriver(DataDriver):
         return native.NativeDriver(self.native_document()).layout()
 
     def native_document(self):
-        t = _Translation(self.data)
+        shape, data = nailgun_shape.check(self.data)
+        if data is None:
+            raise InputError(shape)
+        t = _Translation(data)
         doc = t.run()
-        if t.problems:
-            raise InputError(t.problems)
+        if shape or t.problems:
+            raise InputError(shape + t.problems)
         return doc
 
 

@@ -22,7 +22,10 @@ def run_cli(tmp_path, doc, inv="three-disks", extra=(), raw=None):
     from provision_agent import cli
 
     path = tmp_path / "input.json"
-    path.write_text(raw if raw is not None else json.dumps(doc))
+    if isinstance(raw, bytes):
+        path.write_bytes(raw)
+    else:
+        path.write_text(raw if raw is not None else json.dumps(doc))
     inv_path = tmp_path / "inventory.json"
     inv_path.write_text(json.dumps(inventory(inv) if isinstance(inv, str) else inv))
     out, err = io.StringIO(), io.StringIO()

@@ -1,0 +1,74 @@
+"""The types of the parts of Fuel's provision.json that the nailgun driver reads (shape.py
+says why and how they are checked), and places named as the translation names them."""
+
+import jsonschema
+
+from provision_agent.data_drivers import shape
+
+_STR = {"type": "string"}
+_NUM = {"type": "number"}
+_STRS = {"type": "array", "items": _STR}
+_BOOLISH = {"type": ["boolean", "integer", "string", "null"]}
+
+# A volume's type and size and a space's type are left to the translation, which says what
+# they must be in Fuel's own terms.
+_VOLUME = {"type": "object", "properties": {
+    "mount": {"type": ["string", "null"]},
+    "file_system": {"type": ["string", "null"]}, "keep_data": _BOOLISH,
+    "partition_guid": {"type": ["string", "null"]}, "vg": {"type": ["string", "null"]},
+    "lvm_meta_size": _NUM, "disk_label": {"type": ["string", "null"]},
+    "name": {"type": ["string", "null"]}}}
+
+_SPACE = {"type": "object", "properties": {
+    "id": {"type": ["string", "integer"]}, "name": {"type": ["string", "null"]},
+    "size": _NUM, "extra": {"type": ["array", "null"], "items": _STR},
+    "volumes": {"type": "array", "items": _VOLUME}}}
+
+_ACCOUNT = {"type": "object", "properties": {
+    "name": _STR, "password": _STR, "ssh_keys": _STRS, "shell": _STR, "homedir": _STR,
+    "sudo": {"type": ["array", "string", "boolean"], "items": _STR}}}
+
+SCHEMA = {"type": "object", "properties": {
+    "hostname": _STR, "name": _STR, "uid": {"type": ["string", "integer"]},
+    "interfaces": {"type": "object", "additionalProperties": {"type": "object"}},
+    "ks_meta": {"type": "object", "properties": {
+        "pm_data": {"type": "object", "properties": {
+            "ks_spaces": {"type": "array", "items": _SPACE},
+            "kernel_params": {"type": ["string", "null"]}}},
+        "image_data": {"type": ["object", "null"], "additionalProperties": {
+            "type": "object", "properties": {"uri": _STR, "format": _STR,
+                                             "container": _STR}}},
+        "authorized_keys": {"type": ["array", "string", "null"], "items": _STR},
+        "auth_key": {"type": ["string", "null"]},
+        "user_accounts": {"type": ["array", "null"], "items": _ACCOUNT},
+        "repo_setup": {"type": ["object", "null"], "properties": {
+            "repos": {"type": ["array", "null"], "items": {"type": "object"}}}},
+        "timezone": {"type": ["string", "null"]}}}}}
+
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def space_where(i, space):
+    named = [space.get("name"), space.get("id")] if isinstance(space, dict) else []
+    name = next((v for v in named if isinstance(v, (str, int)) and not isinstance(v, bool)
+                 and v != ""), "?")
+    return f"ks_spaces[{i}] ({name})"
+
+
+def fuel_path(document, parts):
+    """ks_meta.pm_data.ks_spaces[0].volumes[2].mount → ks_spaces[0] (sda) volumes[2].mount,
+    as the translation names places (docs/nailgun-mapping.md); elsewhere dotted from the top."""
+    parts = list(parts)
+    if parts[:3] == ["ks_meta", "pm_data", "ks_spaces"] and len(parts) > 3:
+        out = space_where(parts[3], document["ks_meta"]["pm_data"]["ks_spaces"][parts[3]])
+        rest = parts[4:]
+        if rest[:1] == ["volumes"] and len(rest) > 1:
+            out += f" volumes[{rest[1]}]"
+            rest = rest[2:]
+        return out + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest)
+    return shape.dotted(parts)
+
+
+def check(document):
+    """(problems, document without its wrongly typed values): see shape.check."""
+    return shape.check(document, _VALIDATOR, fuel_path, "Fuel provision data")
