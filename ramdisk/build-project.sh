@@ -36,6 +36,12 @@ fi
 site=$stage/usr/lib/python3/dist-packages
 "$venv/bin/pip" install -q --no-deps --no-compile --target "$site" "$work"/wheels/*.whl
 rm -rf "$site/bin"
+# Binary wheels for the ramdisk's python3 (bookworm: CPython 3.11, glibc 2.36), whatever
+# Python builds the ramdisk.
+"$venv/bin/pip" install -q --no-deps --no-compile --only-binary=:all: --target "$site" \
+  --python-version 3.11 --implementation cp --abi cp311 \
+  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux_2_28_x86_64 -r "$here/wheels.txt" 2> >(grep -v "^WARNING: Location" >&2)
 
 # Console scripts for the ramdisk's python3 (pip would write the build venv's path).
 mkdir -p "$stage/usr/bin"

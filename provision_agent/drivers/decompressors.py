@@ -5,9 +5,14 @@ GiBs. 'auto' looks at the magic bytes, never at the file name. A stream that end
 compressed end marker is an ImageError (a truncated download must never look like success).
 Plugins: stevedore namespace `provision_agent.decompressors` (a callable(reader) -> reader).
 zlib, lzma, bz2 and zstandard release the GIL, so a decompress thread overlaps the others.
+gzip inflates through zlib-ng (PyPI zlib-ng, a dependency, and in the ramdisk) where it imports,
+else ISA-L (PyPI isal), else the standard zlib: the same stream format at 2.3-2.5x zlib's speed
+(benchmarks/gzip_inflate.py; zlib-ng measured ~8 % ahead of ISA-L in our reader).
 """
 
 import bz2
+import importlib
+import logging
 import lzma
 import zlib
 
@@ -16,7 +21,11 @@ import zstandard
 from provision_agent.drivers.image_zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
 
+LOG = logging.getLogger(__name__)
+
 NAMESPACE = "provision_agent.decompressors"
+# Fastest first (measured: benchmarks/gzip_inflate.py); each has zlib's decompressobj API.
+GZIP_BACKENDS = ("zlib_ng.zlib_ng", "isal.isal_zlib", "zlib")
 IN_CHUNK = 1 << 20
 MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -33,11 +42,22 @@ def detect(head):
     return "none"
 
 
+def gzip_backend(names=GZIP_BACKENDS):
+    """The first of names that imports: a module with zlib's decompressobj()/error."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            LOG.debug("gzip backend %s is not installed", name)
+    return zlib
+
+
 class _Multi:
     """gzip/xz/bzip2 share one shape: a decompressor object with max_length and eof, restarted
     for concatenated members (pigz -i, pbzip2 and `cat a.gz b.gz` produce several)."""
 
     name = "?"
+    _error = zlib.error
 
     def __init__(self, reader):
         self._src = reader
@@ -64,7 +84,7 @@ class _Multi:
                                      "before the end of the compressed data")
             try:
                 out = self._feed(n)
-            except (zlib.error, lzma.LZMAError, OSError, EOFError) as exc:
+            except (zlib.error, self._error, lzma.LZMAError, OSError, EOFError) as exc:
                 raise ImageError(f"{self.name} data is corrupt: {exc}") from exc
             if out:
                 return out
@@ -76,8 +96,13 @@ class _Multi:
 class Gzip(_Multi):
     name = "gzip"
 
+    def __init__(self, reader, backend=None):
+        self.backend = backend or gzip_backend()
+        self._error = self.backend.error
+        super().__init__(reader)
+
     def _new(self):
-        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        return self.backend.decompressobj(wbits=16 + zlib.MAX_WBITS)
 
     def _needs_input(self):
         return not self._obj.unconsumed_tail

@@ -18,6 +18,10 @@ def test_python_dependencies_import(shared_vm):
     mods = "oslo_config stevedore pyudev requests jsonschema tenacity zstandard ironic_lib"
     shared_vm.ssh(f"python3 -c 'import {mods.replace(' ', ',')}'")
     shared_vm.ssh("python3 -c 'import provision_agent.cli'")
+    # gzip images inflate through zlib-ng (a PyPI wheel in the project layer), not zlib.
+    backend = shared_vm.ssh(["python3", "-c", "from provision_agent.drivers import "
+                             "decompressors; print(decompressors.gzip_backend().__name__)"])
+    assert backend.stdout.strip() == "zlib_ng.zlib_ng"
 
 
 def test_sshd_is_key_only(shared_vm):

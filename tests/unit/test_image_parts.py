@@ -1,6 +1,7 @@
 """The image pipeline's parts on their own: zstd frame walking on real `zstd` output, checksum
 parsing, the block writer's zero skipping and sizes, progress output, format commands, TLS."""
 
+import gzip
 import io
 import logging
 import os
@@ -8,6 +9,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+import zlib
 
 import pytest
 
@@ -250,3 +252,38 @@ def test_https_verified_by_default_with_ca_bundle_or_insecure(https_server):
         image_sources.open_source(srv.url)
     assert _read(image_sources.open_source(srv.url, ca_bundle=cert)) == DATA
     assert _read(image_sources.open_source(srv.url, tls_verify=False)) == DATA
+
+
+GZIP_BACKENDS = [pytest.param(name, id=name) for name in decompressors.GZIP_BACKENDS]
+
+
+@pytest.mark.parametrize("name", GZIP_BACKENDS)
+def test_every_gzip_backend_reads_members_and_refuses_truncation_and_corruption(name):
+    backend = decompressors.gzip_backend((name,))
+    assert backend.__name__ == name, f"{name} must be installed where the tests run"
+    two = gzip.compress(DATA) + gzip.compress(b"second member")
+    reader = decompressors.Gzip(io.BytesIO(two), backend=backend)
+    out = b"".join(iter(lambda: reader.read(1 << 16), b""))
+    assert out == DATA + b"second member"
+    with pytest.raises(ImageError, match="truncated"):
+        r = decompressors.Gzip(io.BytesIO(two[:len(two) // 3]), backend=backend)
+        while r.read(1 << 16):
+            pass
+    bad = bytearray(gzip.compress(DATA))
+    bad[len(bad) // 2] ^= 0xFF
+    with pytest.raises(ImageError, match="corrupt"):
+        r = decompressors.Gzip(io.BytesIO(bytes(bad)), backend=backend)
+        while r.read(1 << 16):
+            pass
+
+
+def test_gzip_backend_is_the_first_that_imports(monkeypatch):
+    import sys
+    assert decompressors.gzip_backend().__name__ == decompressors.GZIP_BACKENDS[0]
+    for name in ("zlib_ng", "zlib_ng.zlib_ng"):
+        monkeypatch.setitem(sys.modules, name, None)       # as if not installed
+    assert decompressors.gzip_backend().__name__ == "isal.isal_zlib"
+    for name in ("isal", "isal.isal_zlib"):
+        monkeypatch.setitem(sys.modules, name, None)
+    assert decompressors.gzip_backend() is zlib
+    assert decompressors.Gzip(io.BytesIO(b"")).backend is zlib
