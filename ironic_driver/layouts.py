@@ -177,7 +177,10 @@ def template_step(task):
     instance's traits, or None. Refuses an order in which the step would run too late."""
     from ironic.objects import deploy_template
     traits = (task.node.instance_info or {}).get("traits")
-    if not traits or not isinstance(traits, list):
+    if not isinstance(traits, list):
+        return None     # malformed traits are Ironic's to refuse (validate_instance_info_traits)
+    traits = [t for t in traits if isinstance(t, str)]
+    if not traits:
         return None
     found = []
     for template in deploy_template.DeployTemplate.list_by_names(task.context, traits):
