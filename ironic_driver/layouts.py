@@ -163,6 +163,15 @@ def choose(node, step=RECORDED):
 def record_step(node, value):
     """What the set_layout step does: resolve its argument now and keep it for this deploy."""
     where = f"deploy step deploy.{STEP}"
+    for step in (node.driver_internal_info or {}).get("deploy_steps") or []:
+        # validate() only sees templates: steps given with `baremetal node deploy
+        # --deploy-steps` are first checked here, when provision may already have run.
+        if (step.get("interface"), step.get("step")) == ("deploy", STEP) \
+                and step.get("priority", 0) <= DEPLOY_STEP_PRIORITY:
+            raise exception.InstanceDeployFailure(
+                f"{where} ran with priority {step.get('priority')}, after the deploy step "
+                f"(priority {DEPLOY_STEP_PRIORITY}) had already handed the ramdisk its layout; "
+                f"give it a priority above {DEPLOY_STEP_PRIORITY}")
     name, layout = resolve(value, where)
     node.set_driver_internal_info(STEP_KEY, {"source": where, "name": name, "layout": layout})
     return Choice(where, name, layout)

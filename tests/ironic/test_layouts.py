@@ -215,6 +215,33 @@ class TestDeployStepsRunByIronic(LayoutCase):
         self.assertEqual("from-template", info[layouts.STEP_KEY]["name"])
         self.assertEqual("from-template", _mark(validation.payload(self.node, "ironic")))
 
+    def test_deploy_steps_given_with_the_deploy_request_choose_the_layout_too(self):
+        self._set(driver="node-default")
+        self.node.provision_state = states.DEPLOYING
+        self.node.target_provision_state = states.ACTIVE
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            deployments.do_node_deploy(task, deploy_steps=[{
+                "interface": "deploy", "step": layouts.STEP, "priority": 150,
+                "args": {"layout": "from-template"}}])
+        self.node.refresh()
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+        self.assertEqual("from-template", _mark(validation.payload(self.node, "ironic")))
+
+    def test_a_step_run_after_the_deploy_step_fails_instead_of_being_ignored(self):
+        # `baremetal node deploy --deploy-steps` with a low priority: validate never saw it.
+        self.node.set_driver_internal_info("deploy_steps", [
+            {"interface": "deploy", "step": "deploy", "priority": 100, "args": {}},
+            {"interface": "deploy", "step": layouts.STEP, "priority": 90,
+             "args": {"layout": "from-template"}}])
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            exc = self.assertRaises(exception.InstanceDeployFailure,
+                                    task.driver.deploy.set_layout, task, "from-template")
+        self.assertIn("priority 90, after the deploy step", str(exc))
+        self.node.refresh()
+        self.assertNotIn(layouts.STEP_KEY, self.node.driver_internal_info)
+
     def test_prepare_forgets_an_earlier_deploys_step_layout(self):
         layouts.record_step(self.node, "from-template")
         self.node.provision_state = states.DEPLOYING
