@@ -184,12 +184,16 @@ lock_path = {self.dir}/locks
 """)
         self.proc = None
 
-    def start(self, timeout=60):
+    def launch(self, env=None):
+        """Starts the process without waiting for it to serve."""
         subprocess.run([bin_path("ironic-dbsync"), "--config-file", self.conf, "create_schema"],
                        check=True, capture_output=True)
         self.out = open(os.path.join(self.dir, "ironic.out"), "w")
         self.proc = subprocess.Popen([bin_path("ironic"), "--config-file", self.conf],
-                                     stdout=self.out, stderr=subprocess.STDOUT)
+                                     stdout=self.out, stderr=subprocess.STDOUT, env=env)
+
+    def start(self, timeout=60):
+        self.launch()
         wait_for(self._up, timeout, what="the Ironic API")
         # The API answers before the conductor has registered its drivers.
         wait_for(lambda: self.get("/v1/drivers").get("drivers"), timeout,

@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from tests.ironic import guide, realenv
+from tests.ironic.conftest import require
 
 ROOT = guide.ROOT
 INVENTORY = os.path.join(ROOT, "samples", "inventory", "three-disks.json")
@@ -149,6 +150,33 @@ def test_a_layout_that_cannot_fit_the_inspected_machine_is_refused(server, ramdi
     node = _show(env)
     assert node["provision_state"] == "available"
     assert "provision_phase" not in node["driver_internal_info"]   # never powered on
+
+
+def test_a_conductor_without_paramiko_names_the_extra(tmp_path):
+    """The guide's install section: a conductor with the plain install (no [ironic] extra)
+    cannot load the interface, and its log says what to install."""
+    require(not realenv.missing_prerequisites(), f"missing: {realenv.missing_prerequisites()}")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['paramiko'] = None\n")
+    server = realenv.Ironic(str(tmp_path), {"ssh_private_key_file": "/nonexistent"})
+    server.launch(env=dict(os.environ, PYTHONPATH=str(site)))
+    try:
+        line = realenv.wait_for(lambda: next(
+            (x for x in _lines(server) if "DriverLoadError: " in x), None), 90,
+            what="the conductor's driver load error")
+    finally:
+        server.stop()
+    assert "interface provision could not be loaded" in line, line
+    assert "pip install 'provision-agent[ironic]'" in line, line
+
+
+def _lines(server):
+    with open(os.path.join(server.dir, "ironic.out")) as out:
+        text = out.read()
+    if os.path.exists(server.log_file):
+        text += server.log_text()
+    return text.splitlines()
 
 
 def test_every_runnable_block_of_the_guide_was_run(request):

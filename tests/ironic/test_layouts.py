@@ -6,8 +6,6 @@ against the node's stored inventory."""
 import copy
 import json
 import os
-import subprocess
-import sys
 
 from ironic.common import exception
 from ironic.common import states
@@ -299,14 +297,3 @@ class TestValidateAgainstInventory(LayoutCase):
         exc = self.assertRaises(exception.InvalidParameterValue, self._validate)
         self.assertIn("driver_info/provision_layout", str(exc))
 
-
-def test_missing_paramiko_names_the_extra():
-    """What a conductor installed without the [ironic] extra logs when loading us."""
-    code = ("import sys; sys.modules['paramiko'] = None\n"
-            "import ironic.tests.unit\n"
-            "try:\n    import ironic_driver.deploy\n"
-            "except ImportError as exc:\n    print(exc)\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
-    assert "pip install 'provision-agent[ironic]'" in out.stdout, out.stdout + out.stderr
-    assert "paramiko" in out.stdout
