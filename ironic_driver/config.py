@@ -34,7 +34,13 @@ opts = [
                     "[conductor]deploy_callback_timeout, which also applies."),
     cfg.StrOpt("data_driver", default="ironic",
                help="--data_driver given to provision; 'ironic' reads the document this "
-                    "interface uploads. 'native' expects instance_info/provision_layout only."),
+                    "interface uploads. 'native' sends only the chosen layout (one is then "
+                    "required; see layouts.py)."),
+    cfg.StrOpt("layouts_dir",
+               help="Directory of named layouts on the conductor: NAME.json holds a native "
+                    "layout that instance_info/provision_layout, driver_info/provision_layout "
+                    "or the set_layout deploy step (deploy templates) can name instead of "
+                    "spelling it out. Unset: only inline layouts."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

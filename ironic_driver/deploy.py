@@ -25,6 +25,7 @@ State kept in driver_internal_info (all keys start with provision_):
     provision_events_offset  bytes of the events file already read
     provision_exit_code      provision's exit code once it exited
     provision_last_ssh_error why the last SSH attempt failed (while waiting for the ramdisk)
+    provision_layout_step    the layout the set_layout deploy step chose (layouts.py)
 """
 
 import logging
@@ -39,7 +40,7 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import config, fanout, remote, ssh, validation
+from ironic_driver import config, fanout, layouts, remote, ssh, validation
 
 LOG = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class ProvisionDeploy(base.DeployInterface):
     def get_properties(self):
         props = dict(validation.REQUIRED)
         props.update(validation.OPTIONAL)
+        props.update(layouts.PROPERTIES)
         return props
 
     def validate(self, task):
@@ -75,6 +77,7 @@ class ProvisionDeploy(base.DeployInterface):
     def prepare(self, task):
         node = task.node
         if node.provision_state == states.DEPLOYING:
+            layouts.forget(node)    # a layout the set_layout step chose for an earlier deploy
             task.driver.network.add_provisioning_network(task)
             task.driver.boot.prepare_ramdisk(task, {})
         elif node.provision_state == states.ACTIVE:
@@ -115,6 +118,14 @@ class ProvisionDeploy(base.DeployInterface):
         node.set_driver_internal_info(PREFIX + "events_offset", 0)
         node.save()
         return states.DEPLOYWAIT
+
+    @base.deploy_step(priority=0, argsinfo=layouts.STEP_ARGSINFO)
+    def set_layout(self, task, layout):
+        """Choose this deploy's layout; run by a deploy template (see layouts.py)."""
+        choice = layouts.record_step(task.node, layout)
+        task.node.save()
+        LOG.info("Node %s: deploy step set_layout chose %s", task.node.uuid,
+                 f"layout {choice.name!r}" if choice.name else "an inline layout")
 
     @base.deploy_step(priority=60)
     def prepare_instance_boot(self, task):
@@ -294,6 +305,6 @@ def _fail(task, message):
 def _forget(node):
     for key in list(node.driver_internal_info):
         if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
-                                                  PREFIX + "events_count"):
+                                                  PREFIX + "events_count", layouts.STEP_KEY):
             node.del_driver_internal_info(key)
 

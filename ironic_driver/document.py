@@ -6,7 +6,7 @@ This is the contract with the ironic data driver; keep both sides in step:
      "instance_info": node.instance_info (image_source, checksums, root_gb, swap_mb, ...),
      "properties": {"root_device": node.properties["root_device"]}   (key absent without hints),
      "boot_mode": "bios" | "uefi",
-     "layout": instance_info["provision_layout"]                       (key absent when unset)}
+     "layout": the layout chosen for this deploy (layouts.py)            (key absent: classic)}
 """
 
 import copy
@@ -36,7 +36,7 @@ def boot_mode_of(node, default="bios"):
     return mode if mode in BOOT_MODES else default
 
 
-def build(node, default_boot_mode="bios"):
+def build(node, default_boot_mode="bios", layout=None):
     instance_info = copy.deepcopy(dict(node.instance_info or {}))
     doc = {"node_uuid": node.uuid,
            "instance_info": instance_info,
@@ -45,14 +45,10 @@ def build(node, default_boot_mode="bios"):
     hints = (node.properties or {}).get("root_device")
     if hints:
         doc["properties"]["root_device"] = copy.deepcopy(hints)
-    layout = instance_info.get("provision_layout")
-    if isinstance(layout, str):
-        # The REST API stores whatever JSON type the user sent; a string is a serialised doc.
-        layout = json.loads(layout)
     if layout:
-        doc["layout"] = layout
+        doc["layout"] = copy.deepcopy(layout)
     return doc
 
 
-def serialise(node, default_boot_mode="bios"):
-    return json.dumps(build(node, default_boot_mode), indent=1, sort_keys=True)
+def serialise(node, default_boot_mode="bios", layout=None):
+    return json.dumps(build(node, default_boot_mode, layout), indent=1, sort_keys=True)

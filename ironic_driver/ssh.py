@@ -10,7 +10,12 @@ import base64
 import logging
 import posixpath
 
-import paramiko
+try:
+    import paramiko
+except ImportError as exc:
+    # Ironic shows this text when it cannot load the interface: say what to install.
+    raise ImportError(f"the provision deploy interface needs paramiko ({exc}): install it "
+                      "on the conductor with pip install 'provision-agent[ironic]'") from exc
 
 LOG = logging.getLogger(__name__)
 

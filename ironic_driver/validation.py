@@ -3,10 +3,9 @@
 import logging
 import os
 
-import paramiko
 from ironic.common import exception
 
-from ironic_driver import document, ssh
+from ironic_driver import document, layouts, ssh
 
 LOG = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ def check_options(opts):
                        "does not exist")
     try:
         ssh.load_private_key(opts.ssh_private_key_file)
-    except (OSError, paramiko.SSHException, ValueError) as exc:
+    except (OSError, ssh.paramiko.SSHException, ValueError) as exc:
         raise _invalid(f"[provision_agent]ssh_private_key_file {opts.ssh_private_key_file} "
                        f"cannot be used: {exc}")
     if opts.ssh_known_hosts_file and not os.path.isfile(opts.ssh_known_hosts_file):
@@ -83,12 +82,17 @@ def stored_disks(task):
     return inventory.from_document(inv.inventory_data or {}, "node inventory")
 
 
-def payload(node, data_driver):
-    """What provision gets: our contract document, or the bare layout for --data_driver native."""
-    doc = document.build(node)
+def payload(node, data_driver, step=layouts.RECORDED):
+    """What provision gets: our contract document, or the bare layout for --data_driver native.
+
+    step: see layouts.choose (validate passes what the deploy templates say).
+    """
+    choice = layouts.choose(node, step)
+    doc = document.build(node, layout=choice.layout)
     if data_driver == "native":
         if "layout" not in doc:
-            raise _invalid("data_driver native needs instance_info/provision_layout")
+            raise _invalid("data_driver native needs instance_info/provision_layout, a deploy "
+                           "template's set_layout step or driver_info/provision_layout")
         return doc["layout"]
     return doc
 
@@ -114,12 +118,19 @@ def check_instance(task, data_driver):
         LOG.warning("Cannot pre-validate node %s: provision data driver %s is not available "
                     "on this conductor", node.uuid, data_driver)
         return
+    step = layouts.template_step(task)
+    choice = layouts.choose(node, step)
     try:
-        layout = pipeline.load_layout(payload(node, data_driver), data_driver)
+        layout = pipeline.load_layout(payload(node, data_driver, step), data_driver)
         disks = stored_disks(task)
         if disks is not None:
             pipeline.build_plan(layout, disks)
-    except (errors.InputError, errors.MachineMismatch) as exc:
-        raise _invalid(f"provision rejects this node's instance data: {exc}")
+    except errors.MachineMismatch as exc:
+        raise _invalid(f"the layout from {choice.describe()} does not fit this node's "
+                       f"inspected inventory: {exc}")
+    except errors.InputError as exc:
+        raise _invalid(f"provision rejects this node's instance data (layout from "
+                       f"{choice.describe()}): {exc}")
     except errors.ProvisionError as exc:
-        raise _invalid(f"provision cannot plan this node: {exc}")
+        raise _invalid(f"provision cannot plan this node (layout from {choice.describe()}): "
+                       f"{exc}")

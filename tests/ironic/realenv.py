@@ -153,7 +153,9 @@ enabled_power_interfaces = fake
 enabled_management_interfaces = fake
 enabled_deploy_interfaces = provision,fake
 default_deploy_interface = provision
-enabled_inspect_interfaces = no-inspect
+# agent: in-band inspection, which stores the inventory the ramdisk posts (post_inventory)
+enabled_inspect_interfaces = no-inspect,agent
+default_inspect_interface = no-inspect
 enabled_console_interfaces = no-console
 enabled_raid_interfaces = no-raid
 enabled_rescue_interfaces = no-rescue
@@ -172,6 +174,9 @@ connection = sqlite:///{self.dir}/ironic.sqlite
 dhcp_provider = none
 [conductor]
 automated_clean = false
+[inspector]
+# The fake boot interface cannot boot an inspection ramdisk; the test posts for it.
+require_managed_boot = false
 [oslo_concurrency]
 lock_path = {self.dir}/locks
 [provision_agent]
@@ -179,12 +184,16 @@ lock_path = {self.dir}/locks
 """)
         self.proc = None
 
-    def start(self, timeout=60):
+    def launch(self, env=None):
+        """Starts the process without waiting for it to serve."""
         subprocess.run([bin_path("ironic-dbsync"), "--config-file", self.conf, "create_schema"],
                        check=True, capture_output=True)
         self.out = open(os.path.join(self.dir, "ironic.out"), "w")
         self.proc = subprocess.Popen([bin_path("ironic"), "--config-file", self.conf],
-                                     stdout=self.out, stderr=subprocess.STDOUT)
+                                     stdout=self.out, stderr=subprocess.STDOUT, env=env)
+
+    def start(self, timeout=60):
+        self.launch()
         wait_for(self._up, timeout, what="the Ironic API")
         # The API answers before the conductor has registered its drivers.
         wait_for(lambda: self.get("/v1/drivers").get("drivers"), timeout,
@@ -234,6 +243,15 @@ lock_path = {self.dir}/locks
         self.wait_state(node["uuid"], ["available"], 30)
         return node["uuid"]
 
+    def post_inventory(self, mac, disks_inventory):
+        """What an inspection ramdisk does: POST the machine's inventory, found by its MAC.
+        Ironic's hooks also want the NIC, CPU and memory; the disks are what we read back."""
+        inventory = dict(disks_inventory.get("inventory", disks_inventory))
+        inventory.update({
+            "interfaces": [{"name": "eth0", "mac_address": mac, "ipv4_address": "192.0.2.5"}],
+            "cpu": {"architecture": "x86_64", "count": 2}, "memory": {"physical_mb": 2048}})
+        return self.request("POST", "/v1/continue_inspection", {"inventory": inventory})
+
     def log_text(self):
         with open(self.log_file) as f:
             return f.read()
@@ -246,3 +264,4 @@ lock_path = {self.dir}/locks
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+

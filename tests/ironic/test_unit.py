@@ -37,7 +37,7 @@ class TestWithNode(db_base.DbTestCase):
             properties={"root_device": {"serial": "s1"}, "capabilities": "boot_mode:uefi"})
 
     def test_document_is_the_contract(self):
-        doc = json.loads(document.serialise(self.node))
+        doc = json.loads(json.dumps(validation.payload(self.node, "ironic")))
         self.assertEqual({"node_uuid", "instance_info", "properties", "boot_mode", "layout"},
                          set(doc))
         self.assertEqual(self.node.uuid, doc["node_uuid"])

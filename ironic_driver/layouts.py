@@ -1,0 +1,207 @@
+"""Which layout a deploy gets. First found wins:
+
+1. instance_info/provision_layout                      (this deploy)
+2. the `set_layout` deploy step's `layout` argument     (a deploy template matched by the
+   instance's traits, i.e. a flavor's trait:CUSTOM_...=required; or `--deploy-steps`)
+3. driver_info/provision_layout                         (the node's default)
+4. none: the ironic data driver builds Ironic's classic layout from instance_info
+
+Each source holds either a native layout (a JSON object, or its JSON text as the REST API
+stores whatever the client sent) or the NAME of a file <[provision_agent]layouts_dir>/NAME.json
+on the conductor. Names are resolved on the conductor; the ramdisk always receives the layout
+itself.
+
+The step has to run before the `deploy` step uploads the document, so a template must give it a
+priority above DEPLOY_STEP_PRIORITY (validate refuses lower ones). When it runs it records the
+resolved layout in driver_internal_info[STEP_KEY]; prepare() forgets it at the start of every
+deploy, so a rebuild without the trait does not inherit it. validate() runs before the steps
+(and before Ironic stores --deploy-steps), so there the step's argument is read from the
+matching deploy templates instead.
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from ironic.common import exception
+
+STEP = "set_layout"
+STEP_KEY = "provision_layout_step"
+# ProvisionDeploy.deploy's priority; a unit test keeps the two equal.
+DEPLOY_STEP_PRIORITY = 100
+FIELD = "provision_layout"
+STEP_ARGSINFO = {
+    "layout": {"description": "The layout for this deploy: a native layout (JSON object) or "
+                              "the name of a file NAME.json in [provision_agent]layouts_dir "
+                              "on the conductor.",
+               "required": True},
+}
+PROPERTIES = {
+    FIELD: "The node's default layout: a native layout (JSON) or the name of one in "
+           "[provision_agent]layouts_dir. Used when neither instance_info/provision_layout nor "
+           "a deploy template's set_layout step gives one. Optional.",
+}
+# A name is a file name in one directory: no separators, no leading dot, short.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+MAX_BYTES = 1 << 20
+
+
+@dataclass
+class Choice:
+    source: str          # where it came from, e.g. "driver_info/provision_layout"
+    name: str | None     # the layout's name when it was given by name
+    layout: dict | None  # None: Ironic's classic layout
+
+    def describe(self):
+        if self.layout is None:
+            return "Ironic's classic layout (no provision_layout anywhere)"
+        return self.source + (f" (named layout {self.name!r})" if self.name else "")
+
+
+def _invalid(where, msg):
+    return exception.InvalidParameterValue(f"{where}: {msg}")
+
+
+def _layouts_dir():
+    from ironic.conf import CONF
+    from ironic_driver import config
+    config.register(CONF)
+    return CONF.provision_agent.layouts_dir
+
+
+def load_named(name, where, layouts_dir=None):
+    """The layout in <layouts_dir>/<name>.json; never a file outside that directory."""
+    layouts_dir = layouts_dir if layouts_dir is not None else _layouts_dir()
+    if not NAME_RE.fullmatch(name):
+        raise _invalid(where, f"{name[:80]!r} is neither a layout (JSON object) nor a layout "
+                              "name (1-64 of A-Z a-z 0-9 . _ -, not starting with . _ -)")
+    if not layouts_dir:
+        raise _invalid(where, f"names layout {name!r} but [provision_agent]layouts_dir is "
+                              "not set on this conductor")
+    base = os.path.realpath(layouts_dir)
+    path = os.path.realpath(os.path.join(base, name + ".json"))
+    if os.path.dirname(path) != base:
+        # A symlink in the directory pointing elsewhere: not ours to read.
+        raise _invalid(where, f"layout {name!r} resolves outside {layouts_dir}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        known = sorted(f[:-5] for f in _listdir(base) if f.endswith(".json"))
+        raise _invalid(where, f"no layout named {name!r} in {layouts_dir} (known: "
+                              f"{', '.join(known[:20]) or 'none'})")
+    except OSError as exc:
+        raise _invalid(where, f"cannot read layout {name!r}: {exc.strerror or exc}")
+    if len(data) > MAX_BYTES:
+        raise _invalid(where, f"layout file {path} is larger than {MAX_BYTES} bytes")
+    try:
+        layout = json.loads(data)
+    except ValueError as exc:
+        raise _invalid(where, f"layout file {path} is not valid JSON: {exc}")
+    if not isinstance(layout, dict):
+        raise _invalid(where, f"layout file {path} does not hold a JSON object")
+    return layout
+
+
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def resolve(value, where, layouts_dir=None):
+    """(name or None, layout dict) from what a source holds."""
+    if isinstance(value, dict):
+        return None, value
+    if not isinstance(value, str):
+        raise _invalid(where, f"must be a layout (JSON object) or a layout name, not "
+                              f"{type(value).__name__}")
+    text = value.strip()
+    if text.startswith("{"):
+        if len(text) > MAX_BYTES:
+            raise _invalid(where, f"layout text is larger than {MAX_BYTES} bytes")
+        try:
+            layout = json.loads(text)
+        except ValueError as exc:
+            raise _invalid(where, f"layout text is not valid JSON: {exc}")
+        return None, layout
+    return text, load_named(text, where, layouts_dir)
+
+
+def _given(value):
+    return value not in (None, "", {})
+
+
+RECORDED = object()
+
+
+def choose(node, step=RECORDED):
+    """The layout of this deploy.
+
+    step: for validate(), (where, raw value) of the set_layout step's argument, or None when
+    no template runs it; by default the layout the step recorded when it ran in this deploy.
+    """
+    info = node.instance_info or {}
+    if _given(info.get(FIELD)):
+        where = "instance_info/" + FIELD
+        return Choice(where, *resolve(info[FIELD], where))
+    if step is RECORDED:
+        rec = (node.driver_internal_info or {}).get(STEP_KEY)
+        if rec:
+            return Choice(rec["source"], rec.get("name"), rec["layout"])
+    elif step is not None and _given(step[1]):
+        return Choice(step[0], *resolve(step[1], step[0]))
+    dinfo = node.driver_info or {}
+    if _given(dinfo.get(FIELD)):
+        where = "driver_info/" + FIELD
+        return Choice(where, *resolve(dinfo[FIELD], where))
+    return Choice("classic", None, None)
+
+
+def record_step(node, value):
+    """What the set_layout step does: resolve its argument now and keep it for this deploy."""
+    where = f"deploy step deploy.{STEP}"
+    for step in (node.driver_internal_info or {}).get("deploy_steps") or []:
+        # validate() only sees templates: steps given with `baremetal node deploy
+        # --deploy-steps` are first checked here, when provision may already have run.
+        if (step.get("interface"), step.get("step")) == ("deploy", STEP) \
+                and step.get("priority", 0) <= DEPLOY_STEP_PRIORITY:
+            raise exception.InstanceDeployFailure(
+                f"{where} ran with priority {step.get('priority')}, after the deploy step "
+                f"(priority {DEPLOY_STEP_PRIORITY}) had already handed the ramdisk its layout; "
+                f"give it a priority above {DEPLOY_STEP_PRIORITY}")
+    name, layout = resolve(value, where)
+    node.set_driver_internal_info(STEP_KEY, {"source": where, "name": name, "layout": layout})
+    return Choice(where, name, layout)
+
+
+def forget(node):
+    node.del_driver_internal_info(STEP_KEY)
+
+
+def template_step(task):
+    """(where, layout argument) of set_layout in the deploy templates that match the
+    instance's traits, or None. Refuses an order in which the step would run too late."""
+    from ironic.objects import deploy_template
+    traits = (task.node.instance_info or {}).get("traits")
+    if not isinstance(traits, list):
+        return None     # malformed traits are Ironic's to refuse (validate_instance_info_traits)
+    traits = [t for t in traits if isinstance(t, str)]
+    if not traits:
+        return None
+    found = []
+    for template in deploy_template.DeployTemplate.list_by_names(task.context, traits):
+        for step in template.steps:
+            if step["interface"] != "deploy" or step["step"] != STEP or step["priority"] <= 0:
+                continue     # priority 0 disables a step: Ironic will not run it
+            where = f"deploy template {template.name} (step deploy.{STEP})"
+            if step["priority"] <= DEPLOY_STEP_PRIORITY:
+                raise _invalid(where, f"priority {step['priority']} runs after the deploy step "
+                                      f"(priority {DEPLOY_STEP_PRIORITY}) has already handed "
+                                      f"the layout to the ramdisk; give it a priority above "
+                                      f"{DEPLOY_STEP_PRIORITY}")
+            found.append((where, (step.get("args") or {}).get("layout")))
+    # Ironic itself refuses two templates with the same step; nothing to choose between here.
+    return found[0] if found else None

@@ -1,0 +1,69 @@
+"""Writes the [provision_agent] option table in docs/ironic.md from ironic_driver/config.py.
+
+    python scripts/ironic_doc_options.py          # rewrite the table in place
+    python scripts/ironic_doc_options.py --check  # exit 1 when the guide is out of date
+
+tests/unit/test_ironic_guide.py runs the check, so an option added without regenerating
+the guide fails the unit suite.
+"""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "ironic.md")
+BEGIN = ("<!-- BEGIN generated from ironic_driver/config.py by scripts/ironic_doc_options.py; "
+         "do not edit by hand -->")
+END = "<!-- END generated -->"
+TYPES = {"StrOpt": "string", "IntOpt": "integer", "BoolOpt": "boolean", "ListOpt": "list",
+         "FloatOpt": "float", "PortOpt": "port"}
+
+
+def _cell(text):
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _default(opt):
+    if opt.default is None:
+        return "(unset)"
+    if isinstance(opt.default, bool):
+        return f"`{str(opt.default).lower()}`"
+    if isinstance(opt.default, list):
+        return f"`{','.join(opt.default)}`" if opt.default else "(empty)"
+    return f"`{opt.default}`"
+
+
+def render():
+    sys.path.insert(0, ROOT)
+    from ironic_driver import config
+    lines = ["| option | type | default | meaning |", "|---|---|---|---|"]
+    for opt in config.opts:
+        kind = TYPES.get(type(opt).__name__, type(opt).__name__)
+        lines.append(f"| `{opt.dest}` | {kind} | {_default(opt)} | {_cell(opt.help)} |")
+    return "\n".join(lines)
+
+
+def update(text):
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not sep or not sep2:
+        raise SystemExit(f"{DOC}: the generated-table markers are missing")
+    return f"{head}{BEGIN}\n{render()}\n{END}{tail}"
+
+
+def main(argv):
+    with open(DOC) as f:
+        text = f.read()
+    new = update(text)
+    if "--check" in argv:
+        if new != text:
+            print(f"{DOC} is out of date: run python scripts/ironic_doc_options.py")
+            return 1
+        return 0
+    with open(DOC, "w") as f:
+        f.write(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,187 @@
+"""The operator guide's commands against a real Ironic (tests/ironic/realenv.py; the local
+sshd stands in for the ramdisk and runs the real `provision --dry_run` against a recorded
+three-disk inventory): a flavor trait picks the layout through a deploy template and the
+deploy reaches active with that layout; a layout that cannot fit the node's stored inventory
+is refused before anything powers on. Every runnable block of docs/ironic.md is run here."""
+
+import json
+import os
+import threading
+
+import pytest
+
+from tests.ironic import guide, realenv
+from tests.ironic.conftest import require
+
+ROOT = guide.ROOT
+INVENTORY = os.path.join(ROOT, "samples", "inventory", "three-disks.json")
+SMALL = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
+RAID1_LVM = os.path.join(ROOT, "samples", "two-disk-raid-lvm.json")
+SINGLE = os.path.join(ROOT, "samples", "single-disk.json")
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def server(ramdisk, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("guide"))
+    layouts = os.path.join(workdir, "layouts")
+    os.makedirs(layouts)
+    # As the guide installs them: files named after the layout, in layouts_dir.
+    for name, path in (("raid1-lvm", RAID1_LVM), ("single-disk", SINGLE)):
+        with open(os.path.join(layouts, name + ".json"), "w") as f:
+            json.dump(_load(path), f)
+    server = realenv.Ironic(workdir, {
+        "ssh_private_key_file": ramdisk.client_key_file,
+        "poll_interval": 1,
+        "deploy_timeout": 120,
+        "connect_timeout": 5,
+        "command_timeout": 20,
+        "provision_command": realenv.bin_path("provision"),
+        "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
+        "remote_dir": os.path.join(workdir, "remote"),
+        "layouts_dir": layouts,
+    })   # data_driver stays the default (ironic), as on a real conductor
+    server.start()
+    server.remote_dir = os.path.join(workdir, "remote")
+    yield server
+    server.stop()
+
+
+def _env(server, ramdisk, node, mac):
+    # The guide's `export OS_AUTH_TYPE=none OS_ENDPOINT=...`, with this Ironic's address.
+    return {"OS_AUTH_TYPE": "none", "OS_ENDPOINT": server.url, "NODE": node, "HW_TYPE": "fake-hardware", "MAC": mac,
+            "DEPLOY_KERNEL": "http://127.0.0.1:9/vmlinuz",
+            "DEPLOY_RAMDISK": "http://127.0.0.1:9/initramfs",
+            "RAMDISK_IP": "127.0.0.1", "RAMDISK_SSH_PORT": str(ramdisk.port),
+            "RAMDISK_HOST_KEY": ramdisk.host_key,
+            "IMAGE_URL": "http://127.0.0.1:9/root.img", "IMAGE_SHA256": "0" * 64}
+
+
+@pytest.fixture(scope="module")
+def template(server, ramdisk):
+    guide.run("template", _env(server, ramdisk, "-", "-"))
+    return "CUSTOM_RAID1_LVM"
+
+
+def _enrolled(server, ramdisk, node, mac):
+    env = _env(server, ramdisk, node, mac)
+    for block in ("enroll", "available", "static-ssh"):
+        guide.run(block, env)
+    return env
+
+
+def _show(env):
+    return json.loads(guide.run("show", env).stdout)
+
+
+def test_a_flavor_trait_picks_the_layout_through_a_deploy_template(server, ramdisk, template):
+    env = _enrolled(server, ramdisk, "guide-raid", "52:54:00:00:00:01")
+    guide.run("node-default", env)      # the node's default; the template must win over it
+    guide.run("trait", env)
+    guide.run("deploy", env, timeout=200)
+    node = _show(env)
+    assert node["provision_state"] == "active", node["last_error"]
+    dii = node["driver_internal_info"]
+    assert dii["provision_exit_code"] == 0
+    assert dii["provision_layout_step"]["name"] == "raid1-lvm"
+    assert dii["provision_layout_step"]["source"] == "deploy step deploy.set_layout"
+    # Read back what the "ramdisk" received and what provision planned from it.
+    uuid = server.node("guide-raid")["uuid"]
+    with open(os.path.join(server.remote_dir, uuid, "input.json")) as f:
+        sent = json.load(f)
+    assert sent["layout"] == _load(RAID1_LVM)
+    assert sent["instance_info"]["traits"] == [template]
+    with open(os.path.join(server.remote_dir, uuid, "output.log")) as f:
+        plan = f.read()
+    assert "[md_create] RAID1 /dev/md/os over 2 members" in plan, plan
+    assert "[lv_create] logical volume /dev/os/root 1.5GiB" in plan, plan
+    guide.run("undeploy", env)
+    assert server.node("guide-raid")["provision_state"] == "available"
+
+
+def test_the_node_default_layout_without_a_trait(server, ramdisk, template):
+    env = _enrolled(server, ramdisk, "guide-default", "52:54:00:00:00:02")
+    guide.run("node-default", env)
+    # The guide's deploy block asks for CUSTOM_RAID1_LVM, which this node lacks: refused.
+    done = guide.run("deploy", env, timeout=200, ok=False)
+    assert done.returncode != 0
+    assert "CUSTOM_RAID1_LVM" in done.out
+    assert server.node("guide-default")["provision_state"] == "available"
+    server.request("PATCH", "/v1/nodes/guide-default", [
+        {"op": "remove", "path": "/instance_info/traits"}])
+    server.set_state("guide-default", "active")
+    node = server.wait_state("guide-default", ["active", "deploy failed"], 90)
+    assert node["provision_state"] == "active", node["last_error"]
+    assert "provision_layout_step" not in node["driver_internal_info"]
+    with open(os.path.join(server.remote_dir, node["uuid"], "input.json")) as f:
+        assert json.load(f)["layout"] == _load(SINGLE)
+
+
+def test_a_layout_that_cannot_fit_the_inspected_machine_is_refused(server, ramdisk, template):
+    mac = "52:54:00:00:00:03"
+    env = _env(server, ramdisk, "guide-small", mac)
+    guide.run("enroll", env)
+    # The guide's inspect block waits for the inspection; the "inspection ramdisk" (this
+    # test) posts a one-disk inventory meanwhile, through Ironic's ramdisk API.
+    inspecting = threading.Thread(target=guide.run, args=("inspect", env),
+                                  kwargs={"timeout": 300})
+    inspecting.start()
+    try:
+        server.wait_state("guide-small", ["inspect wait"], 120)
+        server.post_inventory(mac, _load(SMALL))
+    finally:
+        inspecting.join(300)
+    assert "inspect" in guide.RAN
+    node = server.node("guide-small")
+    assert node["provision_state"] == "available", node["last_error"]
+    stored = server.get("/v1/nodes/guide-small/inventory")["inventory"]
+    assert [d["name"] for d in stored["disks"]] == ["/dev/vda"]
+    guide.run("static-ssh", env)
+    guide.run("trait", env)
+    done = guide.run("deploy", env, ok=False)
+    assert done.returncode != 0
+    assert "does not fit this node's inspected inventory" in done.out, done.out
+    assert "deploy template CUSTOM_RAID1_LVM" in done.out
+    assert "$.disks[1]: no disk matches name='/dev/vdb'" in done.out
+    node = _show(env)
+    assert node["provision_state"] == "available"
+    assert "provision_phase" not in node["driver_internal_info"]   # never powered on
+
+
+def test_a_conductor_without_paramiko_names_the_extra(tmp_path):
+    """The guide's install section: a conductor with the plain install (no [ironic] extra)
+    cannot load the interface, and its log says what to install."""
+    require(not realenv.missing_prerequisites(), f"missing: {realenv.missing_prerequisites()}")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['paramiko'] = None\n")
+    server = realenv.Ironic(str(tmp_path), {"ssh_private_key_file": "/nonexistent"})
+    server.launch(env=dict(os.environ, PYTHONPATH=str(site)))
+    try:
+        line = realenv.wait_for(lambda: next(
+            (x for x in _lines(server) if "DriverLoadError: " in x), None), 90,
+            what="the conductor's driver load error")
+    finally:
+        server.stop()
+    assert "interface provision could not be loaded" in line, line
+    assert "pip install 'provision-agent[ironic]'" in line, line
+
+
+def _lines(server):
+    with open(os.path.join(server.dir, "ironic.out")) as out:
+        text = out.read()
+    if os.path.exists(server.log_file):
+        text += server.log_text()
+    return text.splitlines()
+
+
+def test_every_runnable_block_of_the_guide_was_run(request):
+    selected = {i.name for i in request.session.items if i.module.__name__ == __name__}
+    everything = {n for n in globals() if n.startswith("test_")}
+    if selected != everything:
+        pytest.skip("only meaningful when the whole module runs (tox -e ironic runs it all)")
+    assert set(guide.blocks()) == guide.RAN, set(guide.blocks()) - guide.RAN
