@@ -12,6 +12,7 @@ from stevedore import driver as sd_driver
 from stevedore import extension
 
 from provision_agent import input_source, model, planner, resolve, validate
+from provision_agent.data_drivers import detect
 from provision_agent.errors import InputError, MachineMismatch, Problem
 from provision_agent.units import parse_size
 
@@ -105,32 +106,13 @@ def load_layout(document, driver_name="native"):
     try:
         return mgr.driver.layout()
     except InputError:
-        other = guess_driver(document)
+        other = detect.guess_driver(document)
         if other and other != driver_name:
             # The schema errors of the wrong format are noise; the format is the problem.
-            raise InputError([Problem("$", f"this looks like {DRIVER_SHAPES[other][1]}, not "
+            raise InputError([Problem("$", f"this looks like {detect.describe(other)}, not "
                                            f"input for the {driver_name!r} data driver: run "
                                            f"with --data_driver {other}")]) from None
         raise
-
-
-# Keys that only one format has at its top level, and how to name the format.
-DRIVER_SHAPES = {
-    "nailgun": ({"ks_meta"}, "Fuel's provision.json (it has 'ks_meta')"),
-    "ironic": ({"instance_info", "driver_internal_info"},
-               "Ironic node data (it has 'instance_info')"),
-    "native": ({"disks", "version"}, "the native format (it has 'version' and 'disks')"),
-}
-
-
-def guess_driver(document):
-    """The data driver whose format document has the shape of, or None."""
-    if not isinstance(document, dict):
-        return None
-    for name, (keys, _) in DRIVER_SHAPES.items():
-        if (keys <= document.keys()) if name == "native" else (keys & document.keys()):
-            return name
-    return None
 
 
 def complete(layout):

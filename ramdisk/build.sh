@@ -53,7 +53,11 @@ base=$cache/base-$base_key
 t0=$(date +%s.%N)
 if [ "$rebuild" = 1 ] || [ ! -f "$base/base.cpio.zst" ]; then
   rm -rf "$base.tmp" && mkdir -p "$base.tmp"
+  # A minute or two with little output: say it is still going.
+  ( while sleep 20; do echo "base: still building ($(( $(date +%s) - ${t0%.*} )) s)" >&2; done ) &
+  ticker=$!
   "$here/build-base.sh" "$base.tmp" "$mirror" "$suite" 2>&1 | grep -v 'filename containing newline' >&2
+  kill "$ticker" 2>/dev/null || true
   echo "$(date +%s.%N) - $t0" > "$base.tmp/build-time"
   rm -rf "$base" && mv "$base.tmp" "$base"
   base_state=built

@@ -29,7 +29,23 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "host packages missing (${missing[*]}); run as root or install them" >&2
   exit 1
 fi
-echo "host packages: installing ${missing[*]}"
+# apt and dpkg print hundreds of lines; keep them in a log and show it only when they fail.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$PROVISION_AGENT_CACHE"
+log=$PROVISION_AGENT_CACHE/host-packages.log
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_step() {
+  local what=$1; shift
+  local t0=$SECONDS
+  echo "host packages: $what"
+  if ! "$@" >>"$log" 2>&1; then
+    echo "host packages: '$*' failed; the end of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+  echo "host packages: $what: done in $((SECONDS - t0)) s"
+}
+: > "$log"
+apt_step "updating the package lists" apt-get update -q
+apt_step "installing ${#missing[@]} packages (${missing[*]})" \
+  apt-get install -y -q --no-install-recommends "${missing[@]}"

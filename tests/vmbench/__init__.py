@@ -12,11 +12,20 @@
 Full description: tests/vmbench/README.md.
 """
 
-from tests.vmbench import images
-from tests.vmbench.httpserve import FileServer
-from tests.vmbench.ramdisk import Ramdisk, ensure_ramdisk
-from tests.vmbench.ssh import GuestCommandError, Result
-from tests.vmbench.vm import VM, ProvisionRun, VMError, parse_size
+import importlib
 
-__all__ = ["VM", "FileServer", "images", "Ramdisk", "ensure_ramdisk", "GuestCommandError",
-           "Result", "ProvisionRun", "VMError", "parse_size"]
+# Loaded on first use, so that `python3 -m tests.vmbench.demo --check` runs with a bare python3
+# (vm.py needs tenacity, installed later by scripts/demo).
+_WHERE = {"images": None, "FileServer": "httpserve", "Ramdisk": "ramdisk",
+          "ensure_ramdisk": "ramdisk", "GuestCommandError": "ssh", "Result": "ssh", "VM": "vm",
+          "ProvisionRun": "vm", "VMError": "vm", "parse_size": "vm"}
+__all__ = list(_WHERE)
+
+
+def __getattr__(name):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_WHERE[name] or name}")
+    value = module if _WHERE[name] is None else getattr(module, name)
+    globals()[name] = value
+    return value

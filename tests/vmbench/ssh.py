@@ -2,6 +2,7 @@
 
 import shlex
 import subprocess
+import threading
 from dataclasses import dataclass
 
 
@@ -38,11 +39,17 @@ class SSH:
             "-o", "ServerAliveInterval=15", "-o", "LogLevel=ERROR",
         ]
 
-    def run(self, command, *, check=True, timeout=600, input=None):
-        """Run a shell command line in the guest (a list is quoted for you)."""
+    def run(self, command, *, check=True, timeout=600, input=None, echo=None):
+        """Run a shell command line in the guest (a list is quoted for you).
+
+        echo: called with each line of output (stdout and stderr) as it arrives, for a person
+        watching; the Result still has both in full.
+        """
         if not isinstance(command, str):
             command = shlex.join(str(c) for c in command)
         argv = ["ssh", "-p", str(self.port), *self.options, self.target, command]
+        if echo is not None:
+            return self._run_echoing(argv, command, check, timeout, input, echo)
         try:
             proc = subprocess.run(argv, input=input, capture_output=True, text=True,
                                   timeout=timeout, check=False)
@@ -50,6 +57,37 @@ class SSH:
             result = Result(command, -1, _text(exc.stdout), _text(exc.stderr) + "\n(timed out)")
             raise GuestCommandError(result) from None
         result = Result(command, proc.returncode, proc.stdout, proc.stderr)
+        if check and not result.ok:
+            raise GuestCommandError(result)
+        return result
+
+    def _run_echoing(self, argv, command, check, timeout, input, echo):
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = [], []
+
+        def pump(stream, keep):
+            for line in stream:
+                keep.append(line)
+                echo(line.rstrip("\n"))
+
+        threads = [threading.Thread(target=pump, args=a, daemon=True)
+                   for a in ((proc.stdout, out), (proc.stderr, err))]
+        for t in threads:
+            t.start()
+        if input:
+            proc.stdin.write(input)
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise GuestCommandError(Result(command, -1, "".join(out),
+                                           "".join(err) + "\n(timed out)")) from None
+        for t in threads:
+            t.join()
+        result = Result(command, proc.returncode, "".join(out), "".join(err))
         if check and not result.ok:
             raise GuestCommandError(result)
         return result

@@ -272,10 +272,10 @@ class VM(GuestQueries):
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
     # ---- talking to the guest ----------------------------------------------------------------
-    def ssh(self, command, *, check=True, timeout=600, input=None):
+    def ssh(self, command, *, check=True, timeout=600, input=None, echo=None):
         if self._ssh is None:
             raise VMError("no SSH: this VM did not boot the ramdisk")
-        return self._ssh.run(command, check=check, timeout=timeout, input=input)
+        return self._ssh.run(command, check=check, timeout=timeout, input=input, echo=echo)
 
     def put(self, local, remote):
         self._ssh.put(local, remote)
@@ -287,10 +287,11 @@ class VM(GuestQueries):
         parent = shlex.quote(os.path.dirname(remote) or "/")
         self.ssh(f"mkdir -p {parent} && cat > {shlex.quote(remote)}", input=text)
 
-    def provision(self, document=None, args=(), *, subcommand=None, timeout=3600):
+    def provision(self, document=None, args=(), *, subcommand=None, timeout=3600, echo=None):
         """Run /usr/bin/provision in the guest; return ProvisionRun (never raises on its exit code).
 
         document: a dict/list (sent as JSON), a str of JSON text, a local Path, or None.
+        echo: called with each line of provision's output as it arrives (see SSH.run).
         The guest's --log_file is fetched, kept under artifacts/ and returned as .log.
         """
         self._runs += 1
@@ -310,7 +311,7 @@ class VM(GuestQueries):
         log = f"/tmp/vmbench/provision-{n}.log"
         argv += ["--log_file", log, *args]
         self.ssh("mkdir -p /tmp/vmbench")
-        res = self.ssh(argv, check=False, timeout=timeout)
+        res = self.ssh(argv, check=False, timeout=timeout, echo=echo)
         logtext = self.ssh(["cat", log], check=False).stdout
         self.last_provision_log = logtext
         (self.artifacts / f"provision-{n}.log").write_text(
