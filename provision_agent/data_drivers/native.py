@@ -1,5 +1,6 @@
 """The native format: a JSON document checked against schema/native-v1.json."""
 
+import difflib
 import functools
 import json
 from importlib import resources
@@ -30,10 +31,38 @@ def schema_problems(document):
     validator = jsonschema.Draft202012Validator(schema())
     problems = []
     for err in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.path))):
-        # For oneOf/anyOf the best sub-error says more than "is not valid under any".
-        best = jsonschema.exceptions.best_match([err]) if err.context else err
-        problems.append(Problem(json_path(best.absolute_path), best.message))
+        problems.append(Problem(json_path(err.absolute_path), _message(err)))
     return problems
+
+
+# Values are echoed only when short: a long one says nothing more and may be a secret.
+_ECHO_MAX = 32
+
+
+def _message(err):
+    """What is wrong, in terms of what would be right (the schema's x-expected text)."""
+    expected = err.schema.get("x-expected") if isinstance(err.schema, dict) else None
+    if expected and err.validator in ("pattern", "oneOf", "anyOf", "type", "minimum"):
+        value = err.instance
+        shown = repr(value) if isinstance(value, (str, int, float)) and \
+            len(repr(value)) <= _ECHO_MAX else "this value"
+        return f"{shown} is not valid here: expected {expected}"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        return _unknown_fields(err)
+    # For oneOf/anyOf the best sub-error says more than "is not valid under any".
+    best = jsonschema.exceptions.best_match([err]) if err.context else err
+    return best.message
+
+
+def _unknown_fields(err):
+    known = sorted((err.schema.get("properties") or {}))
+    parts = []
+    for name in sorted(set(err.instance) - set(known)):
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parts.append(f"{name[:_ECHO_MAX]!r}{hint}")
+    return (f"unknown field{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
+            f"known here: {', '.join(known)}")
 
 
 class NativeDriver(DataDriver):

@@ -207,3 +207,18 @@ def test_a_document_for_another_data_driver_says_which(tmp_path, name, driver, h
 def test_unknown_data_driver_logs_no_stevedore_warning(tmp_path):
     rc, _, err = run_cli(tmp_path, sample("single-disk"), extra=["--data_driver", "nope"])
     assert rc == 2 and "WARNING" not in err and "stevedore" not in err
+
+
+def test_schema_errors_say_what_is_accepted_and_suggest_field_names(tmp_path):
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: (
+        d["disks"][0].__setitem__("partitons", d["disks"][0].pop("partitions")),
+        d["filesystems"][0].__setitem__("mountpoint", d["filesystems"][0].pop("mount")),
+        d["disks"][1]["partitions"][1].__setitem__("size", "10G"),
+        d["images"] if "images" in d else None))
+    rc, _, err = run_cli(tmp_path, doc)
+    assert rc == 2
+    assert "$.disks[0]: unknown field 'partitons' (did you mean 'partitions'?)" in err
+    assert "$.filesystems[0]: unknown field 'mountpoint' (did you mean 'mount'?)" in err
+    assert "$.disks[1].partitions[1].size: '10G' is not valid here: expected a size" in err
+    assert "10GiB" in err and "50%" in err and "remaining" in err
+    assert "does not match '^" not in err      # no regular expression shown to a person
