@@ -16,7 +16,9 @@ from provision_agent.errors import InputUnreachable
 LOG = logging.getLogger(__name__)
 
 ATTEMPTS = 4
-MAX_BYTES = 16 << 20       # an input document is kilobytes; a larger answer is not one
+# Documents are kilobytes, but Ironic's may carry a configdrive inline (gzip+base64, up to the
+# schema's 96 MB); anything larger is not an input document.
+MAX_BYTES = 128 << 20
 _RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
 

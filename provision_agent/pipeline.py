@@ -38,7 +38,10 @@ def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
     if path:
         try:
             with open(path, "rb") as f:
-                raw = f.read()
+                raw = f.read(input_source.MAX_BYTES + 1)
+            if len(raw) > input_source.MAX_BYTES:
+                raise InputError([Problem(where, f"larger than {input_source.MAX_BYTES} bytes; "
+                                                 "that is not an input document")])
         except OSError as exc:
             raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
     else:

@@ -30,7 +30,7 @@ CHECKSUM_ALGOS = ("md5", "sha256", "sha512")
 ROOT_DISK = "root-disk"
 
 
-_STR = {"type": ["string", "null"]}
+_STR = {"type": ["string", "null"], "maxLength": 8192}
 # The types of what the translation reads (shape.py); root_gb and friends may be strings in
 # Ironic, so _int() converts those itself.
 _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
@@ -43,7 +43,7 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
                                "image_os_hash_value", "image_checksum", "image_disk_format",
                                "kernel", "ramdisk", "ephemeral_format", "image_fs_type")},
         capabilities={"type": ["object", "string", "null"]},
-        configdrive={"type": ["object", "string", "null"]})}}})
+        configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
 
 
 class IronicDriver(DataDriver):

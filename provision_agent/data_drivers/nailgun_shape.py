@@ -5,7 +5,9 @@ import jsonschema
 
 from provision_agent.data_drivers import shape
 
-_STR = {"type": "string"}
+# Bounds: longer values are no names, paths or keys, and would only slow the translation.
+_STR = {"type": "string", "maxLength": 8192}
+_OSTR = {"type": ["string", "null"], "maxLength": 8192}
 _NUM = {"type": "number"}
 _STRS = {"type": "array", "items": _STR}
 _BOOLISH = {"type": ["boolean", "integer", "string", "null"]}
@@ -13,14 +15,14 @@ _BOOLISH = {"type": ["boolean", "integer", "string", "null"]}
 # A volume's type and size and a space's type are left to the translation, which says what
 # they must be in Fuel's own terms.
 _VOLUME = {"type": "object", "properties": {
-    "mount": {"type": ["string", "null"]},
-    "file_system": {"type": ["string", "null"]}, "keep_data": _BOOLISH,
-    "partition_guid": {"type": ["string", "null"]}, "vg": {"type": ["string", "null"]},
-    "lvm_meta_size": _NUM, "disk_label": {"type": ["string", "null"]},
-    "name": {"type": ["string", "null"]}}}
+    "mount": _OSTR,
+    "file_system": _OSTR, "keep_data": _BOOLISH,
+    "partition_guid": _OSTR, "vg": _OSTR,
+    "lvm_meta_size": _NUM, "disk_label": _OSTR,
+    "name": _OSTR}}
 
 _SPACE = {"type": "object", "properties": {
-    "id": {"type": ["string", "integer"]}, "name": {"type": ["string", "null"]},
+    "id": {"type": ["string", "integer"]}, "name": _OSTR,
     "size": _NUM, "extra": {"type": ["array", "null"], "items": _STR},
     "volumes": {"type": "array", "items": _VOLUME}}}
 
@@ -34,16 +36,17 @@ SCHEMA = {"type": "object", "properties": {
     "ks_meta": {"type": "object", "properties": {
         "pm_data": {"type": "object", "properties": {
             "ks_spaces": {"type": "array", "items": _SPACE},
-            "kernel_params": {"type": ["string", "null"]}}},
+            "kernel_params": _OSTR}},
         "image_data": {"type": ["object", "null"], "additionalProperties": {
             "type": "object", "properties": {"uri": _STR, "format": _STR,
                                              "container": _STR}}},
-        "authorized_keys": {"type": ["array", "string", "null"], "items": _STR},
-        "auth_key": {"type": ["string", "null"]},
+        "authorized_keys": {"type": ["array", "string", "null"], "maxLength": 1 << 20,
+                            "items": {"type": "string", "maxLength": 16384}},
+        "auth_key": _OSTR,
         "user_accounts": {"type": ["array", "null"], "items": _ACCOUNT},
         "repo_setup": {"type": ["object", "null"], "properties": {
             "repos": {"type": ["array", "null"], "items": {"type": "object"}}}},
-        "timezone": {"type": ["string", "null"]}}}}}
+        "timezone": _OSTR}}}}
 
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 

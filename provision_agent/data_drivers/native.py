@@ -41,6 +41,12 @@ _ECHO_MAX = 32
 
 def _message(err):
     """What is wrong, in terms of what would be right (the schema's x-expected text)."""
+    # A bound is the one thing to say about an over-long value (and its value is not shown).
+    for e in [err, *(err.context or ())]:
+        if e.validator == "maxLength":
+            return f"longer than {e.validator_value} characters"
+        if e.validator == "maxItems":
+            return f"more than {e.validator_value} items"
     expected = err.schema.get("x-expected") if isinstance(err.schema, dict) else None
     if expected and err.validator in ("pattern", "oneOf", "anyOf", "type", "minimum"):
         value = err.instance

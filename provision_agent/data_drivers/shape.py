@@ -1,7 +1,7 @@
 """Type checks of the parts of a foreign document (Fuel's, Ironic's) that a data driver reads.
 
 Checked before the translation, so that a value of the wrong type is reported at its place
-instead of surfacing as a TypeError deep inside it. Only types are checked (foreign documents
+instead of surfacing as a TypeError deep inside it. Only types and string lengths are checked (foreign documents
 carry many keys we do not read and older releases omit many we do), and no message echoes a
 value: these documents carry passwords and signed URLs.
 """
@@ -44,13 +44,16 @@ def check(document, validator, where=lambda document, parts: dotted(parts), what
         return [Problem("$", f"the {what} is an object, not {kind(document)}")], None
     found, bad_paths = [], []
     for err in validator.iter_errors(document):
-        if err.validator != "type":
+        if err.validator == "type":
+            wanted = err.validator_value
+            wanted = [wanted] if isinstance(wanted, str) else wanted
+            message = (f"must be {' or '.join(_NAMES[w] for w in wanted)}, "
+                       f"not {kind(err.instance)}")
+        elif err.validator == "maxLength":
+            message = f"longer than {err.validator_value} characters"
+        else:
             continue
-        wanted = err.validator_value
-        wanted = [wanted] if isinstance(wanted, str) else wanted
-        found.append(Problem(where(document, list(err.absolute_path)),
-                             f"must be {' or '.join(_NAMES[w] for w in wanted)}, "
-                             f"not {kind(err.instance)}"))
+        found.append(Problem(where(document, list(err.absolute_path)), message))
         bad_paths.append(list(err.absolute_path))
     if not bad_paths:
         return [], document

@@ -201,7 +201,7 @@ def test_mutations_exit_cleanly_and_plan_consistently(tmp_path, driver):
      "ks_meta.pm_data: must be an object, not a string"),
     ("ironic", "ironic-partition-image", ("instance_info", "image_checksum"), 5,
      "instance_info.image_checksum: must be a string or null, not an integer"),
-    ("native", "single-disk", ("disks", 0, "partitions", 1, "size"), "1" * 400 + "MiB",
+    ("native", "single-disk", ("disks", 0, "partitions", 1, "size"), "9" * 30 + "TiB",
      "larger than any disk"),
 ])
 def test_wrong_types_found_by_mutation_exit_2_at_their_place(tmp_path, driver, name, path,
@@ -210,3 +210,26 @@ def test_wrong_types_found_by_mutation_exit_2_at_their_place(tmp_path, driver, n
                            extra=["--data_driver", driver])
     assert rc == 2, err
     assert where in err
+
+
+@pytest.mark.parametrize("driver,name,path", [
+    ("nailgun", "provision-vm", ("ks_meta", "authorized_keys")),
+    ("nailgun", "provision-vm", ("ks_meta", "pm_data", "ks_spaces", 0, "id")),
+    ("nailgun", "provision-vm", ("uid",)),
+    ("ironic", "ironic-layout", ("instance_info", "image_source")),
+    ("ironic", "ironic-layout", ("layout", "disks", 0, "match", "serial")),
+    ("native", "two-disk-raid-lvm", ("disks", 0, "match", "name")),
+    ("native", "two-disk-raid-lvm", ("filesystems", 0, "label")),
+])
+def test_a_10_mb_string_exits_cleanly(tmp_path, driver, name, path):
+    doc = apply(sample(name), path, "replace", "x" * 10_000_000)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(WATCHDOG_S)
+    try:
+        rc, out, err = run_cli(tmp_path, doc, "three-disks",
+                               extra=["--data_driver", driver, "--plan_format", "json"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    check_outcome(rc, out, err)
+    assert "x" * 1000 not in err, "an error echoed the whole string"
