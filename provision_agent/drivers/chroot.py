@@ -8,6 +8,8 @@ import contextlib
 import logging
 import os
 
+from provision_agent.drivers import target
+
 LOG = logging.getLogger(__name__)
 
 BINDS = ("dev", "proc", "sys", "run")
@@ -19,8 +21,7 @@ def bound(runner, root):
     done = []
     try:
         for name in BINDS:
-            where = os.path.join(root, name)
-            os.makedirs(where, exist_ok=True)
+            where = target.makedirs(root, "/" + name)
             runner.run(["mount", "--bind", f"/{name}", where])
             done.append(where)
         yield Chroot(runner, root)

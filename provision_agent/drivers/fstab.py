@@ -1,6 +1,6 @@
 """/etc/fstab for the target, every entry by UUID."""
 
-import os
+from provision_agent.drivers import target
 
 
 def line(uuid, entry):
@@ -14,8 +14,4 @@ def render(entries_with_uuid):
 
 
 def write(root, text, name="etc/fstab"):
-    path = os.path.join(root, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return target.write_text(root, "/" + name, text)

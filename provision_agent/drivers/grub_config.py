@@ -9,6 +9,7 @@ import logging
 import os
 import re
 
+from provision_agent.drivers import target
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -56,17 +57,19 @@ def render(title, found, boot_uuid, boot_fs_type, path_prefix, cmdline):
 
 def _title(root):
     try:
-        with open(os.path.join(root, "etc/os-release")) as f:
-            for line in f:
-                if line.startswith("PRETTY_NAME="):
-                    return line.split("=", 1)[1].strip().strip('"').replace("'", "")
+        text = target.read_text(root, "/etc/os-release")
     except OSError:
-        pass
+        return "Linux"
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            # Into a single-quoted grub menuentry title: nothing that could end it.
+            return "".join(c for c in line.split("=", 1)[1].strip().strip('"')
+                           if c.isprintable() and c not in "'\\")[:80] or "Linux"
     return "Linux"
 
 
 def write(runner, root, cmdline):
-    boot_dir = os.path.join(root, "boot")
+    boot_dir = target.resolve(root, "/boot")
     found = kernels(boot_dir)
     if not found:
         raise ImageError(f"the image has no grub-mkconfig and no {KERNEL_PREFIX}* kernel in "
@@ -75,10 +78,7 @@ def write(runner, root, cmdline):
     uuid, fs_type, where = res.stdout.split()[:3]
     prefix = "" if os.path.realpath(where) == os.path.realpath(boot_dir) else "/boot"
     text = render(_title(root), found, uuid, fs_type, prefix, cmdline)
-    path = os.path.join(boot_dir, "grub", "grub.cfg")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
+    path = target.write_text(root, "/boot/grub/grub.cfg", text)
     LOG.info("bootloader: wrote a minimal %s for %s", path,
              ", ".join(v for v, _ in found))
     return path

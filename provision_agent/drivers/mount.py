@@ -4,11 +4,14 @@ import logging
 import os
 import tempfile
 
+from provision_agent.drivers import blockinfo, target
+
 LOG = logging.getLogger(__name__)
 
 
 def target_path(root, mount_point):
-    return os.path.join(root, mount_point.lstrip("/"))
+    """Where mount_point of the target is on this machine: inside root, links resolved there."""
+    return target.resolve(root, mount_point)
 
 
 class Mounts:
@@ -18,13 +21,13 @@ class Mounts:
         self.runner = runner
         self.root = root
         self.stack = []
+        self.where = {}        # mount point -> path mounted on (resolved once, when mounted)
 
     def mount(self, device, mount_point, fs_type=None, options=None, adopt=False):
         """Mount device at mount_point under the target root. adopt (for a filesystem made
         empty by this run): what a parent's image already put at that path is copied into it
         first, since the mount would hide it (a root image's /boot when /boot is its own md)."""
-        where = target_path(self.root, mount_point)
-        os.makedirs(where, exist_ok=True)
+        where = target.makedirs(self.root, mount_point)
         if adopt and mount_point.strip("/") and os.listdir(where):
             self._adopt(device, fs_type, where)
         argv = ["mount"]
@@ -33,6 +36,7 @@ class Mounts:
         # mount options are for the installed system (fstab); ours need not honour noexec etc.
         self.runner.run(argv + [device, where])
         self.stack.append(where)
+        self.where[mount_point] = where
         return where
 
     def _adopt(self, device, fs_type, where):
@@ -41,7 +45,7 @@ class Mounts:
         copy_into(self.runner, where, device, fs_type)
 
     def umount(self, mount_point):
-        where = target_path(self.root, mount_point)
+        where = self.where.pop(mount_point, None)
         if where in self.stack:
             self.runner.run(["umount", where])
             self.stack.remove(where)
@@ -70,6 +74,25 @@ def copy_into(runner, source_dir, device, fs_type):
     finally:
         runner.run(["umount", staging])
         os.rmdir(staging)
+
+
+def mount_points(mountinfo="/proc/self/mountinfo"):
+    """{mount point: source} for everything mounted now (the last mount at a point wins)."""
+    result = {}
+    with open(mountinfo) as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            result[fields[4].replace("\\040", " ")] = fields[sep + 2]
+    return result
+
+
+def check_target_root(runner, root, planned_disks, mountinfo="/proc/self/mountinfo"):
+    """target.check_root against this machine's mounts: before release_stale may unmount."""
+    def ours(source):
+        disks = set(blockinfo.disks_under(runner, source)) if source.startswith("/dev/") else set()
+        return bool(disks) and disks <= set(planned_disks)
+    return target.check_root(root, mount_points(mountinfo), ours)
 
 
 def release_stale(runner, root, mountinfo="/proc/self/mountinfo"):

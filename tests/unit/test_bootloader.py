@@ -80,7 +80,7 @@ def test_cmdline_replaces_existing_and_sets_root_uuid(tmp_path):
     (tmp_path / "etc/default/grub").write_text('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="quiet"\n')
     kernel_cmdline.set_cmdline(str(tmp_path), "console=ttyS0 root=/dev/sda1", "abcd")
     text = (tmp_path / "etc/default/grub").read_text()
-    assert 'GRUB_CMDLINE_LINUX="root=UUID=abcd console=ttyS0"' in text
+    assert "GRUB_CMDLINE_LINUX='root=UUID=abcd console=ttyS0'" in text
     assert "GRUB_TIMEOUT=5" in text and text.count("GRUB_CMDLINE_LINUX=") == 1
 
 

@@ -37,9 +37,9 @@ def test_runs_in_order_writes_fstab_and_reports(tmp_path):
     r, report, events = run(tmp_path, STEPS)
     writes = r.writes()
     assert writes[0] == "mkfs.ext4 -F -q -L root /dev/vda2"
-    assert writes[1:3] == [f"mount -t ext4 /dev/vda2 {tmp_path}/",
+    assert writes[1:3] == [f"mount -t ext4 /dev/vda2 {tmp_path}",
                            f"mount -t ext2 /dev/vda1 {tmp_path}/boot"]
-    assert writes[-2:] == [f"umount {tmp_path}/boot", f"umount {tmp_path}/"]
+    assert writes[-2:] == [f"umount {tmp_path}/boot", f"umount {tmp_path}"]
     fstab = (tmp_path / "etc" / "fstab").read_text()
     assert "UUID=1234-uuid\t/\text4\tdefaults\t0\t1" in fstab
     assert report["filesystems"] == [{"device": "/dev/vda2", "fs_type": "ext4",
@@ -54,7 +54,7 @@ def test_failure_unmounts_what_was_mounted_and_reports_the_step(tmp_path):
                                        "options": []})]
     r, report, events = run(tmp_path, steps, fail=("mkfs.xfs",))
     assert report is None
-    assert r.lines()[-2:] == [f"umount {tmp_path}/boot", f"umount {tmp_path}/"]
+    assert r.lines()[-2:] == [f"umount {tmp_path}/boot", f"umount {tmp_path}"]
     failed = [e for e in events if e["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["kind"] == "mkfs" and failed[0]["index"] == 4
     assert "simulated failure" in failed[0]["error"]
