@@ -5,6 +5,7 @@ Problems name the object by its origin (a JSON path, or a Fuel space/volume for 
 
 from collections import Counter
 
+from provision_agent import validate_text
 from provision_agent.errors import Problem
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
@@ -83,7 +84,30 @@ def check(layout):
     if layout.configdrive and layout.configdrive.disk and layout.configdrive.disk not in disks:
         add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
     _check_configdrive_disk(layout, add)
+    _check_overlaps(layout, add)
+    validate_text.check(layout, add)
     return problems
+
+
+def _check_overlaps(layout, add):
+    """Two writers of one device: the later one destroys what the earlier one made."""
+    stacked = {ref: f"a member of raid {r.id!r}" for r in layout.raids
+               for ref in r.members + r.spares}
+    stacked.update({ref: f"a physical volume of {vg.name!r}" for vg in layout.volume_groups
+                    for ref in vg.pvs})
+    for im in layout.images:
+        if im.format in ("raw", "qcow2") and im.target in stacked:
+            add(im, f"target {im.target!r} is {stacked[im.target]}: write the image to the "
+                    f"array or logical volume instead")
+    cd = layout.configdrive
+    if cd and cd.partition:
+        taken = dict(stacked)
+        taken.update({fs.device: f"the {fs.mount or fs.type} filesystem"
+                      for fs in layout.filesystems})
+        taken.update({im.target: "an image's target" for im in layout.images})
+        if cd.partition in taken:
+            add(cd, f"partition {cd.partition!r} is {taken[cd.partition]}: the configdrive "
+                    f"needs a partition of its own")
 
 
 def _check_configdrive_disk(layout, add):

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from provision_agent import validate_text
 from tests.unit.helpers import run_cli, sample
 
 SAMPLES = {
@@ -159,6 +160,12 @@ def check_plan(plan):
         devices.update(lv["device"] for lv in vg["logical_volumes"])
     mounts = [fs["mount"] for fs in layout["filesystems"] if fs.get("mount")]
     assert len(mounts) == len(set(mounts)), f"a mount point twice: {mounts}"
+    for mount in mounts:
+        assert validate_text.mount_point_problem(mount) is None, mount
+    members = {m for raid in layout["raids"] for m in raid["members"] + raid["spares"]}
+    members |= {pv for vg in layout["volume_groups"] for pv in vg["pvs"]}
+    for fs in layout["filesystems"]:
+        assert fs["device"] not in members, f"a filesystem on raid member/PV {fs['device']}"
     for fs in layout["filesystems"]:
         assert fs["device"] in devices, f"filesystem on unplanned {fs['device']}"
 
