@@ -15,7 +15,7 @@ import traceback
 
 from oslo_config import cfg
 
-from provision_agent import cli_args, errors, inventory, pipeline, render
+from provision_agent import cli_args, errors, inventory, pipeline, redact, render
 
 LOG = logging.getLogger("provision")
 
@@ -43,7 +43,7 @@ def setup_logging(debug, log_file):
     root = logging.getLogger()
     root.handlers[:] = []
     root.setLevel(logging.DEBUG if debug or log_file else logging.INFO)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    fmt = redact.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.DEBUG if debug else logging.INFO)
     console.setFormatter(fmt)
@@ -151,8 +151,8 @@ def main(argv=None):
     except errors.ProvisionError as exc:
         LOG.debug("failure", exc_info=True)
         if conf.debug:
-            traceback.print_exc()
-        print(f"provision: error: {exc}", file=sys.stderr)
+            print(redact.text(traceback.format_exc()), file=sys.stderr, end="")
+        print(f"provision: error: {redact.text(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("provision: interrupted", file=sys.stderr)
@@ -160,8 +160,8 @@ def main(argv=None):
     except Exception as exc:
         LOG.debug("unexpected failure", exc_info=True)
         if conf.debug:
-            traceback.print_exc()
-        print(f"provision: unexpected error: {type(exc).__name__}: {exc} "
+            print(redact.text(traceback.format_exc()), file=sys.stderr, end="")
+        print(f"provision: unexpected error: {type(exc).__name__}: {redact.text(str(exc))} "
               "(run with --debug for a traceback)", file=sys.stderr)
         return errors.EXIT_UNEXPECTED
 

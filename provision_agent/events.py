@@ -13,6 +13,8 @@ import os
 import threading
 import time
 
+from provision_agent import redact
+
 
 class Events:
     def __init__(self, streams=(), progress_interval=1.0):
@@ -34,8 +36,9 @@ class Events:
     def emit(self, event, **fields):
         if not self._streams:
             return
-        line = json.dumps(dict(event=event, time=round(time.time(), 3), **fields),
-                          sort_keys=False, default=str)
+        # Events reach Ironic's node records: nothing secret goes out (redact.py).
+        line = json.dumps(redact.document(dict(event=event, time=round(time.time(), 3),
+                                               **fields)), sort_keys=False, default=str)
         with self._lock:
             for stream in self._streams:
                 stream.write(line + "\n")

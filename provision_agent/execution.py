@@ -32,7 +32,7 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
         report = executor.Executor(runner, events, conf.target_root,
                                    image_options(conf)).execute(planned.steps)
     except errors.ProvisionError as exc:
-        events.result("failed", exc.exit_code, str(exc)[-4000:])
+        events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
         events.close()
         raise
     except Exception as exc:

@@ -5,7 +5,7 @@ tar images → fstab/mdadm.conf → bootloader → configdrive → umount. Every
 in its arguments, so the printed plan is what runs.
 """
 
-from provision_agent import parttypes
+from provision_agent import parttypes, redact
 from provision_agent.steps import Step
 from provision_agent.units import human
 
@@ -194,7 +194,7 @@ def _image_step(im, device, mount_point, fs_type):
         "device": device, "mount_point": mount_point, "uri": im.uri, "format": im.format,
         "compression": im.compression, "checksum": im.checksum, "checksum_of": im.checksum_of,
         "allow_no_checksum": im.allow_no_checksum, "fs_type": fs_type},
-        f"{im.format} image {im.uri} to {where}")
+        f"{im.format} image {redact.url(im.uri)} to {where}")
 
 
 def _fstab_entry(fs, device):

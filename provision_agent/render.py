@@ -2,6 +2,7 @@
 
 import json
 
+from provision_agent import redact
 from provision_agent.units import human
 
 
@@ -42,8 +43,10 @@ def layout_dict(res):
 
 
 def plan_json(planned):
-    return json.dumps({"layout": layout_dict(planned.resolved),
-                       "steps": [s.to_dict() for s in planned.steps]}, indent=2)
+    # Plans are printed and logged: URLs, passwords and configdrive contents stay out.
+    return json.dumps(redact.document({"layout": layout_dict(planned.resolved),
+                                       "steps": [s.to_dict() for s in planned.steps]}),
+                      indent=2)
 
 
 def plan_text(planned):
@@ -92,4 +95,4 @@ def plan_text(planned):
     lines.append(f"Plan ({len(planned.steps)} steps):")
     for i, s in enumerate(planned.steps, 1):
         lines.append(f"  {i:3d}. [{s.kind}] {s.description}")
-    return "\n".join(lines)
+    return redact.text("\n".join(lines))

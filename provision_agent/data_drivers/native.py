@@ -57,7 +57,46 @@ def _message(err):
         return _unknown_fields(err)
     # For oneOf/anyOf the best sub-error says more than "is not valid under any".
     best = jsonschema.exceptions.best_match([err]) if err.context else err
-    return best.message
+    return _plain(best)
+
+
+_KINDS = {"string": "a string", "integer": "an integer", "number": "a number",
+          "object": "an object", "array": "a list", "boolean": "true or false", "null": "null"}
+
+
+def _kind(value):
+    for name, types in (("null", type(None)), ("boolean", bool), ("integer", int),
+                        ("number", float), ("string", str), ("array", list), ("object", dict)):
+        if isinstance(value, types):
+            return _KINDS[name]
+    return type(value).__name__
+
+
+def _plain(err):
+    """jsonschema's message without the offending value (it may be a password)."""
+    v, want = err.validator, err.validator_value
+    if v == "type":
+        wanted = [want] if isinstance(want, str) else want
+        return f"must be {' or '.join(_KINDS.get(w, w) for w in wanted)}, not {_kind(err.instance)}"
+    if v == "enum":
+        return f"must be one of: {', '.join(json.dumps(x) for x in want)}"
+    if v == "const":
+        return f"must be {json.dumps(want)}"
+    if v in ("minimum", "exclusiveMinimum"):
+        return f"must be at least {want}" if v == "minimum" else f"must be more than {want}"
+    if v in ("maximum", "exclusiveMaximum"):
+        return f"must be at most {want}" if v == "maximum" else f"must be less than {want}"
+    if v == "minItems":
+        return f"needs at least {want} item{'s' if want != 1 else ''}"
+    if v == "uniqueItems":
+        return "lists the same item twice"
+    if v == "minProperties":
+        return f"needs at least {want} entr{'ies' if want != 1 else 'y'}"
+    if v == "required":
+        return err.message          # names the missing property, not a value
+    if v == "pattern":
+        return "does not have the expected form"
+    return f"is not valid here ({v})"
 
 
 def _unknown_fields(err):

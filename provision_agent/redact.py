@@ -1,0 +1,88 @@
+"""What may be shown of secrets: nothing.
+
+Swift temporary URLs carry their signature in the query string, image servers take credentials
+in the URL, Fuel documents carry users' passwords, and a configdrive is the instance's secrets.
+Everything provision shows (log records, progress events, error messages, printed plans) passes
+through here: URLs lose their user info and query, known secret fields and configdrive contents
+are replaced by a marker. Patterns are linear (no nested quantifiers).
+"""
+
+import logging
+import re
+import urllib.parse
+
+MARK = "<redacted>"
+# Keys whose values are secret wherever they appear (lower case).
+SECRET_KEYS = {"password", "passwd", "plain_text_passwd", "hashed_passwd", "admin_pass",
+               "auth_token", "token", "image_auth_token", "secret", "temp_url_sig",
+               "content", "user_data", "configdrive", "private_key"}
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s'\"<>]+")
+
+
+def url(text):
+    """scheme://host[:port]/path, with '?…' where a query was: never user info or a query."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return MARK
+    if not parts.scheme or not parts.netloc:
+        return text
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        if parts.port:
+            host += f":{parts.port}"
+    except ValueError:
+        pass
+    rest = "?…" if parts.query or parts.fragment else ""
+    return f"{parts.scheme}://{host}{parts.path}{rest}"
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def _url_match(m):
+    # "image https://h/x?sig=...: HTTP 403": the colon ends the sentence, not the URL.
+    found = m.group(0)
+    cut = len(found.rstrip(".,:;)]"))
+    return url(found[:cut]) + found[cut:]
+
+
+def _path_query(token):
+    # "/x.img?sig=..." as urllib3 quotes it ("url: /x.img?sig=..."): the query goes too.
+    q = token.find("?")
+    if q <= 0 or "/" not in token[:q] or token[q + 1:q + 2] in ("", "…"):
+        return token
+    return token[:q] + "?…"
+
+
+def text(message):
+    """message with every URL in it shortened by url(), and queries after paths cut."""
+    if not isinstance(message, str):
+        return message
+    if "://" in message:
+        message = _URL.sub(_url_match, message)
+    if "?" in message:
+        message = _TOKEN.sub(lambda m: _path_query(m.group(0)), message)
+    return message
+
+
+def document(value, key=None):
+    """A copy of a JSON-like value with secret fields replaced and URLs shortened."""
+    if key is not None and str(key).lower() in SECRET_KEYS and value not in (None, "", {}, []):
+        return MARK
+    if isinstance(value, dict):
+        return {k: document(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [document(v) for v in value]
+    if isinstance(value, str):
+        return text(value)
+    return value
+
+
+class Formatter(logging.Formatter):
+    """Log lines with redact.text() applied to the whole line, tracebacks included."""
+
+    def format(self, record):
+        return text(super().format(record))
