@@ -62,6 +62,39 @@ def disk_hints(space):
     return {"name": name if name.startswith("/dev/") else "/dev/" + name}
 
 
+def _used(volumes):
+    """The volumes that make something: fuel-agent skipped size <= 0, boot and lvm_meta_pool."""
+    return [(j, v) for j, v in enumerate(volumes)
+            if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
+            and _is_num(v.get("size")) and v["size"] > 0]
+
+
+def fuel_boot_disk(spaces):
+    """Index of the space where fuel-agent put /boot: the first used, non-NVMe disk with a /boot
+    volume (a `bootable` one among them first). Only used to line up kept partitions."""
+    found = []
+    for i, s in enumerate(spaces):
+        if not isinstance(s, dict) or s.get("type") != "disk" or not _is_num(s.get("size")) \
+                or s["size"] <= 0 or not isinstance(s.get("volumes"), list):
+            continue
+        used = _used(s["volumes"])
+        if "nvme" in str(s.get("name")) or not any(v.get("mount") != "/boot" for _, v in used):
+            continue
+        if any(v.get("mount") == "/boot" and v.get("type") in ("raid", "partition")
+               for _, v in used):
+            found.append((not s.get("bootable"), i))
+    return min(found)[1] if found else None
+
+
+def keep_refused(kind):
+    what = {"pv": "a physical volume (its volume group and logical volumes)",
+            "raid": "an md array member", "lv": "a logical volume"}[kind]
+    return (f"keep_data on {what}: keeping LVM or RAID data is not supported yet (only "
+            "partition volumes can be kept), and the plan would re-create and format it; "
+            "refused so that nothing Fuel keeps is wiped. Remove keep_data to let this data "
+            "be destroyed, or keep it on a partition volume")
+
+
 class NailgunDriver(DataDriver):
     def layout(self):
         return native.NativeDriver(self.native_document()).layout()
@@ -95,6 +128,7 @@ class _Translation:
                                                       "list of disk and vg spaces here")
             return {}
         self.want_configdrive = wants_configdrive(self.data)
+        self.boot_disk = fuel_boot_disk(spaces)
         for i, space in enumerate(spaces):
             if not isinstance(space, dict) or space.get("type") not in ("disk", "vg"):
                 self.problem(f"ks_spaces[{i}]", "needs type \"disk\" or \"vg\"")
@@ -135,15 +169,18 @@ class _Translation:
         if size <= 0:
             LOG.info("%s: size 0, disk not used", where)
             return
-        used = [(j, v) for j, v in enumerate(volumes)
-                if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
-                and _is_num(v.get("size")) and v["size"] > 0]
+        used = _used(volumes)
         bad = [j for j, v in enumerate(volumes) if not isinstance(v, dict)
                or not _is_num(v.get("size"))]
         for j in bad:
             self.problem(f"{where} volumes[{j}]", "a volume needs a type and a numeric size (MiB)")
         if not used:
             LOG.info("%s: no volume to create, disk not used", where)
+            return
+        if all(v.get("mount") == "/boot" for _, v in used):
+            # fuel-agent's rule: Nailgun puts a /boot volume on every disk; a disk with nothing
+            # else is left as it is (not wiped, not added to the /boot array).
+            LOG.info("%s: only Nailgun's /boot leftover, disk not used (as fuel-agent)", where)
             return
         n = len(self.disks)
         disk_id = f"d{n}-{_slug(space.get('name') or space.get('id'))}"[:63]
@@ -152,14 +189,16 @@ class _Translation:
              "origin": f"{where} (bios_grub partition Fuel puts on every disk)"},
             {"id": f"d{n}-uefi", "size": UEFI_MIB, "type": "linux", "name": "UEFI",
              "origin": f"{where} (UEFI partition Fuel reserves on every disk)"}]
-        if self.want_configdrive and not self.configdrive_placed and self._is_os_disk(volumes):
-            parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB, "type": "linux",
-                          "name": "config-2", "origin": f"{where} (configdrive partition)"})
-            self.configdrive_placed = True
         for j, vol in used:
             part = self.volume(n, where, j, vol)
             if part:
                 parts.append(part)
+        self.check_kept_position(i, where, used)
+        if self.want_configdrive and not self.configdrive_placed and self._is_os_disk(volumes):
+            # Last on the disk, where fuel-agent put it: kept partitions before it line up.
+            parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB, "type": "linux",
+                          "name": "config-2", "origin": f"{where} (configdrive partition)"})
+            self.configdrive_placed = True
         self.fit_last(where, size, parts)
         self.disks.append({"id": disk_id, "match": disk_hints(space), "partitions": parts,
                            "origin": where})
@@ -170,9 +209,30 @@ class _Translation:
             v.get("mount") == "/" or (v.get("type") == "pv" and v.get("vg") == "os"))
             for v in volumes)
 
+    def check_kept_position(self, i, where, used):
+        """A kept partition is found again only at the place fuel-agent's layout gave it."""
+        before = []
+        for j, vol in used:
+            if vol.get("keep_data") and vol.get("type") == "partition":
+                moved = [b for b in before if b[1] == "/boot" and i != self.boot_disk
+                         or b[2] == "cephjournal"]
+                if moved:
+                    k, mount, name = moved[0]
+                    why = (f"fuel-agent put /boot on one disk only, not on this one"
+                           if mount == "/boot" else
+                           "fuel-agent split Ceph journals into one partition per OSD")
+                    self.problem(f"{where} volumes[{j}]",
+                                 f"keep_data: volumes[{k}] before this partition is laid out "
+                                 f"differently here ({why}), so the kept partition would not "
+                                 "line up with the one Fuel made; not supported")
+            before.append((j, vol.get("mount"), vol.get("name")))
+
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
+        if vol.get("keep_data") and kind in ("raid", "pv"):
+            self.problem(vwhere, keep_refused(kind))
+            return None
         pid = f"d{n}-v{j}"
         part = {"id": pid, "size": int(vol["size"]), "origin": vwhere}
         if kind == "partition":
@@ -221,7 +281,8 @@ class _Translation:
         excess = total - usable
         if excess <= 0:
             return
-        last = parts[-1]
+        # The configdrive partition is Fuel's fixed 20 MiB: the last volume before it gives way.
+        last = [p for p in parts if p["id"] != "configdrive"][-1]
         if excess > SHRINK_LIMIT_MIB or last["size"] - excess < 1 or last.get("keep"):
             self.problem(where, f"the partitions need {total} MiB (with {BIOS_GRUB_MIB} MiB "
                                 f"bios_grub, {UEFI_MIB} MiB UEFI and {GPT_OVERHEAD_MIB} MiB GPT "
@@ -284,6 +345,9 @@ class _Translation:
                 continue
             if not vol.get("name"):
                 self.problem(vwhere, "an lv needs a name")
+                continue
+            if vol.get("keep_data"):
+                self.problem(vwhere, keep_refused("lv"))
                 continue
             lid = f"lv-{_slug(name)}-{_slug(vol['name'])}"[:63]
             lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),

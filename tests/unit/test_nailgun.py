@@ -97,7 +97,9 @@ def test_raid_volumes_with_the_same_mount_form_one_raid1_across_disks():
                        disk("vdc", 4096, [{"type": "boot", "size": 300}, boot])]))
     raids = {r["name"]: r for r in doc["raids"]}
     assert raids["boot"]["level"] == 1 and raids["boot"]["metadata"] == "1.0"
-    assert raids["boot"]["members"] == ["d0-v1", "d1-v1", "d2-v1"]
+    # vdc holds nothing but Nailgun's /boot leftover: fuel-agent left it alone, so do we.
+    assert [d["match"] for d in doc["disks"]] == [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]
+    assert raids["boot"]["members"] == ["d0-v1", "d1-v1"]
     assert raids["srv-data"]["members"] == ["d0-v3", "d1-v2"]
     assert "metadata" not in raids["srv-data"]
     fss = {fs.get("mount"): fs for fs in doc["filesystems"]}
@@ -262,10 +264,10 @@ def test_configdrive_from_hostname_keys_users_repos_and_interfaces():
     assert cloud["apt"]["sources"]["ubuntu.list"]["source"] == \
         "deb http://archive.ubuntu.com/ubuntu/ xenial main universe multiverse"
     assert cd["network_data"]["links"][0]["ethernet_mac_address"] == "52:54:00:12:34:56"
-    # The 20 MiB configdrive partition sits on the OS disk after Fuel's two boot partitions.
+    # The 20 MiB configdrive partition is the last one of the OS disk, where fuel-agent put it.
     first = out["disks"][0]["partitions"]
-    assert [(p["id"], p["size"]) for p in first[:3]] == [
-        ("d0-bios_grub", 24), ("d0-uefi", 200), ("configdrive", 20)]
+    assert [(p["id"], p["size"]) for p in first[:2]] == [("d0-bios_grub", 24), ("d0-uefi", 200)]
+    assert (first[-1]["id"], first[-1]["size"]) == ("configdrive", 20)
 
 
 def test_no_configdrive_without_node_data():
@@ -286,3 +288,90 @@ def test_cli_reports_fuel_locations_with_exit_2(tmp_path):
     rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
     assert rc == 2
     assert "ks_spaces[2] (vdc) volumes[3]: unknown volume type 'bogus'" in err
+
+
+# --- keep_data: nothing Fuel keeps is formatted (issue 20 item 1) ----------------------------
+
+KEPT_DOC_SPACES = [
+    disk("vda", 4096, [{"type": "boot", "size": 300},
+                       {"type": "raid", "mount": "/boot", "size": 200, "keep_data": True},
+                       {"type": "pv", "vg": "os", "lvm_meta_size": 64, "size": 3596}]),
+    disk("vdb", 4096, [{"type": "boot", "size": 300},
+                       {"type": "raid", "mount": "/boot", "size": 200},
+                       {"type": "pv", "vg": "image", "lvm_meta_size": 64, "size": 3596,
+                        "keep_data": True}]),
+    {"type": "vg", "id": "os", "volumes": [
+        {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4", "size": 3000}]},
+    {"type": "vg", "id": "image", "volumes": [
+        {"type": "lv", "name": "glance", "mount": "/var/lib/glance", "file_system": "xfs",
+         "size": 3500, "keep_data": True}]},
+]
+
+
+def test_keep_data_on_pv_raid_and_lv_is_refused_naming_fuels_location(tmp_path):
+    out = problems(fuel(KEPT_DOC_SPACES))
+    assert [p.split(":")[0] for p in out] == [
+        "ks_spaces[0] (vda) volumes[1]", "ks_spaces[1] (vdb) volumes[2]",
+        "ks_spaces[3] (image) volumes[0]"]
+    assert "keep_data on an md array member: keeping LVM or RAID data is not supported" in out[0]
+    assert "keep_data on a physical volume" in out[1]
+    assert "keep_data on a logical volume" in out[2]
+    # Through the CLI: exit 2 and no plan at all (so no wipe, no mkfs of /dev/image/glance).
+    rc, stdout, err = run_cli(tmp_path, fuel(KEPT_DOC_SPACES), extra=["--data_driver", "nailgun"])
+    assert rc == 2 and stdout == ""
+    assert "ks_spaces[3] (image) volumes[0]" in err and "not supported" in err
+
+
+def test_without_keep_data_the_same_document_plans():
+    spaces = json.loads(json.dumps(KEPT_DOC_SPACES).replace('"keep_data": true', '"x": 0'))
+    res = plan(fuel(spaces))
+    assert [vg.name for vg in res.resolved.layout.volume_groups] == ["os", "image"]
+
+
+def test_disk_with_only_nailgun_leftovers_is_left_untouched(tmp_path):
+    spaces = [disk("vda", 4096, [{"type": "boot", "size": 300},
+                                 {"type": "raid", "mount": "/boot", "size": 200}, ROOT_PART]),
+              disk("vdb", 4096, [{"type": "boot", "size": 300},
+                                 {"type": "raid", "mount": "/boot", "size": 200},
+                                 {"type": "lvm_meta_pool", "size": 64},
+                                 {"type": "pv", "vg": "image", "size": 0}])]
+    rc, out, err = run_cli(tmp_path, fuel(spaces), extra=["--data_driver", "nailgun",
+                                                          "--plan_format", "json"])
+    assert rc == 0, err
+    plan_doc = json.loads(out)
+    assert [d["device"] for d in plan_doc["layout"]["disks"]] == ["/dev/vda"]
+    assert not any("/dev/vdb" in json.dumps(s["args"]) for s in plan_doc["steps"])
+    assert plan_doc["layout"]["raids"] == []      # a single /boot member: a plain partition
+
+
+def kept_doc(boot_on_vdb=True):
+    keep = {"type": "partition", "mount": "/srv", "file_system": "xfs", "size": 500,
+            "keep_data": True}
+    vdb = [{"type": "boot", "size": 300}] + (
+        [{"type": "raid", "mount": "/boot", "size": 200}] if boot_on_vdb else []) + [keep]
+    return fuel([disk("vda", 4096, [{"type": "boot", "size": 300},
+                                    {"type": "raid", "mount": "/boot", "size": 200}, ROOT_PART]),
+                 disk("vdb", 4096, vdb)])
+
+
+def test_kept_partition_is_placed_in_fuel_agents_order_with_the_configdrive_last():
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART,
+                                   {"type": "partition", "mount": "/srv", "size": 500,
+                                    "keep_data": True}])])
+    doc["hostname"] = "node-1"
+    res = plan(doc)
+    (placed,) = res.resolved.placed.values()
+    # bios_grub 1, UEFI 2, / 3, the kept /srv 4, configdrive 5: Fuel's own numbering.
+    assert [(p.number, p.part_id) for p in placed] == [
+        (1, "d0-bios_grub"), (2, "d0-uefi"), (3, "d0-v1"), (4, "d0-v2"), (5, "configdrive")]
+    assert placed[3].start * 512 == (1 + 24 + 200 + 2000) * 1024 * 1024    # sectors
+    wipe = next(s for s in res.steps if s.kind == "wipe")
+    assert wipe.args["keep"] == [4]
+
+
+def test_kept_partition_behind_a_boot_member_fuel_agent_did_not_make_is_refused():
+    out = problems(kept_doc(boot_on_vdb=True))
+    assert len(out) == 1 and out[0].startswith("ks_spaces[1] (vdb) volumes[2]: keep_data: "
+                                               "volumes[1] before this partition")
+    assert "fuel-agent put /boot on one disk only" in out[0]
+    assert native(kept_doc(boot_on_vdb=False))["disks"][1]["partitions"][2]["keep"] is True
