@@ -154,7 +154,7 @@ class _Translation:
         doc["bootloader"] = bootloader(pm_data)
         if self.want_configdrive:
             doc["configdrive"] = configdrive(self.data, "configdrive" if self.configdrive_placed
-                                             else None)
+                                             else None, self.problem)
         return doc
 
     # --- disk spaces -------------------------------------------------------------------------

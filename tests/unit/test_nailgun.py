@@ -375,3 +375,51 @@ def test_kept_partition_behind_a_boot_member_fuel_agent_did_not_make_is_refused(
                                                "volumes[1] before this partition")
     assert "fuel-agent put /boot on one disk only" in out[0]
     assert native(kept_doc(boot_on_vdb=False))["disks"][1]["partitions"][2]["keep"] is True
+
+
+# --- SSH keys as Nailgun writes them (issue 19 item 7, issue 20 item 3) -----------------------
+
+KEY_A = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7fuelkeyA root@fuel.domain.tld"
+KEY_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKeyB operator@example"
+
+
+def nailgun_keys(**ks_meta):
+    """The provision-vm sample with keys as Nailgun's serialiser writes them: "\\"%s\\"" % key."""
+    doc = copy.deepcopy(sample("provision-vm"))
+    doc["ks_meta"].update(ks_meta)
+    return doc
+
+
+def public_keys(doc):
+    return list(native(doc)["configdrive"]["meta_data"]["public_keys"].values())
+
+
+def test_nailgun_quoted_keys_are_unquoted_and_empty_ones_dropped():
+    doc = nailgun_keys(authorized_keys=['"%s"' % KEY_A, '""', '"%s"' % KEY_B], auth_key='""')
+    assert public_keys(doc) == [KEY_A, KEY_B]
+    doc = nailgun_keys(authorized_keys=[], auth_key='"%s"' % KEY_A)
+    assert public_keys(doc) == [KEY_A]
+
+
+def test_authorized_keys_as_a_string_is_one_key_not_one_per_character():
+    assert public_keys(nailgun_keys(authorized_keys='"%s"' % KEY_B, auth_key='""')) == [KEY_B]
+    doc = nailgun_keys(auth_key='""')
+    doc["ks_meta"]["user_accounts"][0]["ssh_keys"] = KEY_A
+    cloud = json.loads(native(doc)["configdrive"]["user_data"].split("\n", 1)[1])
+    assert cloud["users"][1]["ssh_authorized_keys"] == [KEY_A]
+
+
+@pytest.mark.parametrize("value, where", [
+    ("ssh-rsa " + "A" * 10_000_000, "ks_meta.authorized_keys"),
+    (["ssh-rsa " + "A" * 20_000], "ks_meta.authorized_keys[0]"),
+    ([KEY_A] * 100_000, "ks_meta.authorized_keys"),
+    (["ssh-rsa " + "A" * 10_000] * 30, "ks_meta.authorized_keys"),
+    ({"k": KEY_A}, "ks_meta.authorized_keys"),
+])
+def test_oversized_or_malformed_key_lists_are_refused_with_exit_2(tmp_path, value, where):
+    doc = nailgun_keys(authorized_keys=value)
+    out = problems(doc)
+    assert len(out) == 1 and out[0].startswith(where + ": "), out
+    assert "AAAA" not in out[0]          # the value is not echoed back
+    rc, stdout, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and stdout == "" and where in err
