@@ -12,6 +12,7 @@ def layout_dict(res):
         "disks": [{
             "id": d.id, "device": res.devices.get(d.id), "size": res.sizes.get(d.id),
             "serial": res.disks.get(d.id, {}).get("serial"), "table": d.table,
+            "matched_by": res.matched_by.get(d.id),
             "partitions": [{
                 "id": p.part_id, "number": p.number, "device": p.device, "start": p.start,
                 "end": p.end, "size": p.size, "kind": p.kind,
@@ -68,7 +69,8 @@ def plan_text(planned):
     lines = ["Layout:"]
     for d in lay.disks:
         lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {d.table if d.partitions else 'whole disk'}"
-                     f"  (disk {d.id})" + (f"  → {tail(d.id)}" if tail(d.id) else ""))
+                     f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"
+                     + (f"  → {tail(d.id)}" if tail(d.id) else ""))
         placed = res.placed.get(d.id, [])
         for i, p in enumerate(placed):
             branch = "└─" if i == len(placed) - 1 else "├─"

@@ -45,21 +45,34 @@ def space_where(i, space):
     return f"ks_spaces[{i}] ({name})"
 
 
-def disk_hints(space):
-    """One native hint. Fuel accepts any of its identifiers; native hints must all match, so only
-    the most stable one is used: a by-path id, a by-id id, the first `extra` by-id link, a name."""
-    ident = str(space.get("id") or "")
+MAX_DISK_HINTS = 16
+KERNEL_NAME = re.compile(r"dm-[0-9]+|[a-z]+[0-9a-z]*")
+
+
+def _hint(ident):
+    """One Fuel identifier as a native hint: a by-path or by-id link, or a kernel name."""
     ident = ident[len("/dev/"):] if ident.startswith("/dev/") else ident
     if ident.startswith("disk/by-path/"):
         return {"by_path": "/dev/" + ident}
-    if ident.startswith("disk/by-id/"):
+    if ident.startswith("disk/"):
         return {"by_id": "/dev/" + ident}
-    extra = [e for e in space.get("extra") or [] if isinstance(e, str) and e]
-    if extra:
-        link = extra[0][len("/dev/"):] if extra[0].startswith("/dev/") else extra[0]
-        return {"by_id": "/dev/" + (link if link.startswith("disk/") else "disk/by-id/" + link)}
-    name = space.get("name") or ident
-    return {"name": name if name.startswith("/dev/") else "/dev/" + name}
+    if KERNEL_NAME.fullmatch(ident):
+        return {"name": "/dev/" + ident}        # sda, nvme0n1, md123: a name, not a link
+    return {"by_id": "/dev/disk/by-id/" + ident}
+
+
+def disk_hints(space):
+    """Fuel's identifiers in fuel-agent's order: every `extra` link, the `id`, then the `name`
+    (its fallback). Returns the first as the native match and the rest as fallback_match."""
+    idents = [e for e in space.get("extra") or [] if isinstance(e, str) and e]
+    idents += [v for v in (space.get("id"), space.get("name")) if isinstance(v, str) and v]
+    hints = []
+    for ident in idents:
+        h = _hint(ident.strip())
+        if h not in hints:
+            hints.append(h)
+    hints = hints[:MAX_DISK_HINTS + 1]
+    return (hints[0] if hints else {}), hints[1:]
 
 
 def _used(volumes):
@@ -200,8 +213,14 @@ class _Translation:
                           "name": "config-2", "origin": f"{where} (configdrive partition)"})
             self.configdrive_placed = True
         self.fit_last(where, size, parts)
-        self.disks.append({"id": disk_id, "match": disk_hints(space), "partitions": parts,
-                           "origin": where})
+        match, fallback = disk_hints(space)
+        if not match:
+            self.problem(where, "a disk space needs an id, a name or extra links to find the disk")
+            return
+        entry = {"id": disk_id, "match": match, "partitions": parts, "origin": where}
+        if fallback:
+            entry["fallback_match"] = fallback
+        self.disks.append(entry)
 
     @staticmethod
     def _is_os_disk(volumes):

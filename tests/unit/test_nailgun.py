@@ -188,18 +188,28 @@ def test_missing_ks_spaces_is_an_input_error():
         "spaces here"]
 
 
+P4 = {"by_path": "/dev/disk/by-path/pci-0000:00:04.0"}
+V0, V2 = ({"by_id": f"/dev/disk/by-id/virtio-disk{n}"} for n in (0, 2))
+
+
 @pytest.mark.parametrize("space,hints", [
+    # fuel-agent's order: every extra link, then id, then the name as the last fallback.
     ({"id": "disk/by-path/pci-0000:00:04.0", "name": "vda",
-      "extra": ["disk/by-id/virtio-disk0"]}, {"by_path": "/dev/disk/by-path/pci-0000:00:04.0"}),
-    ({"id": "disk/by-id/virtio-disk1", "name": "vdb"}, {"by_id": "/dev/disk/by-id/virtio-disk1"}),
+      "extra": ["disk/by-id/virtio-disk0"]}, [V0, P4, {"name": "/dev/vda"}]),
+    ({"id": "disk/by-id/virtio-disk1", "name": "vdb"},
+     [{"by_id": "/dev/disk/by-id/virtio-disk1"}, {"name": "/dev/vdb"}]),
     ({"id": "vdc", "name": "vdc", "extra": ["disk/by-id/virtio-disk2", "disk/by-id/other"]},
-     {"by_id": "/dev/disk/by-id/virtio-disk2"}),
-    ({"id": "vdc", "name": "vdc", "extra": ["virtio-disk2"]},
-     {"by_id": "/dev/disk/by-id/virtio-disk2"}),
-    ({"id": "sda", "name": "sda", "extra": []}, {"name": "/dev/sda"}),
+     [V2, {"by_id": "/dev/disk/by-id/other"}, {"name": "/dev/vdc"}]),
+    ({"id": "vdc", "name": "vdc", "extra": ["virtio-disk2"]}, [V2, {"name": "/dev/vdc"}]),
+    ({"id": "sda", "name": "sda", "extra": []}, [{"name": "/dev/sda"}]),
+    # Bare kernel names in extra are names, not by-id links.
+    ({"id": "x", "name": "sdb", "extra": ["sda", "/dev/nvme0n1", "md123", "dm-0"]},
+     [{"name": "/dev/sda"}, {"name": "/dev/nvme0n1"}, {"name": "/dev/md123"},
+      {"name": "/dev/dm-0"}, {"name": "/dev/x"}, {"name": "/dev/sdb"}]),
 ])
-def test_disk_hint_priority(space, hints):
-    assert disk_hints(space) == hints
+def test_disk_hint_order(space, hints):
+    match, fallback = disk_hints(space)
+    assert [match] + fallback == hints
 
 
 def test_each_hint_kind_finds_the_vm_disk():
@@ -207,7 +217,57 @@ def test_each_hint_kind_finds_the_vm_disk():
     for space, name in (({"id": "disk/by-path/pci-0000:00:05.0"}, "/dev/vdb"),
                         ({"id": "vdc", "extra": ["disk/by-id/virtio-disk2"]}, "/dev/vdc"),
                         ({"id": "vda", "name": "vda"}, "/dev/vda")):
-        assert [d["name"] for d in inv_mod.match(disks, disk_hints(space))] == [name]
+        match, _ = disk_hints(space)
+        assert [d["name"] for d in inv_mod.match(disks, match)] == [name]
+
+
+SATA = {"name": "/dev/sda", "size": 500107862016, "model": "ST500DM002-1BD142",
+        "serial": "Z3T5ABCD", "wwn": "0x5000c5007a1b2c3d", "vendor": "ATA", "rotational": True,
+        "by_path": "/dev/disk/by-path/pci-0000:00:1f.2-ata-1"}
+SATA2 = dict(SATA, name="/dev/sdb", serial="Z3T5WXYZ", wwn="0x5000c5007a1b9999",
+             by_path="/dev/disk/by-path/pci-0000:00:1f.2-ata-2")
+
+
+def fuel_web_space(extra):
+    """A disk space as fuel-web's CI documents have it (by-path id, by-id extras)."""
+    return {"type": "disk", "id": "disk/by-path/pci-0000:00:1f.2-ata-9", "name": "sda",
+            "size": 476940, "extra": extra,
+            "volumes": [{"type": "boot", "size": 300}, dict(ROOT_PART, size=20000)]}
+
+
+@pytest.mark.parametrize("inv_disks, extra, device, rule", [
+    # Rich inventory (by_id lists): the scsi-SATA_ link is gone, the ata- link still finds it.
+    ([dict(SATA, by_id=["/dev/disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD"]), SATA2],
+     ["disk/by-id/scsi-SATA_ST500DM002-1BD_Z3T5ABCD", "disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD"],
+     "/dev/sda", "by_id='/dev/disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD'"),
+    # IPA-style inventory (no by_id): the link's serial and the wwn link identify the disk.
+    ([SATA2, SATA], ["disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD"], "/dev/sda",
+     "by_id='/dev/disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD'"),
+    ([SATA, SATA2], ["disk/by-id/wwn-0x5000c5007a1b9999"], "/dev/sdb",
+     "by_id='/dev/disk/by-id/wwn-0x5000c5007a1b9999'"),
+    ([SATA, SATA2], ["disk/by-id/scsi-35000c5007a1b9999"], "/dev/sdb",
+     "by_id='/dev/disk/by-id/scsi-35000c5007a1b9999'"),
+    # No link and no by-path matches any more: fuel-agent's fallback to the name.
+    ([SATA, SATA2], ["disk/by-id/ata-GONE_0000"], "/dev/sda", "name='/dev/sda'"),
+])
+def test_fuel_web_disk_matching_on_rich_and_ipa_inventories(inv_disks, extra, device, rule):
+    doc = fuel([fuel_web_space(extra)])
+    res = pipeline.build_plan(NailgunDriver(doc).layout(), inv_mod.from_document(
+        {"inventory": {"disks": inv_disks}}))
+    (disk_id,) = res.resolved.disks
+    assert res.resolved.devices[disk_id] == device
+    assert res.resolved.matched_by[disk_id] == rule
+
+
+def test_the_plan_says_which_rule_matched(tmp_path):
+    doc = fuel([fuel_web_space(["disk/by-id/ata-GONE_0000"])])
+    inv = {"inventory": {"disks": [SATA, SATA2]}}
+    rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun",
+                                                     "--plan_format", "json"])
+    assert rc == 0, err
+    assert json.loads(out)["layout"]["disks"][0]["matched_by"] == "name='/dev/sda'"
+    rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun"])
+    assert rc == 0 and "matched by name='/dev/sda'" in out
 
 
 def test_a_space_matching_no_disk_is_a_mismatch_naming_the_space():
