@@ -125,6 +125,7 @@ class Layout:
     images: list = field(default_factory=list)
     bootloader: Bootloader | None = None
     configdrive: Configdrive | None = None
+    warnings: list = field(default_factory=list)      # shown with the plan; nothing refused
 
     def partitions(self):
         for disk in self.disks:

@@ -110,13 +110,17 @@ def keep_refused(kind):
 
 class NailgunDriver(DataDriver):
     def layout(self):
-        return native.NativeDriver(self.native_document()).layout()
+        self.warnings = []
+        layout = native.NativeDriver(self.native_document()).layout()
+        layout.warnings += self.warnings
+        return layout
 
     def native_document(self):
         t = _Translation(self.data)
         doc = t.run()
         if t.problems:
             raise InputError(t.problems)
+        self.warnings = t.warnings
         return doc
 
 
@@ -124,6 +128,7 @@ class _Translation:
     def __init__(self, data):
         self.data = data
         self.problems = []
+        self.warnings = []
         self.disks, self.raids, self.vgs, self.filesystems = [], [], [], []
         self.raid_members = {}       # mount → [(partition id, volume, where)]
         self.pvs = {}                # vg name → [(partition id, usable MiB)]
@@ -131,6 +136,10 @@ class _Translation:
 
     def problem(self, where, msg):
         self.problems.append(Problem(where, msg))
+
+    def warn(self, where, msg):
+        LOG.warning("%s: %s", where, msg)
+        self.warnings.append(f"{where}: {msg}")
 
     def run(self):
         ks_meta = self.data.get("ks_meta") if isinstance(self.data, dict) else None
@@ -303,9 +312,12 @@ class _Translation:
         # The configdrive partition is Fuel's fixed 20 MiB: the last volume before it gives way.
         last = [p for p in parts if p["id"] != "configdrive"][-1]
         if excess > SHRINK_LIMIT_MIB or last["size"] - excess < 1 or last.get("keep"):
-            self.problem(where, f"the partitions need {total} MiB (with {BIOS_GRUB_MIB} MiB "
-                                f"bios_grub, {UEFI_MIB} MiB UEFI and {GPT_OVERHEAD_MIB} MiB GPT "
-                                f"overhead) but the disk has {disk_mib} MiB")
+            # fuel-agent never compared the volumes with Fuel's size: the real disk decides
+            # (resolution refuses, exit 3, when they do not fit on it).
+            self.warn(where, f"the partitions need {total} MiB (with {BIOS_GRUB_MIB} MiB "
+                             f"bios_grub, {UEFI_MIB} MiB UEFI and {GPT_OVERHEAD_MIB} MiB GPT "
+                             f"overhead), more than Fuel's size of the disk ({disk_mib} MiB); "
+                             "the real disk's size decides")
             return
         LOG.info("%s: last volume shrinks by %d MiB to fit alignment and the GPT backup",
                  last["origin"], excess)

@@ -166,11 +166,30 @@ def test_last_volume_absorbs_alignment_and_gpt_backup_by_a_few_mib():
     assert root.size.bytes == (4096 - 226) * 1024 * 1024
 
 
-def test_volumes_far_beyond_the_disk_are_an_error_naming_the_space():
-    out = problems(fuel([disk("vda", 4096, [{"type": "boot", "size": 300},
-                                            dict(ROOT_PART, size=4000)])]))
-    assert out == ["ks_spaces[0] (vda): the partitions need 4224 MiB (with 24 MiB bios_grub, "
-                   "200 MiB UEFI and 2 MiB GPT overhead) but the disk has 4096 MiB"]
+def test_fuels_disk_size_is_not_a_limit_the_real_disk_decides(tmp_path):
+    # Fuel says 3800 MiB; the volumes need 200 MiB more; the real disk (4096 MiB) has room.
+    doc = fuel([disk("vda", 3800, [{"type": "boot", "size": 300}, dict(ROOT_PART, size=3700)])])
+    rc, out, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun",
+                                                 "--plan_format", "json"])
+    assert rc == 0, err
+    plan_doc = json.loads(out)
+    root = plan_doc["layout"]["disks"][0]["partitions"][-1]
+    assert (root["device"], root["size"] // (1 << 20)) == ("/dev/vda3", 3700)
+    assert plan_doc["warnings"] == [
+        "ks_spaces[0] (vda): the partitions need 3924 MiB (with 24 MiB bios_grub, 200 MiB UEFI "
+        "and 2 MiB GPT overhead), more than Fuel's size of the disk (3800 MiB); the real disk's "
+        "size decides"]
+    rc, out, _ = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 0 and out.startswith("Warning: ks_spaces[0] (vda): the partitions need 3924")
+
+
+def test_volumes_beyond_the_real_disk_are_a_mismatch_naming_the_space(tmp_path):
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, dict(ROOT_PART, size=4000)])])
+    with pytest.raises(MachineMismatch) as exc:
+        plan(doc)
+    assert [p.location for p in exc.value.problems] == ["ks_spaces[0] (vda)"]
+    rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 3 and "ks_spaces[0] (vda)" in err
 
 
 def test_unknown_volume_type_and_bad_sizes_name_space_and_volume_index():
