@@ -30,6 +30,9 @@ SHRINK_LIMIT_MIB = 8
 DEFAULT_LVM_META_MIB = 64
 MIN_LVM_META_MIB = 10
 IGNORED_TYPES = ("boot", "lvm_meta_pool")
+# fuel-agent's ks_spaces validator: "Root file system must be less than 16T".
+MAX_ROOT_MIB = 16 * 1024 * 1024
+GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
 def _slug(text):
@@ -168,7 +171,8 @@ class _Translation:
                                  "pvs": [pid for pid, _, _ in pvs],
                                  "origin": pvs[0][1]["origin"]})
         if not self.disks:
-            self.problem("ks_meta.pm_data.ks_spaces", "no disk space has a volume to create")
+            if not self.problems:      # otherwise the spaces' own problems say why
+                self.problem("ks_meta.pm_data.ks_spaces", "no disk space has a volume to create")
             return {}
         doc = {"version": 1, "disks": self.disks, "raids": self.raids,
                "volume_groups": self.vgs, "filesystems": self.filesystems}
@@ -188,9 +192,14 @@ class _Translation:
         if not _is_num(size) or not isinstance(volumes, list):
             self.problem(where, "a disk space needs a numeric size (MiB) and a volumes list")
             return
+        if "id" in space and not isinstance(space["id"], str):
+            self.problem(where, "id must be a string (a kernel name or a disk/by-path, "
+                                "disk/by-id link)")
+            return
         if size <= 0:
             LOG.info("%s: size 0, disk not used", where)
             return
+        self.check_sizes(where, volumes)
         used = _used(volumes)
         bad = [j for j, v in enumerate(volumes) if not isinstance(v, dict)
                or not _is_num(v.get("size"))]
@@ -255,6 +264,18 @@ class _Translation:
                                  "line up with the one Fuel made; not supported")
             before.append((j, vol.get("mount"), vol.get("name")))
 
+    def check_sizes(self, where, volumes):
+        for j, vol in enumerate(volumes):
+            if not isinstance(vol, dict) or not _is_num(vol.get("size")):
+                continue
+            if vol["size"] < 0:
+                # Nailgun writes these when its allocation did not fit; fuel-agent skipped them.
+                self.warn(f"{where} volumes[{j}]", f"negative size {vol['size']} MiB (Nailgun "
+                          "could not fit this volume): not created")
+            if vol.get("mount") == "/" and vol["size"] > MAX_ROOT_MIB:
+                self.problem(f"{where} volumes[{j}]", f"root filesystem of {vol['size']} MiB: "
+                             "must be less than 16 TiB (as fuel-agent required)")
+
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
@@ -266,6 +287,10 @@ class _Translation:
         if kind == "partition":
             fs_type = vol.get("file_system") or "xfs"
             guid = vol.get("partition_guid")
+            if guid and not (isinstance(guid, str) and GUID.fullmatch(guid)):
+                self.problem(vwhere, "partition_guid must be a GPT type GUID "
+                                     "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")
+                return None
             if guid:
                 part.update(type="custom", type_guid=guid)
             else:
@@ -364,6 +389,7 @@ class _Translation:
             self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
             return
         lvs = []
+        self.check_sizes(where, volumes)
         for j, vol in enumerate(volumes):
             vwhere = f"{where} volumes[{j}]"
             if not isinstance(vol, dict) or not _is_num(vol.get("size")):

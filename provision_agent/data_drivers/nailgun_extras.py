@@ -16,10 +16,17 @@ def images(ks_meta, filesystems, problem):
     Fuel's image_data has no checksum (Fuel fetched md5s from a side file at run time), so the
     images are written unverified: allow_no_checksum is set, and docs/nailgun-mapping.md says so.
     """
-    data = ks_meta.get("image_data") or {}
+    data = ks_meta.get("image_data")
+    if not data:
+        old = " (the pre-2014 image_uri is not supported)" if ks_meta.get("image_uri") else ""
+        problem("ks_meta.image_data", f"missing: without it no OS is installed{old}; Fuel's "
+                                      "image_data maps \"/\" to the root filesystem image")
+        return []
     if not isinstance(data, dict):
         problem("ks_meta.image_data", "must map mount points to {uri, format, container}")
         return []
+    if "/" not in data:
+        problem("ks_meta.image_data", "has no image for \"/\" (fuel-agent required one)")
     by_mount = {fs["mount"]: fs for fs in filesystems if fs.get("mount")}
     result = []
     for mount, im in data.items():

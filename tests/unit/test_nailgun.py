@@ -18,9 +18,13 @@ def disk(ident, size, volumes, name=None, extra=None):
             "extra": extra or [], "volumes": volumes}
 
 
+ROOT_IMAGE = {"uri": "http://10.20.0.2:8080/targetimages/env_1_ubuntu_1604_amd64.img.gz",
+              "format": "ext4", "container": "gzip"}
+
+
 def fuel(spaces, **ks_meta):
     meta = {"pm_data": {"ks_spaces": spaces, "kernel_params": "console=ttyS0"},
-            "image_data": {}}
+            "image_data": {"/": ROOT_IMAGE}}
     meta.update(ks_meta)
     return {"ks_meta": meta}
 
@@ -502,3 +506,67 @@ def test_oversized_or_malformed_key_lists_are_refused_with_exit_2(tmp_path, valu
     assert "AAAA" not in out[0]          # the value is not echoed back
     rc, stdout, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
     assert rc == 2 and stdout == "" and where in err
+
+
+# --- issue 20 item 5: what fuel-agent refused, and Fuel's locations ---------------------------
+
+def test_a_document_without_image_data_is_refused(tmp_path):
+    spaces = [disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])]
+    doc = fuel(spaces)
+    del doc["ks_meta"]["image_data"]
+    assert problems(doc) == ["ks_meta.image_data: missing: without it no OS is installed; "
+                             "Fuel's image_data maps \"/\" to the root filesystem image"]
+    doc["ks_meta"]["image_uri"] = "http://10.20.0.2:8080/centos/x86_64"    # pre-2014 documents
+    assert "(the pre-2014 image_uri is not supported)" in problems(doc)[0]
+    rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and "ks_meta.image_data" in err
+    no_root = fuel(spaces, image_data={"/srv": dict(ROOT_IMAGE)})
+    assert "ks_meta.image_data: has no image for \"/\" (fuel-agent required one)" in \
+        problems(no_root)
+
+
+def test_a_root_over_16_tib_is_refused_like_fuel_agent():
+    big = 16 * 1024 * 1024 + 1
+    out = problems(fuel([disk("sda", big + 400, [{"type": "boot", "size": 300},
+                                                  dict(ROOT_PART, size=big)])]))
+    assert out == [f"ks_spaces[0] (sda) volumes[1]: root filesystem of {big} MiB: must be less "
+                   "than 16 TiB (as fuel-agent required)"]
+    lv = fuel([disk("sda", big + 400, [{"type": "boot", "size": 300},
+                                       {"type": "pv", "vg": "os", "size": big + 100}]),
+               {"type": "vg", "id": "os", "volumes": [
+                   {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4",
+                    "size": big}]}])
+    assert [p.split(":")[0] for p in problems(lv)] == ["ks_spaces[1] (os) volumes[0]"]
+
+
+def test_an_integer_disk_id_is_refused():
+    space = disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])
+    space["id"] = 3
+    assert problems(fuel([space])) == [
+        "ks_spaces[0] (vda): id must be a string (a kernel name or a disk/by-path, disk/by-id "
+        "link)"]
+
+
+def test_negative_sizes_nailgun_wrote_are_warnings_in_the_plan(tmp_path):
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART,
+                                   {"type": "pv", "vg": "image", "size": -64}]),
+                {"type": "vg", "id": "os", "volumes": [
+                    {"type": "lv", "name": "log", "mount": "/var/log", "size": -1200}]}])
+    rc, out, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun", "--plan_format",
+                                                 "json"])
+    assert rc == 0, err
+    assert json.loads(out)["warnings"] == [
+        "ks_spaces[0] (vda) volumes[2]: negative size -64 MiB (Nailgun could not fit this "
+        "volume): not created",
+        "ks_spaces[1] (os) volumes[0]: negative size -1200 MiB (Nailgun could not fit this "
+        "volume): not created"]
+
+
+def test_a_bad_partition_guid_names_fuels_location(tmp_path):
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART,
+                                   {"type": "partition", "name": "cephjournal", "mount": "none",
+                                    "size": 100, "partition_guid": "not-a-guid"}])])
+    assert problems(doc) == ["ks_spaces[0] (vda) volumes[2]: partition_guid must be a GPT type "
+                             "GUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"]
+    rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and "ks_spaces[0] (vda) volumes[2]" in err and "$.disks" not in err
