@@ -42,10 +42,14 @@ def layout_dict(res):
     }
 
 
+def warnings(res):
+    return list(res.layout.warnings) + list(res.warnings)
+
+
 def plan_json(planned):
     return json.dumps({"layout": layout_dict(planned.resolved),
                        "steps": [s.to_dict() for s in planned.steps],
-                       "warnings": list(planned.resolved.layout.warnings)}, indent=2)
+                       "warnings": warnings(planned.resolved)}, indent=2)
 
 
 def plan_text(planned):
@@ -67,7 +71,7 @@ def plan_text(planned):
             return what + (f" [{fs.label}]" if fs.label else "")
         return used_by.get(obj_id, "")
 
-    lines = [f"Warning: {w}" for w in lay.warnings] + ["Layout:"]
+    lines = [f"Warning: {w}" for w in warnings(res)] + ["Layout:"]
     for d in lay.disks:
         lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {d.table if d.partitions else 'whole disk'}"
                      f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"

@@ -25,6 +25,7 @@ class Resolved:
     vg_extents: dict = field(default_factory=dict)  # vg id -> extents available
     lv_sizes: dict = field(default_factory=dict)    # lv id -> (size_bytes | None, extents | None)
     matched_by: dict = field(default_factory=dict)  # disk id -> the hints that found the disk
+    warnings: list = field(default_factory=list)    # shown with the plan
 
 
 def md_reserve(member_bytes):
@@ -76,6 +77,9 @@ def resolve(layout, disks):
             continue
         taken[dev["name"]] = disk.id
         res.matched_by[disk.id] = _hint_text(hints)
+        if hints is not disk.hints:
+            res.warnings.append(f"{disk.origin or disk.id}: found {dev['name']} by a fallback "
+                                f"({_hint_text(hints)}); no disk matched {_hint_text(disk.hints)}")
         res.disks[disk.id] = dev
         res.devices[disk.id] = dev["name"]
         res.sizes[disk.id] = dev["size"]

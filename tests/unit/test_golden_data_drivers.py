@@ -43,6 +43,9 @@ def test_fuel_sample(tmp_path, name):
     layout = plan["layout"]
     a, b, c = (f"{pre}{x}" for x in "abc")
     assert [d["device"] for d in layout["disks"]] == [a, b, c]
+    # Found by the first extra by-id link of each space, as fuel-agent did; nothing to warn about.
+    assert [d["matched_by"].split("=")[0] for d in layout["disks"]] == ["by_id"] * 3
+    assert plan["warnings"] == []
     assert all(d["table"] == "gpt" and d["size"] == disk_mib * MiB for d in layout["disks"])
     assert parts(layout) == {
         # fuel-agent's order: bios_grub, UEFI, the volumes, the configdrive last.

@@ -289,6 +289,9 @@ def test_the_plan_says_which_rule_matched(tmp_path):
                                                      "--plan_format", "json"])
     assert rc == 0, err
     assert json.loads(out)["layout"]["disks"][0]["matched_by"] == "name='/dev/sda'"
+    assert json.loads(out)["warnings"] == [
+        "ks_spaces[0] (sda): found /dev/sda by a fallback (name='/dev/sda'); no disk matched "
+        "by_id='/dev/disk/by-id/ata-GONE_0000'"]
     rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun"])
     assert rc == 0 and "matched by name='/dev/sda'" in out
 
