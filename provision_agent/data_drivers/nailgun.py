@@ -67,8 +67,10 @@ def _hint(ident):
 def disk_hints(space):
     """Fuel's identifiers in fuel-agent's order: every `extra` link, the `id`, then the `name`
     (its fallback). Returns the first as the native match and the rest as fallback_match."""
-    idents = [e for e in space.get("extra") or [] if isinstance(e, str) and e]
-    idents += [v for v in (space.get("id"), space.get("name")) if isinstance(v, str) and v]
+    extra = space.get("extra") or []
+    extra = [extra] if isinstance(extra, str) else extra if isinstance(extra, list) else []
+    idents = [e for e in extra[:MAX_DISK_HINTS] if isinstance(e, str) and e.strip()]
+    idents += [v for v in (space.get("id"), space.get("name")) if isinstance(v, str) and v.strip()]
     hints = []
     for ident in idents:
         h = _hint(ident.strip())
@@ -255,7 +257,7 @@ class _Translation:
                          or b[2] == "cephjournal"]
                 if moved:
                     k, mount, name = moved[0]
-                    why = (f"fuel-agent put /boot on one disk only, not on this one"
+                    why = ("fuel-agent put /boot on one disk only, not on this one"
                            if mount == "/boot" else
                            "fuel-agent split Ceph journals into one partition per OSD")
                     self.problem(f"{where} volumes[{j}]",

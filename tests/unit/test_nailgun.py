@@ -229,6 +229,8 @@ V0, V2 = ({"by_id": f"/dev/disk/by-id/virtio-disk{n}"} for n in (0, 2))
     ({"id": "x", "name": "sdb", "extra": ["sda", "/dev/nvme0n1", "md123", "dm-0"]},
      [{"name": "/dev/sda"}, {"name": "/dev/nvme0n1"}, {"name": "/dev/md123"},
       {"name": "/dev/dm-0"}, {"name": "/dev/x"}, {"name": "/dev/sdb"}]),
+    # One link given as a string is one link, not one per character.
+    ({"id": "vdc", "name": "vdc", "extra": "disk/by-id/virtio-disk2"}, [V2, {"name": "/dev/vdc"}]),
 ])
 def test_disk_hint_order(space, hints):
     match, fallback = disk_hints(space)
