@@ -66,7 +66,21 @@ def discover():
 def _matches_by_id(disk, link):
     if not link.startswith("/dev/"):
         link = "/dev/disk/by-id/" + link
-    return link in disk.get("by_id", [])
+    if disk.get("by_id"):
+        return link in disk["by_id"]
+    return _derived_by_id(disk, link)
+
+
+def _derived_by_id(disk, link):
+    """ironic-python-agent's inventories list no by-id links; udev builds them from the WWN
+    (wwn-0x..., scsi-3...) and from the serial (ata-MODEL_SERIAL, virtio-SERIAL, ...)."""
+    name = link.rsplit("/", 1)[-1]
+    wwn = str(disk.get("wwn") or "").lower()
+    if wwn and name.lower() in (f"wwn-{wwn}", "scsi-3" + wwn.removeprefix("0x")):
+        return True
+    serial = str(disk.get("serial") or "")
+    return len(serial) >= 3 and name.startswith(("ata-", "scsi-", "nvme-", "virtio-", "usb-")) \
+        and (name.endswith("_" + serial) or name.endswith("-" + serial))
 
 
 def match(disks, hints):

@@ -34,6 +34,7 @@ class Partition:
 class Disk:
     id: str
     hints: dict                        # root-device-hint style: name, by_path, by_id, serial, ...
+    fallback_hints: list = field(default_factory=list)   # tried in order when hints find none
     table: str = "gpt"
     partitions: list = field(default_factory=list)
     wipe: bool = True
@@ -124,6 +125,7 @@ class Layout:
     images: list = field(default_factory=list)
     bootloader: Bootloader | None = None
     configdrive: Configdrive | None = None
+    warnings: list = field(default_factory=list)      # shown with the plan; nothing refused
 
     def partitions(self):
         for disk in self.disks:

@@ -13,6 +13,7 @@ def layout_dict(res):
         "disks": [{
             "id": d.id, "device": res.devices.get(d.id), "size": res.sizes.get(d.id),
             "serial": res.disks.get(d.id, {}).get("serial"), "table": d.table,
+            "matched_by": res.matched_by.get(d.id),
             "partitions": [{
                 "id": p.part_id, "number": p.number, "device": p.device, "start": p.start,
                 "end": p.end, "size": p.size, "kind": p.kind,
@@ -42,11 +43,15 @@ def layout_dict(res):
     }
 
 
+def warnings(res):
+    return list(res.layout.warnings) + list(res.warnings)
+
+
 def plan_json(planned):
     # Plans are printed and logged: URLs, passwords and configdrive contents stay out.
     return json.dumps(redact.document({"layout": layout_dict(planned.resolved),
-                                       "steps": [s.to_dict() for s in planned.steps]}),
-                      indent=2)
+                                       "steps": [s.to_dict() for s in planned.steps],
+                                       "warnings": warnings(planned.resolved)}), indent=2)
 
 
 def plan_text(planned):
@@ -68,10 +73,11 @@ def plan_text(planned):
             return what + (f" [{fs.label}]" if fs.label else "")
         return used_by.get(obj_id, "")
 
-    lines = ["Layout:"]
+    lines = [f"Warning: {w}" for w in warnings(res)] + ["Layout:"]
     for d in lay.disks:
         lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {d.table if d.partitions else 'whole disk'}"
-                     f"  (disk {d.id})" + (f"  → {tail(d.id)}" if tail(d.id) else ""))
+                     f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"
+                     + (f"  → {tail(d.id)}" if tail(d.id) else ""))
         placed = res.placed.get(d.id, [])
         for i, p in enumerate(placed):
             branch = "└─" if i == len(placed) - 1 else "├─"

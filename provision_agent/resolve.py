@@ -24,6 +24,8 @@ class Resolved:
     sizes: dict = field(default_factory=dict)       # any block id -> bytes (md/vg estimates)
     vg_extents: dict = field(default_factory=dict)  # vg id -> extents available
     lv_sizes: dict = field(default_factory=dict)    # lv id -> (size_bytes | None, extents | None)
+    matched_by: dict = field(default_factory=dict)  # disk id -> the hints that found the disk
+    warnings: list = field(default_factory=list)    # shown with the plan
 
 
 def md_reserve(member_bytes):
@@ -49,19 +51,23 @@ def resolve(layout, disks):
     taken = {}
     for disk in layout.disks:
         try:
-            found = inventory.match(disks, disk.hints)
+            hints, found = disk.hints, inventory.match(disks, disk.hints)
+            for alt in disk.fallback_hints:
+                if found:
+                    break
+                hints, found = alt, inventory.match(disks, alt)
         except ValueError as exc:
             problems.append(Problem(disk.origin or disk.id, f"bad disk hint: {exc}"))
             continue
         names = ", ".join(d["name"] for d in found)
         if not found:
             problems.append(Problem(disk.origin or disk.id,
-                                    f"no disk matches {_hint_text(disk.hints)}; the machine has "
+                                    f"no disk matches {_all_hints(disk)}; the machine has "
                                     f"{_disk_list(disks)}"))
             continue
         if len(found) > 1:
             problems.append(Problem(disk.origin or disk.id,
-                                    f"{len(found)} disks match {_hint_text(disk.hints)} ({names}); "
+                                    f"{len(found)} disks match {_hint_text(hints)} ({names}); "
                                     "add a hint so exactly one does"))
             continue
         dev = found[0]
@@ -70,6 +76,10 @@ def resolve(layout, disks):
                                     f"{dev['name']} is already matched by disk {taken[dev['name']]!r}"))
             continue
         taken[dev["name"]] = disk.id
+        res.matched_by[disk.id] = _hint_text(hints)
+        if hints is not disk.hints:
+            res.warnings.append(f"{disk.origin or disk.id}: found {dev['name']} by a fallback "
+                                f"({_hint_text(hints)}); no disk matched {_hint_text(disk.hints)}")
         res.disks[disk.id] = dev
         res.devices[disk.id] = dev["name"]
         res.sizes[disk.id] = dev["size"]
@@ -132,6 +142,10 @@ def _place_lvs(vg, extents, res):
                                         f"no space left in {vg.name} for 'remaining'"))
             res.sizes[lv.id] = max(0, rest) * EXTENT
     return problems
+
+
+def _all_hints(disk):
+    return " or ".join(_hint_text(h) for h in [disk.hints] + disk.fallback_hints)
 
 
 def _hint_text(hints):

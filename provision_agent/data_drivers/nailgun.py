@@ -31,6 +31,9 @@ SHRINK_LIMIT_MIB = 8
 DEFAULT_LVM_META_MIB = 64
 MIN_LVM_META_MIB = 10
 IGNORED_TYPES = ("boot", "lvm_meta_pool")
+# fuel-agent's ks_spaces validator: "Root file system must be less than 16T".
+MAX_ROOT_MIB = 16 * 1024 * 1024
+GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
 def _slug(text):
@@ -41,26 +44,77 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def disk_hints(space):
-    """One native hint. Fuel accepts any of its identifiers; native hints must all match, so only
-    the most stable one is used: a by-path id, a by-id id, the first `extra` by-id link, a name."""
-    ident = str(space.get("id") or "")
+MAX_DISK_HINTS = 16
+KERNEL_NAME = re.compile(r"dm-[0-9]+|[a-z]+[0-9a-z]*")
+
+
+def _hint(ident):
+    """One Fuel identifier as a native hint: a by-path or by-id link, or a kernel name."""
     ident = ident[len("/dev/"):] if ident.startswith("/dev/") else ident
     if ident.startswith("disk/by-path/"):
         return {"by_path": "/dev/" + ident}
-    if ident.startswith("disk/by-id/"):
+    if ident.startswith("disk/"):
         return {"by_id": "/dev/" + ident}
-    extra = [e for e in space.get("extra") or [] if isinstance(e, str) and e]
-    if extra:
-        link = extra[0][len("/dev/"):] if extra[0].startswith("/dev/") else extra[0]
-        return {"by_id": "/dev/" + (link if link.startswith("disk/") else "disk/by-id/" + link)}
-    name = space.get("name") or ident
-    return {"name": name if name.startswith("/dev/") else "/dev/" + name}
+    if KERNEL_NAME.fullmatch(ident):
+        return {"name": "/dev/" + ident}        # sda, nvme0n1, md123: a name, not a link
+    return {"by_id": "/dev/disk/by-id/" + ident}
+
+
+def disk_hints(space):
+    """Fuel's identifiers in fuel-agent's order: every `extra` link, the `id`, then the `name`
+    (its fallback). Returns the first as the native match and the rest as fallback_match."""
+    extra = space.get("extra") or []
+    extra = [extra] if isinstance(extra, str) else extra if isinstance(extra, list) else []
+    idents = [e for e in extra[:MAX_DISK_HINTS] if isinstance(e, str) and e.strip()]
+    idents += [v for v in (space.get("id"), space.get("name")) if isinstance(v, str) and v.strip()]
+    hints = []
+    for ident in idents:
+        h = _hint(ident.strip())
+        if h not in hints:
+            hints.append(h)
+    hints = hints[:MAX_DISK_HINTS + 1]
+    return (hints[0] if hints else {}), hints[1:]
+
+
+def _used(volumes):
+    """The volumes that make something: fuel-agent skipped size <= 0, boot and lvm_meta_pool."""
+    return [(j, v) for j, v in enumerate(volumes)
+            if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
+            and _is_num(v.get("size")) and v["size"] > 0]
+
+
+def fuel_boot_disk(spaces):
+    """Index of the space where fuel-agent put /boot: the first used, non-NVMe disk with a /boot
+    volume (a `bootable` one among them first). Only used to line up kept partitions."""
+    found = []
+    for i, s in enumerate(spaces):
+        if not isinstance(s, dict) or s.get("type") != "disk" or not _is_num(s.get("size")) \
+                or s["size"] <= 0 or not isinstance(s.get("volumes"), list):
+            continue
+        used = _used(s["volumes"])
+        if "nvme" in str(s.get("name")) or not any(v.get("mount") != "/boot" for _, v in used):
+            continue
+        if any(v.get("mount") == "/boot" and v.get("type") in ("raid", "partition")
+               for _, v in used):
+            found.append((not s.get("bootable"), i))
+    return min(found)[1] if found else None
+
+
+def keep_refused(kind):
+    what = {"pv": "a physical volume (its volume group and logical volumes)",
+            "raid": "an md array member", "lv": "a logical volume"}[kind]
+    return (f"keep_data on {what}: keeping LVM or RAID data is not supported yet (only "
+            "partition volumes can be kept), and the plan would re-create and format it; "
+            "refused so that nothing Fuel keeps is wiped. Remove keep_data to let this data "
+            "be destroyed, or keep it on a partition volume")
 
 
 class NailgunDriver(DataDriver):
     def layout(self):
-        return native.NativeDriver(self.native_document()).layout()
+        self.warnings = []
+        layout = native.NativeDriver(self.native_document()).layout()
+        layout.warnings += self.warnings
+        return layout
 
     def native_document(self):
         shape, data = nailgun_shape.check(self.data)
@@ -70,6 +124,7 @@ class NailgunDriver(DataDriver):
         doc = t.run()
         if shape or t.problems:
             raise InputError(shape + t.problems)
+        self.warnings = t.warnings
         return doc
 
 
@@ -77,6 +132,7 @@ class _Translation:
     def __init__(self, data):
         self.data = data
         self.problems = []
+        self.warnings = []
         self.disks, self.raids, self.vgs, self.filesystems = [], [], [], []
         self.raid_members = {}       # mount → [(partition id, volume, where)]
         self.pvs = {}                # vg name → [(partition id, usable MiB)]
@@ -84,6 +140,10 @@ class _Translation:
 
     def problem(self, where, msg):
         self.problems.append(Problem(where, msg))
+
+    def warn(self, where, msg):
+        LOG.warning("%s: %s", where, msg)
+        self.warnings.append(f"{where}: {msg}")
 
     def run(self):
         ks_meta = self.data.get("ks_meta") if isinstance(self.data, dict) else None
@@ -94,6 +154,7 @@ class _Translation:
                                                       "list of disk and vg spaces here")
             return {}
         self.want_configdrive = wants_configdrive(self.data)
+        self.boot_disk = fuel_boot_disk(spaces)
         for i, space in enumerate(spaces):
             if not isinstance(space, dict) or space.get("type") not in ("disk", "vg"):
                 self.problem(f"ks_spaces[{i}]", "needs type \"disk\" or \"vg\"")
@@ -111,7 +172,8 @@ class _Translation:
                                  "pvs": [pid for pid, _, _ in pvs],
                                  "origin": pvs[0][1]["origin"]})
         if not self.disks:
-            self.problem("ks_meta.pm_data.ks_spaces", "no disk space has a volume to create")
+            if not self.problems:      # otherwise the spaces' own problems say why
+                self.problem("ks_meta.pm_data.ks_spaces", "no disk space has a volume to create")
             return {}
         doc = {"version": 1, "disks": self.disks, "raids": self.raids,
                "volume_groups": self.vgs, "filesystems": self.filesystems}
@@ -119,7 +181,7 @@ class _Translation:
         doc["bootloader"] = bootloader(pm_data)
         if self.want_configdrive:
             doc["configdrive"] = configdrive(self.data, "configdrive" if self.configdrive_placed
-                                             else None)
+                                             else None, self.problem)
         return doc
 
     # --- disk spaces -------------------------------------------------------------------------
@@ -131,18 +193,26 @@ class _Translation:
         if not _is_num(size) or not isinstance(volumes, list):
             self.problem(where, "a disk space needs a numeric size (MiB) and a volumes list")
             return
+        if "id" in space and not isinstance(space["id"], str):
+            self.problem(where, "id must be a string (a kernel name or a disk/by-path, "
+                                "disk/by-id link)")
+            return
         if size <= 0:
             LOG.info("%s: size 0, disk not used", where)
             return
-        used = [(j, v) for j, v in enumerate(volumes)
-                if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
-                and _is_num(v.get("size")) and v["size"] > 0]
+        self.check_sizes(where, volumes)
+        used = _used(volumes)
         bad = [j for j, v in enumerate(volumes) if not isinstance(v, dict)
                or not _is_num(v.get("size"))]
         for j in bad:
             self.problem(f"{where} volumes[{j}]", "a volume needs a type and a numeric size (MiB)")
         if not used:
             LOG.info("%s: no volume to create, disk not used", where)
+            return
+        if all(v.get("mount") == "/boot" for _, v in used):
+            # fuel-agent's rule: Nailgun puts a /boot volume on every disk; a disk with nothing
+            # else is left as it is (not wiped, not added to the /boot array).
+            LOG.info("%s: only Nailgun's /boot leftover, disk not used (as fuel-agent)", where)
             return
         n = len(self.disks)
         disk_id = f"d{n}-{_slug(space.get('name') or space.get('id'))}"[:63]
@@ -151,17 +221,25 @@ class _Translation:
              "origin": f"{where} (bios_grub partition Fuel puts on every disk)"},
             {"id": f"d{n}-uefi", "size": UEFI_MIB, "type": "linux", "name": "UEFI",
              "origin": f"{where} (UEFI partition Fuel reserves on every disk)"}]
-        if self.want_configdrive and not self.configdrive_placed and self._is_os_disk(volumes):
-            parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB, "type": "linux",
-                          "name": "config-2", "origin": f"{where} (configdrive partition)"})
-            self.configdrive_placed = True
         for j, vol in used:
             part = self.volume(n, where, j, vol)
             if part:
                 parts.append(part)
+        self.check_kept_position(i, where, used)
+        if self.want_configdrive and not self.configdrive_placed and self._is_os_disk(volumes):
+            # Last on the disk, where fuel-agent put it: kept partitions before it line up.
+            parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB, "type": "linux",
+                          "name": "config-2", "origin": f"{where} (configdrive partition)"})
+            self.configdrive_placed = True
         self.fit_last(where, size, parts)
-        self.disks.append({"id": disk_id, "match": disk_hints(space), "partitions": parts,
-                           "origin": where})
+        match, fallback = disk_hints(space)
+        if not match:
+            self.problem(where, "a disk space needs an id, a name or extra links to find the disk")
+            return
+        entry = {"id": disk_id, "match": match, "partitions": parts, "origin": where}
+        if fallback:
+            entry["fallback_match"] = fallback
+        self.disks.append(entry)
 
     @staticmethod
     def _is_os_disk(volumes):
@@ -169,14 +247,51 @@ class _Translation:
             v.get("mount") == "/" or (v.get("type") == "pv" and v.get("vg") == "os"))
             for v in volumes)
 
+    def check_kept_position(self, i, where, used):
+        """A kept partition is found again only at the place fuel-agent's layout gave it."""
+        before = []
+        for j, vol in used:
+            if vol.get("keep_data") and vol.get("type") == "partition":
+                moved = [b for b in before if b[1] == "/boot" and i != self.boot_disk
+                         or b[2] == "cephjournal"]
+                if moved:
+                    k, mount, name = moved[0]
+                    why = ("fuel-agent put /boot on one disk only, not on this one"
+                           if mount == "/boot" else
+                           "fuel-agent split Ceph journals into one partition per OSD")
+                    self.problem(f"{where} volumes[{j}]",
+                                 f"keep_data: volumes[{k}] before this partition is laid out "
+                                 f"differently here ({why}), so the kept partition would not "
+                                 "line up with the one Fuel made; not supported")
+            before.append((j, vol.get("mount"), vol.get("name")))
+
+    def check_sizes(self, where, volumes):
+        for j, vol in enumerate(volumes):
+            if not isinstance(vol, dict) or not _is_num(vol.get("size")):
+                continue
+            if vol["size"] < 0:
+                # Nailgun writes these when its allocation did not fit; fuel-agent skipped them.
+                self.warn(f"{where} volumes[{j}]", f"negative size {vol['size']} MiB (Nailgun "
+                          "could not fit this volume): not created")
+            if vol.get("mount") == "/" and vol["size"] > MAX_ROOT_MIB:
+                self.problem(f"{where} volumes[{j}]", f"root filesystem of {vol['size']} MiB: "
+                             "must be less than 16 TiB (as fuel-agent required)")
+
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
+        if vol.get("keep_data") and kind in ("raid", "pv"):
+            self.problem(vwhere, keep_refused(kind))
+            return None
         pid = f"d{n}-v{j}"
         part = {"id": pid, "size": int(vol["size"]), "origin": vwhere}
         if kind == "partition":
             fs_type = vol.get("file_system") or "xfs"
             guid = vol.get("partition_guid")
+            if guid and not (isinstance(guid, str) and GUID.fullmatch(guid)):
+                self.problem(vwhere, "partition_guid must be a GPT type GUID "
+                                     "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")
+                return None
             if guid:
                 part.update(type="custom", type_guid=guid)
             else:
@@ -220,11 +335,15 @@ class _Translation:
         excess = total - usable
         if excess <= 0:
             return
-        last = parts[-1]
+        # The configdrive partition is Fuel's fixed 20 MiB: the last volume before it gives way.
+        last = [p for p in parts if p["id"] != "configdrive"][-1]
         if excess > SHRINK_LIMIT_MIB or last["size"] - excess < 1 or last.get("keep"):
-            self.problem(where, f"the partitions need {total} MiB (with {BIOS_GRUB_MIB} MiB "
-                                f"bios_grub, {UEFI_MIB} MiB UEFI and {GPT_OVERHEAD_MIB} MiB GPT "
-                                f"overhead) but the disk has {disk_mib} MiB")
+            # fuel-agent never compared the volumes with Fuel's size: the real disk decides
+            # (resolution refuses, exit 3, when they do not fit on it).
+            self.warn(where, f"the partitions need {total} MiB (with {BIOS_GRUB_MIB} MiB "
+                             f"bios_grub, {UEFI_MIB} MiB UEFI and {GPT_OVERHEAD_MIB} MiB GPT "
+                             f"overhead), more than Fuel's size of the disk ({disk_mib} MiB); "
+                             "the real disk's size decides")
             return
         LOG.info("%s: last volume shrinks by %d MiB to fit alignment and the GPT backup",
                  last["origin"], excess)
@@ -271,6 +390,7 @@ class _Translation:
             self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
             return
         lvs = []
+        self.check_sizes(where, volumes)
         for j, vol in enumerate(volumes):
             vwhere = f"{where} volumes[{j}]"
             if not isinstance(vol, dict) or not _is_num(vol.get("size")):
@@ -283,6 +403,9 @@ class _Translation:
                 continue
             if not vol.get("name"):
                 self.problem(vwhere, "an lv needs a name")
+                continue
+            if vol.get("keep_data"):
+                self.problem(vwhere, keep_refused("lv"))
                 continue
             lid = f"lv-{_slug(name)}-{_slug(vol['name'])}"[:63]
             lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),

@@ -3,6 +3,11 @@
 import json
 
 CONTAINERS = {"gzip": "gzip", "raw": "none"}
+# An OpenSSH public key or certificate line is a few KiB at most; these bounds refuse a document
+# that is not a key list long before it costs time (the conductor validates the same document).
+MAX_KEY_CHARS = 16 * 1024
+MAX_KEYS = 256
+MAX_KEYS_CHARS = 256 * 1024
 
 
 def images(ks_meta, filesystems, problem):
@@ -11,10 +16,17 @@ def images(ks_meta, filesystems, problem):
     Fuel's image_data has no checksum (Fuel fetched md5s from a side file at run time), so the
     images are written unverified: allow_no_checksum is set, and docs/nailgun-mapping.md says so.
     """
-    data = ks_meta.get("image_data") or {}
+    data = ks_meta.get("image_data")
+    if not data:
+        old = " (the pre-2014 image_uri is not supported)" if ks_meta.get("image_uri") else ""
+        problem("ks_meta.image_data", f"missing: without it no OS is installed{old}; Fuel's "
+                                      "image_data maps \"/\" to the root filesystem image")
+        return []
     if not isinstance(data, dict):
         problem("ks_meta.image_data", "must map mount points to {uri, format, container}")
         return []
+    if "/" not in data:
+        problem("ks_meta.image_data", "has no image for \"/\" (fuel-agent required one)")
     by_mount = {fs["mount"]: fs for fs in filesystems if fs.get("mount")}
     result = []
     for mount, im in data.items():
@@ -53,20 +65,50 @@ def wants_configdrive(data):
                 or (ks_meta.get("repo_setup") or {}).get("repos") or data.get("interfaces"))
 
 
-def _keys(ks_meta):
-    keys = list(ks_meta.get("authorized_keys") or [])
-    if ks_meta.get("auth_key"):
-        keys.append(ks_meta["auth_key"])
-    return [k.strip() for k in keys if isinstance(k, str) and k.strip()]
+def _unquote(key):
+    # Nailgun's serialiser writes every key as "\"%s\"" % key (for fuel-agent's templates).
+    key = key.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1].strip()
+    return key
 
 
-def _user(account):
+def ssh_keys(value, where, problem):
+    """A key list (one key given as a plain string is one key), unquoted, empty ones dropped."""
+    if value is None or value == "" or value == []:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        problem(where, "must be a list of SSH public keys (or one key as a string)")
+        return []
+    if len(items) > MAX_KEYS:
+        problem(where, f"{len(items)} keys; at most {MAX_KEYS}")
+        return []
+    bad = [i for i, k in enumerate(items) if not isinstance(k, str) or len(k) > MAX_KEY_CHARS]
+    if bad:
+        problem(f"{where}[{bad[0]}]" if not isinstance(value, str) else where,
+                f"not an SSH public key (a string of at most {MAX_KEY_CHARS} characters)")
+        return []
+    if sum(len(k) for k in items) > MAX_KEYS_CHARS:
+        problem(where, f"keys longer than {MAX_KEYS_CHARS} characters in all")
+        return []
+    return [k for k in (_unquote(k) for k in items) if k]
+
+
+def _keys(ks_meta, problem):
+    keys = ssh_keys(ks_meta.get("authorized_keys"), "ks_meta.authorized_keys", problem)
+    keys += ssh_keys(ks_meta.get("auth_key"), "ks_meta.auth_key", problem)
+    return list(dict.fromkeys(keys))
+
+
+def _user(account, where, problem):
     user = {"name": account.get("name")}
     if account.get("password"):
         user["plain_text_passwd"] = account["password"]
         user["lock_passwd"] = False
-    if account.get("ssh_keys"):
-        user["ssh_authorized_keys"] = list(account["ssh_keys"])
+    keys = ssh_keys(account.get("ssh_keys"), f"{where}.ssh_keys", problem)
+    if keys:
+        user["ssh_authorized_keys"] = keys
     if account.get("shell"):
         user["shell"] = account["shell"]
     if account.get("sudo"):
@@ -104,18 +146,19 @@ def network_data(interfaces):
     return {"links": links, "networks": networks, "services": []} if links else None
 
 
-def configdrive(data, partition):
+def configdrive(data, partition, problem):
     """config-2 (OpenStack's format, what cloud-init and Ironic images already read)."""
     ks_meta = data.get("ks_meta") or {}
     hostname = data.get("hostname") or data.get("name") or "node"
     meta = {"uuid": str(data.get("uid") or data.get("name") or hostname),
             "hostname": hostname, "name": data.get("name") or hostname}
-    keys = _keys(ks_meta)
+    keys = _keys(ks_meta, problem)
     if keys:
         meta["public_keys"] = {f"key-{i}": k for i, k in enumerate(keys)}
     cloud = {"hostname": hostname.split(".")[0], "fqdn": hostname}
-    users = [_user(a) for a in ks_meta.get("user_accounts") or [] if isinstance(a, dict)
-             and a.get("name")]
+    users = [_user(a, f"ks_meta.user_accounts[{i}]", problem)
+             for i, a in enumerate(ks_meta.get("user_accounts") or [])
+             if isinstance(a, dict) and a.get("name")]
     if users:
         cloud["users"] = ["default"] + users
     sources = _repos(ks_meta)

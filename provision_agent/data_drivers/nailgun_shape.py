@@ -9,7 +9,6 @@ from provision_agent.data_drivers import shape
 _STR = {"type": "string", "maxLength": 8192}
 _OSTR = {"type": ["string", "null"], "maxLength": 8192}
 _NUM = {"type": "number"}
-_STRS = {"type": "array", "items": _STR}
 _BOOLISH = {"type": ["boolean", "integer", "string", "null"]}
 
 # A volume's type and size and a space's type are left to the translation, which says what
@@ -27,7 +26,7 @@ _SPACE = {"type": "object", "properties": {
     "volumes": {"type": "array", "items": _VOLUME}}}
 
 _ACCOUNT = {"type": "object", "properties": {
-    "name": _STR, "password": _STR, "ssh_keys": _STRS, "shell": _STR, "homedir": _STR,
+    "name": _STR, "password": _STR, "ssh_keys": {"type": ["array", "string"]}, "shell": _STR, "homedir": _STR,
     "sudo": {"type": ["array", "string", "boolean"], "items": _STR}}}
 
 SCHEMA = {"type": "object", "properties": {
@@ -40,9 +39,9 @@ SCHEMA = {"type": "object", "properties": {
         "image_data": {"type": ["object", "null"], "additionalProperties": {
             "type": "object", "properties": {"uri": _STR, "format": _STR,
                                              "container": _STR}}},
-        "authorized_keys": {"type": ["array", "string", "null"], "maxLength": 1 << 20,
-                            "items": {"type": "string", "maxLength": 16384}},
-        "auth_key": _OSTR,
+        # SSH keys: their sizes are checked, in Fuel's terms, where they are read (_keys).
+        "authorized_keys": {"type": ["array", "string", "null"]},
+        "auth_key": {"type": ["string", "null"]},
         "user_accounts": {"type": ["array", "null"], "items": _ACCOUNT},
         "repo_setup": {"type": ["object", "null"], "properties": {
             "repos": {"type": ["array", "null"], "items": {"type": "object"}}}},

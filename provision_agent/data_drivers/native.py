@@ -133,6 +133,7 @@ def build_layout(doc):
     for i, d in enumerate(doc["disks"]):
         where = f"$.disks[{i}]"
         disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
+                          fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
                           wipe=d.get("wipe", True), origin=d.get("origin", where))
         for j, p in enumerate(d.get("partitions", [])):
             pwhere = f"{where}.partitions[{j}]"

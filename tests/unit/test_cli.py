@@ -20,7 +20,7 @@ def test_dry_run_json_is_one_document_with_layout_and_steps(tmp_path):
     rc, out, _ = run_cli(tmp_path, sample("two-disk-raid-lvm"), extra=["--plan_format", "json"])
     assert rc == 0
     doc = json.loads(out)
-    assert set(doc) == {"layout", "steps"}
+    assert set(doc) == {"layout", "steps", "warnings"} and doc["warnings"] == []
     raids = {r["device"]: r for r in doc["layout"]["raids"]}
     assert raids["/dev/md/boot"]["members"] == ["/dev/vda2", "/dev/vdb2"]
     assert raids["/dev/md/boot"]["metadata"] == "1.0"
@@ -122,7 +122,7 @@ def test_hyphenated_spelling_of_known_options_is_accepted(tmp_path):
     rc, out, err = run_cli(tmp_path, sample("single-disk"), inv="single-disk",
                            extra=["--plan-format=json", "--inventory-file", str(inv)])
     assert rc == 0, err
-    assert set(json.loads(out)) == {"layout", "steps"}
+    assert set(json.loads(out)) == {"layout", "steps", "warnings"}
 
 
 def test_bare_provision_prints_usage_with_subcommands(capsys):

@@ -43,10 +43,14 @@ def test_fuel_sample(tmp_path, name):
     layout = plan["layout"]
     a, b, c = (f"{pre}{x}" for x in "abc")
     assert [d["device"] for d in layout["disks"]] == [a, b, c]
+    # Found by the first extra by-id link of each space, as fuel-agent did; nothing to warn about.
+    assert [d["matched_by"].split("=")[0] for d in layout["disks"]] == ["by_id"] * 3
+    assert plan["warnings"] == []
     assert all(d["table"] == "gpt" and d["size"] == disk_mib * MiB for d in layout["disks"])
     assert parts(layout) == {
-        a: [(a + "1", "bios_grub", 24), (a + "2", "linux", 200), (a + "3", "linux", 20),
-            (a + "4", "raid", 200), (a + "5", "lvm", os_pvs[0])],
+        # fuel-agent's order: bios_grub, UEFI, the volumes, the configdrive last.
+        a: [(a + "1", "bios_grub", 24), (a + "2", "linux", 200), (a + "3", "raid", 200),
+            (a + "4", "lvm", os_pvs[0]), (a + "5", "linux", 20)],
         b: [(b + "1", "bios_grub", 24), (b + "2", "linux", 200), (b + "3", "raid", 200),
             (b + "4", "lvm", os_pvs[1]), (b + "5", "lvm", image_pvs[0])],
         c: [(c + "1", "bios_grub", 24), (c + "2", "linux", 200), (c + "3", "raid", 200),
@@ -55,9 +59,9 @@ def test_fuel_sample(tmp_path, name):
     (boot,) = layout["raids"]
     assert boot["device"] == "/dev/md/boot" and boot["level"] == 1
     assert boot["metadata"] == "1.0"
-    assert boot["members"] == [a + "4", b + "3", c + "3"]
+    assert boot["members"] == [a + "3", b + "3", c + "3"]
     vgs = by(layout["volume_groups"], "name")
-    assert vgs["os"]["pvs"] == [a + "5", b + "4"]
+    assert vgs["os"]["pvs"] == [a + "4", b + "4"]
     assert vgs["image"]["pvs"] == [b + "5", c + "4"]
     assert [(lv["name"], lv["device"], lv["size"] // MiB)
             for lv in vgs["os"]["logical_volumes"]] == [
@@ -77,7 +81,7 @@ def test_fuel_sample(tmp_path, name):
     assert steps["bootloader"]["args"]["boot_mode"] == "bios"
     assert steps["bootloader"]["args"]["targets"] == [a, b, c]
     assert "console=ttyS0,115200n8" in steps["bootloader"]["args"]["kernel_params"]
-    assert steps["configdrive"]["args"]["device"] == a + "3"
+    assert steps["configdrive"]["args"]["device"] == a + "5"
     assert steps["configdrive"]["args"]["format"] == "config-2"
     # Nothing makes a filesystem on the image's target: the image brings it.
     assert not any(s["kind"] == "mkfs" and s["args"]["device"] == "/dev/os/root"

@@ -18,9 +18,13 @@ def disk(ident, size, volumes, name=None, extra=None):
             "extra": extra or [], "volumes": volumes}
 
 
+ROOT_IMAGE = {"uri": "http://10.20.0.2:8080/targetimages/env_1_ubuntu_1604_amd64.img.gz",
+              "format": "ext4", "container": "gzip"}
+
+
 def fuel(spaces, **ks_meta):
     meta = {"pm_data": {"ks_spaces": spaces, "kernel_params": "console=ttyS0"},
-            "image_data": {}}
+            "image_data": {"/": ROOT_IMAGE}}
     meta.update(ks_meta)
     return {"ks_meta": meta}
 
@@ -97,7 +101,9 @@ def test_raid_volumes_with_the_same_mount_form_one_raid1_across_disks():
                        disk("vdc", 4096, [{"type": "boot", "size": 300}, boot])]))
     raids = {r["name"]: r for r in doc["raids"]}
     assert raids["boot"]["level"] == 1 and raids["boot"]["metadata"] == "1.0"
-    assert raids["boot"]["members"] == ["d0-v1", "d1-v1", "d2-v1"]
+    # vdc holds nothing but Nailgun's /boot leftover: fuel-agent left it alone, so do we.
+    assert [d["match"] for d in doc["disks"]] == [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]
+    assert raids["boot"]["members"] == ["d0-v1", "d1-v1"]
     assert raids["srv-data"]["members"] == ["d0-v3", "d1-v2"]
     assert "metadata" not in raids["srv-data"]
     fss = {fs.get("mount"): fs for fs in doc["filesystems"]}
@@ -164,11 +170,30 @@ def test_last_volume_absorbs_alignment_and_gpt_backup_by_a_few_mib():
     assert root.size.bytes == (4096 - 226) * 1024 * 1024
 
 
-def test_volumes_far_beyond_the_disk_are_an_error_naming_the_space():
-    out = problems(fuel([disk("vda", 4096, [{"type": "boot", "size": 300},
-                                            dict(ROOT_PART, size=4000)])]))
-    assert out == ["ks_spaces[0] (vda): the partitions need 4224 MiB (with 24 MiB bios_grub, "
-                   "200 MiB UEFI and 2 MiB GPT overhead) but the disk has 4096 MiB"]
+def test_fuels_disk_size_is_not_a_limit_the_real_disk_decides(tmp_path):
+    # Fuel says 3800 MiB; the volumes need 200 MiB more; the real disk (4096 MiB) has room.
+    doc = fuel([disk("vda", 3800, [{"type": "boot", "size": 300}, dict(ROOT_PART, size=3700)])])
+    rc, out, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun",
+                                                 "--plan_format", "json"])
+    assert rc == 0, err
+    plan_doc = json.loads(out)
+    root = plan_doc["layout"]["disks"][0]["partitions"][-1]
+    assert (root["device"], root["size"] // (1 << 20)) == ("/dev/vda3", 3700)
+    assert plan_doc["warnings"] == [
+        "ks_spaces[0] (vda): the partitions need 3924 MiB (with 24 MiB bios_grub, 200 MiB UEFI "
+        "and 2 MiB GPT overhead), more than Fuel's size of the disk (3800 MiB); the real disk's "
+        "size decides"]
+    rc, out, _ = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 0 and out.startswith("Warning: ks_spaces[0] (vda): the partitions need 3924")
+
+
+def test_volumes_beyond_the_real_disk_are_a_mismatch_naming_the_space(tmp_path):
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, dict(ROOT_PART, size=4000)])])
+    with pytest.raises(MachineMismatch) as exc:
+        plan(doc)
+    assert [p.location for p in exc.value.problems] == ["ks_spaces[0] (vda)"]
+    rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 3 and "ks_spaces[0] (vda)" in err
 
 
 def test_unknown_volume_type_and_bad_sizes_name_space_and_volume_index():
@@ -186,18 +211,30 @@ def test_missing_ks_spaces_is_an_input_error():
         "spaces here"]
 
 
+P4 = {"by_path": "/dev/disk/by-path/pci-0000:00:04.0"}
+V0, V2 = ({"by_id": f"/dev/disk/by-id/virtio-disk{n}"} for n in (0, 2))
+
+
 @pytest.mark.parametrize("space,hints", [
+    # fuel-agent's order: every extra link, then id, then the name as the last fallback.
     ({"id": "disk/by-path/pci-0000:00:04.0", "name": "vda",
-      "extra": ["disk/by-id/virtio-disk0"]}, {"by_path": "/dev/disk/by-path/pci-0000:00:04.0"}),
-    ({"id": "disk/by-id/virtio-disk1", "name": "vdb"}, {"by_id": "/dev/disk/by-id/virtio-disk1"}),
+      "extra": ["disk/by-id/virtio-disk0"]}, [V0, P4, {"name": "/dev/vda"}]),
+    ({"id": "disk/by-id/virtio-disk1", "name": "vdb"},
+     [{"by_id": "/dev/disk/by-id/virtio-disk1"}, {"name": "/dev/vdb"}]),
     ({"id": "vdc", "name": "vdc", "extra": ["disk/by-id/virtio-disk2", "disk/by-id/other"]},
-     {"by_id": "/dev/disk/by-id/virtio-disk2"}),
-    ({"id": "vdc", "name": "vdc", "extra": ["virtio-disk2"]},
-     {"by_id": "/dev/disk/by-id/virtio-disk2"}),
-    ({"id": "sda", "name": "sda", "extra": []}, {"name": "/dev/sda"}),
+     [V2, {"by_id": "/dev/disk/by-id/other"}, {"name": "/dev/vdc"}]),
+    ({"id": "vdc", "name": "vdc", "extra": ["virtio-disk2"]}, [V2, {"name": "/dev/vdc"}]),
+    ({"id": "sda", "name": "sda", "extra": []}, [{"name": "/dev/sda"}]),
+    # Bare kernel names in extra are names, not by-id links.
+    ({"id": "x", "name": "sdb", "extra": ["sda", "/dev/nvme0n1", "md123", "dm-0"]},
+     [{"name": "/dev/sda"}, {"name": "/dev/nvme0n1"}, {"name": "/dev/md123"},
+      {"name": "/dev/dm-0"}, {"name": "/dev/x"}, {"name": "/dev/sdb"}]),
+    # One link given as a string is one link, not one per character.
+    ({"id": "vdc", "name": "vdc", "extra": "disk/by-id/virtio-disk2"}, [V2, {"name": "/dev/vdc"}]),
 ])
-def test_disk_hint_priority(space, hints):
-    assert disk_hints(space) == hints
+def test_disk_hint_order(space, hints):
+    match, fallback = disk_hints(space)
+    assert [match] + fallback == hints
 
 
 def test_each_hint_kind_finds_the_vm_disk():
@@ -205,7 +242,60 @@ def test_each_hint_kind_finds_the_vm_disk():
     for space, name in (({"id": "disk/by-path/pci-0000:00:05.0"}, "/dev/vdb"),
                         ({"id": "vdc", "extra": ["disk/by-id/virtio-disk2"]}, "/dev/vdc"),
                         ({"id": "vda", "name": "vda"}, "/dev/vda")):
-        assert [d["name"] for d in inv_mod.match(disks, disk_hints(space))] == [name]
+        match, _ = disk_hints(space)
+        assert [d["name"] for d in inv_mod.match(disks, match)] == [name]
+
+
+SATA = {"name": "/dev/sda", "size": 500107862016, "model": "ST500DM002-1BD142",
+        "serial": "Z3T5ABCD", "wwn": "0x5000c5007a1b2c3d", "vendor": "ATA", "rotational": True,
+        "by_path": "/dev/disk/by-path/pci-0000:00:1f.2-ata-1"}
+SATA2 = dict(SATA, name="/dev/sdb", serial="Z3T5WXYZ", wwn="0x5000c5007a1b9999",
+             by_path="/dev/disk/by-path/pci-0000:00:1f.2-ata-2")
+
+
+def fuel_web_space(extra):
+    """A disk space as fuel-web's CI documents have it (by-path id, by-id extras)."""
+    return {"type": "disk", "id": "disk/by-path/pci-0000:00:1f.2-ata-9", "name": "sda",
+            "size": 476940, "extra": extra,
+            "volumes": [{"type": "boot", "size": 300}, dict(ROOT_PART, size=20000)]}
+
+
+@pytest.mark.parametrize("inv_disks, extra, device, rule", [
+    # Rich inventory (by_id lists): the scsi-SATA_ link is gone, the ata- link still finds it.
+    ([dict(SATA, by_id=["/dev/disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD"]), SATA2],
+     ["disk/by-id/scsi-SATA_ST500DM002-1BD_Z3T5ABCD", "disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD"],
+     "/dev/sda", "by_id='/dev/disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD'"),
+    # IPA-style inventory (no by_id): the link's serial and the wwn link identify the disk.
+    ([SATA2, SATA], ["disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD"], "/dev/sda",
+     "by_id='/dev/disk/by-id/ata-ST500DM002-1BD142_Z3T5ABCD'"),
+    ([SATA, SATA2], ["disk/by-id/wwn-0x5000c5007a1b9999"], "/dev/sdb",
+     "by_id='/dev/disk/by-id/wwn-0x5000c5007a1b9999'"),
+    ([SATA, SATA2], ["disk/by-id/scsi-35000c5007a1b9999"], "/dev/sdb",
+     "by_id='/dev/disk/by-id/scsi-35000c5007a1b9999'"),
+    # No link and no by-path matches any more: fuel-agent's fallback to the name.
+    ([SATA, SATA2], ["disk/by-id/ata-GONE_0000"], "/dev/sda", "name='/dev/sda'"),
+])
+def test_fuel_web_disk_matching_on_rich_and_ipa_inventories(inv_disks, extra, device, rule):
+    doc = fuel([fuel_web_space(extra)])
+    res = pipeline.build_plan(NailgunDriver(doc).layout(), inv_mod.from_document(
+        {"inventory": {"disks": inv_disks}}))
+    (disk_id,) = res.resolved.disks
+    assert res.resolved.devices[disk_id] == device
+    assert res.resolved.matched_by[disk_id] == rule
+
+
+def test_the_plan_says_which_rule_matched(tmp_path):
+    doc = fuel([fuel_web_space(["disk/by-id/ata-GONE_0000"])])
+    inv = {"inventory": {"disks": [SATA, SATA2]}}
+    rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun",
+                                                     "--plan_format", "json"])
+    assert rc == 0, err
+    assert json.loads(out)["layout"]["disks"][0]["matched_by"] == "name='/dev/sda'"
+    assert json.loads(out)["warnings"] == [
+        "ks_spaces[0] (sda): found /dev/sda by a fallback (name='/dev/sda'); no disk matched "
+        "by_id='/dev/disk/by-id/ata-GONE_0000'"]
+    rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun"])
+    assert rc == 0 and "matched by name='/dev/sda'" in out
 
 
 def test_a_space_matching_no_disk_is_a_mismatch_naming_the_space():
@@ -262,10 +352,10 @@ def test_configdrive_from_hostname_keys_users_repos_and_interfaces():
     assert cloud["apt"]["sources"]["ubuntu.list"]["source"] == \
         "deb http://archive.ubuntu.com/ubuntu/ xenial main universe multiverse"
     assert cd["network_data"]["links"][0]["ethernet_mac_address"] == "52:54:00:12:34:56"
-    # The 20 MiB configdrive partition sits on the OS disk after Fuel's two boot partitions.
+    # The 20 MiB configdrive partition is the last one of the OS disk, where fuel-agent put it.
     first = out["disks"][0]["partitions"]
-    assert [(p["id"], p["size"]) for p in first[:3]] == [
-        ("d0-bios_grub", 24), ("d0-uefi", 200), ("configdrive", 20)]
+    assert [(p["id"], p["size"]) for p in first[:2]] == [("d0-bios_grub", 24), ("d0-uefi", 200)]
+    assert (first[-1]["id"], first[-1]["size"]) == ("configdrive", 20)
 
 
 def test_no_configdrive_without_node_data():

@@ -34,7 +34,9 @@ def fuel_disks(draw):
 @settings(max_examples=60, deadline=None)
 @given(fuel_disks())
 def test_exactly_sized_fuel_disks_always_fit(spaces):
-    doc = {"ks_meta": {"pm_data": {"ks_spaces": spaces, "kernel_params": ""}}}
+    doc = {"ks_meta": {"pm_data": {"ks_spaces": spaces, "kernel_params": ""},
+                       "image_data": {"/": {"uri": "http://h/root.img", "format": "ext4",
+                                            "container": "raw"}}}}
     machine = inv_mod.from_document({"disks": [
         {"name": f"/dev/sd{n}", "size": s["size"] * MiB,
          "by_path": f"/dev/disk/by-path/slot-{n}"} for n, s in enumerate(spaces)]})

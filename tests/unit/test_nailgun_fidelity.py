@@ -1,0 +1,209 @@
+"""The nailgun data driver against what real Fuel documents carry (issue 20, issue 19 item 7):
+keep_data, Nailgun's leftovers, SSH keys as Nailgun quotes them, what fuel-agent refused."""
+
+import copy
+import json
+
+import pytest
+
+from tests.unit.helpers import run_cli, sample
+from tests.unit.test_nailgun import ROOT_IMAGE, ROOT_PART, disk, fuel, native, plan, problems
+
+
+# --- keep_data: nothing Fuel keeps is formatted (issue 20 item 1) ----------------------------
+
+KEPT_DOC_SPACES = [
+    disk("vda", 4096, [{"type": "boot", "size": 300},
+                       {"type": "raid", "mount": "/boot", "size": 200, "keep_data": True},
+                       {"type": "pv", "vg": "os", "lvm_meta_size": 64, "size": 3596}]),
+    disk("vdb", 4096, [{"type": "boot", "size": 300},
+                       {"type": "raid", "mount": "/boot", "size": 200},
+                       {"type": "pv", "vg": "image", "lvm_meta_size": 64, "size": 3596,
+                        "keep_data": True}]),
+    {"type": "vg", "id": "os", "volumes": [
+        {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4", "size": 3000}]},
+    {"type": "vg", "id": "image", "volumes": [
+        {"type": "lv", "name": "glance", "mount": "/var/lib/glance", "file_system": "xfs",
+         "size": 3500, "keep_data": True}]},
+]
+
+
+def test_keep_data_on_pv_raid_and_lv_is_refused_naming_fuels_location(tmp_path):
+    out = problems(fuel(KEPT_DOC_SPACES))
+    assert [p.split(":")[0] for p in out] == [
+        "ks_spaces[0] (vda) volumes[1]", "ks_spaces[1] (vdb) volumes[2]",
+        "ks_spaces[3] (image) volumes[0]"]
+    assert "keep_data on an md array member: keeping LVM or RAID data is not supported" in out[0]
+    assert "keep_data on a physical volume" in out[1]
+    assert "keep_data on a logical volume" in out[2]
+    # Through the CLI: exit 2 and no plan at all (so no wipe, no mkfs of /dev/image/glance).
+    rc, stdout, err = run_cli(tmp_path, fuel(KEPT_DOC_SPACES), extra=["--data_driver", "nailgun"])
+    assert rc == 2 and stdout == ""
+    assert "ks_spaces[3] (image) volumes[0]" in err and "not supported" in err
+
+
+def test_without_keep_data_the_same_document_plans():
+    spaces = json.loads(json.dumps(KEPT_DOC_SPACES).replace('"keep_data": true', '"x": 0'))
+    res = plan(fuel(spaces))
+    assert [vg.name for vg in res.resolved.layout.volume_groups] == ["os", "image"]
+
+
+def test_disk_with_only_nailgun_leftovers_is_left_untouched(tmp_path):
+    spaces = [disk("vda", 4096, [{"type": "boot", "size": 300},
+                                 {"type": "raid", "mount": "/boot", "size": 200}, ROOT_PART]),
+              disk("vdb", 4096, [{"type": "boot", "size": 300},
+                                 {"type": "raid", "mount": "/boot", "size": 200},
+                                 {"type": "lvm_meta_pool", "size": 64},
+                                 {"type": "pv", "vg": "image", "size": 0}])]
+    rc, out, err = run_cli(tmp_path, fuel(spaces), extra=["--data_driver", "nailgun",
+                                                          "--plan_format", "json"])
+    assert rc == 0, err
+    plan_doc = json.loads(out)
+    assert [d["device"] for d in plan_doc["layout"]["disks"]] == ["/dev/vda"]
+    assert not any("/dev/vdb" in json.dumps(s["args"]) for s in plan_doc["steps"])
+    assert plan_doc["layout"]["raids"] == []      # a single /boot member: a plain partition
+
+
+def kept_doc(boot_on_vdb=True):
+    keep = {"type": "partition", "mount": "/srv", "file_system": "xfs", "size": 500,
+            "keep_data": True}
+    vdb = [{"type": "boot", "size": 300}] + (
+        [{"type": "raid", "mount": "/boot", "size": 200}] if boot_on_vdb else []) + [keep]
+    return fuel([disk("vda", 4096, [{"type": "boot", "size": 300},
+                                    {"type": "raid", "mount": "/boot", "size": 200}, ROOT_PART]),
+                 disk("vdb", 4096, vdb)])
+
+
+def test_kept_partition_is_placed_in_fuel_agents_order_with_the_configdrive_last():
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART,
+                                   {"type": "partition", "mount": "/srv", "size": 500,
+                                    "keep_data": True}])])
+    doc["hostname"] = "node-1"
+    res = plan(doc)
+    (placed,) = res.resolved.placed.values()
+    # bios_grub 1, UEFI 2, / 3, the kept /srv 4, configdrive 5: Fuel's own numbering.
+    assert [(p.number, p.part_id) for p in placed] == [
+        (1, "d0-bios_grub"), (2, "d0-uefi"), (3, "d0-v1"), (4, "d0-v2"), (5, "configdrive")]
+    assert placed[3].start * 512 == (1 + 24 + 200 + 2000) * 1024 * 1024    # sectors
+    wipe = next(s for s in res.steps if s.kind == "wipe")
+    assert wipe.args["keep"] == [4]
+
+
+def test_kept_partition_behind_a_boot_member_fuel_agent_did_not_make_is_refused():
+    out = problems(kept_doc(boot_on_vdb=True))
+    assert len(out) == 1 and out[0].startswith("ks_spaces[1] (vdb) volumes[2]: keep_data: "
+                                               "volumes[1] before this partition")
+    assert "fuel-agent put /boot on one disk only" in out[0]
+    assert native(kept_doc(boot_on_vdb=False))["disks"][1]["partitions"][2]["keep"] is True
+
+
+# --- SSH keys as Nailgun writes them (issue 19 item 7, issue 20 item 3) -----------------------
+
+KEY_A = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7fuelkeyA root@fuel.domain.tld"
+KEY_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKeyB operator@example"
+
+
+def nailgun_keys(**ks_meta):
+    """The provision-vm sample with keys as Nailgun's serialiser writes them: "\\"%s\\"" % key."""
+    doc = copy.deepcopy(sample("provision-vm"))
+    doc["ks_meta"].update(ks_meta)
+    return doc
+
+
+def public_keys(doc):
+    return list(native(doc)["configdrive"]["meta_data"]["public_keys"].values())
+
+
+def test_nailgun_quoted_keys_are_unquoted_and_empty_ones_dropped():
+    doc = nailgun_keys(authorized_keys=['"%s"' % KEY_A, '""', '"%s"' % KEY_B], auth_key='""')
+    assert public_keys(doc) == [KEY_A, KEY_B]
+    doc = nailgun_keys(authorized_keys=[], auth_key='"%s"' % KEY_A)
+    assert public_keys(doc) == [KEY_A]
+
+
+def test_authorized_keys_as_a_string_is_one_key_not_one_per_character():
+    assert public_keys(nailgun_keys(authorized_keys='"%s"' % KEY_B, auth_key='""')) == [KEY_B]
+    doc = nailgun_keys(auth_key='""')
+    doc["ks_meta"]["user_accounts"][0]["ssh_keys"] = KEY_A
+    cloud = json.loads(native(doc)["configdrive"]["user_data"].split("\n", 1)[1])
+    assert cloud["users"][1]["ssh_authorized_keys"] == [KEY_A]
+
+
+@pytest.mark.parametrize("value, where", [
+    ("ssh-rsa " + "A" * 10_000_000, "ks_meta.authorized_keys"),
+    (["ssh-rsa " + "A" * 20_000], "ks_meta.authorized_keys[0]"),
+    ([KEY_A] * 100_000, "ks_meta.authorized_keys"),
+    (["ssh-rsa " + "A" * 10_000] * 30, "ks_meta.authorized_keys"),
+    ({"k": KEY_A}, "ks_meta.authorized_keys"),
+])
+def test_oversized_or_malformed_key_lists_are_refused_with_exit_2(tmp_path, value, where):
+    doc = nailgun_keys(authorized_keys=value)
+    out = problems(doc)
+    assert len(out) == 1 and out[0].startswith(where + ": "), out
+    assert "AAAA" not in out[0]          # the value is not echoed back
+    rc, stdout, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and stdout == "" and where in err
+
+
+# --- issue 20 item 5: what fuel-agent refused, and Fuel's locations ---------------------------
+
+def test_a_document_without_image_data_is_refused(tmp_path):
+    spaces = [disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])]
+    doc = fuel(spaces)
+    del doc["ks_meta"]["image_data"]
+    assert problems(doc) == ["ks_meta.image_data: missing: without it no OS is installed; "
+                             "Fuel's image_data maps \"/\" to the root filesystem image"]
+    doc["ks_meta"]["image_uri"] = "http://10.20.0.2:8080/centos/x86_64"    # pre-2014 documents
+    assert "(the pre-2014 image_uri is not supported)" in problems(doc)[0]
+    rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and "ks_meta.image_data" in err
+    no_root = fuel(spaces, image_data={"/srv": dict(ROOT_IMAGE)})
+    assert "ks_meta.image_data: has no image for \"/\" (fuel-agent required one)" in \
+        problems(no_root)
+
+
+def test_a_root_over_16_tib_is_refused_like_fuel_agent():
+    big = 16 * 1024 * 1024 + 1
+    out = problems(fuel([disk("sda", big + 400, [{"type": "boot", "size": 300},
+                                                  dict(ROOT_PART, size=big)])]))
+    assert out == [f"ks_spaces[0] (sda) volumes[1]: root filesystem of {big} MiB: must be less "
+                   "than 16 TiB (as fuel-agent required)"]
+    lv = fuel([disk("sda", big + 400, [{"type": "boot", "size": 300},
+                                       {"type": "pv", "vg": "os", "size": big + 100}]),
+               {"type": "vg", "id": "os", "volumes": [
+                   {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4",
+                    "size": big}]}])
+    assert [p.split(":")[0] for p in problems(lv)] == ["ks_spaces[1] (os) volumes[0]"]
+
+
+def test_an_integer_disk_id_is_refused():
+    space = disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])
+    space["id"] = 3
+    assert problems(fuel([space])) == [
+        "ks_spaces[0] (vda): id must be a string (a kernel name or a disk/by-path, disk/by-id "
+        "link)"]
+
+
+def test_negative_sizes_nailgun_wrote_are_warnings_in_the_plan(tmp_path):
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART,
+                                   {"type": "pv", "vg": "image", "size": -64}]),
+                {"type": "vg", "id": "os", "volumes": [
+                    {"type": "lv", "name": "log", "mount": "/var/log", "size": -1200}]}])
+    rc, out, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun", "--plan_format",
+                                                 "json"])
+    assert rc == 0, err
+    assert json.loads(out)["warnings"] == [
+        "ks_spaces[0] (vda) volumes[2]: negative size -64 MiB (Nailgun could not fit this "
+        "volume): not created",
+        "ks_spaces[1] (os) volumes[0]: negative size -1200 MiB (Nailgun could not fit this "
+        "volume): not created"]
+
+
+def test_a_bad_partition_guid_names_fuels_location(tmp_path):
+    doc = fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART,
+                                   {"type": "partition", "name": "cephjournal", "mount": "none",
+                                    "size": 100, "partition_guid": "not-a-guid"}])])
+    assert problems(doc) == ["ks_spaces[0] (vda) volumes[2]: partition_guid must be a GPT type "
+                             "GUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"]
+    rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and "ks_spaces[0] (vda) volumes[2]" in err and "$.disks" not in err
