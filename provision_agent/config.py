@@ -47,6 +47,12 @@ cli_opts = [
                help="Send 'Authorization: Bearer TOKEN' with image downloads."),
     cfg.ListOpt("image_headers", default=[],
                 help="Extra HTTP headers for image downloads, as 'Name: value' items."),
+    cfg.IntOpt("image_stall_seconds", default=120, min=0,
+               help="A download that brings fewer than --image_stall_bytes in this many seconds "
+                    "has stalled and fails with exit 5 (the per-read timeout never fires for a "
+                    "server that drips a byte at a time). 0: never."),
+    cfg.IntOpt("image_stall_bytes", default=1 << 20, min=1,
+               help="See --image_stall_seconds."),
     cfg.StrOpt("image_zero_target", default="auto", choices=["auto", "always", "never"],
                help="Before a raw or whole-disk image is written, zero its target by unmapping "
                     "(fallocate --punch-hole: write-zeroes without the kernel's slow fallback) "

@@ -165,7 +165,8 @@ class Executor:
             device = partition_device(disk, number)
             udev.wait_for_devices(self.runner, [device])
             args = dict(args, device=device)
-        return {"device": args["device"], "bytes": configdrive.write(self.runner, args)}
+        return {"device": args["device"],
+                "bytes": configdrive.write(self.runner, args, self.options)}
 
     def do_umount(self, args):
         self.runner.run(["sync"])

@@ -7,17 +7,25 @@ or NoCloud (mkfs.vfat -n cidata + mcopy).
 
 import base64
 import binascii
-import gzip
 import json
 import os
 import shutil
 import tempfile
-import urllib.request
+import zlib
 
+import requests
+
+from provision_agent import redact
 from provision_agent.errors import ImageError, InputError
 
 CONFIG2_LABEL = "config-2"
 NOCLOUD_LABEL = "cidata"
+
+
+# Ironic's configdrive partition is 64 MiB: a drive that inflates to more cannot be written,
+# and inflating it whole first is how a 1.4 MB string became 1 GiB in memory.
+MAX_BYTES = 64 << 20
+MAX_TEXT = MAX_BYTES * 4 // 3 + 4096       # its base64 text, gzip or not
 
 
 def decode_ironic(content):
@@ -27,19 +35,36 @@ def decode_ironic(content):
     except (binascii.Error, ValueError) as exc:
         raise ImageError(f"configdrive is not base64: {exc}")
     if raw[:2] == b"\x1f\x8b":
+        inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
         try:
-            raw = gzip.decompress(raw)
-        except OSError as exc:
+            raw = inflate.decompress(raw, MAX_BYTES + 1)
+        except zlib.error as exc:
             raise ImageError(f"configdrive gzip is corrupt: {exc}")
+        if len(raw) > MAX_BYTES or inflate.unconsumed_tail:
+            raise ImageError(f"configdrive inflates to more than {MAX_BYTES} bytes (the "
+                             f"configdrive partition's size)")
+    if len(raw) > MAX_BYTES:
+        raise ImageError(f"configdrive is larger than {MAX_BYTES} bytes")
     return raw
 
 
-def fetch(url, timeout=60):
+def fetch(url, timeout=60, options=None):
+    """The configdrive text an Ironic URL serves, with the image download's TLS options."""
+    options = options or {}
+    verify = False if options.get("image_insecure") else (options.get("image_ca_bundle") or True)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.read().decode("ascii").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImageError(f"cannot fetch configdrive {url}: {exc}")
+        with requests.get(url, timeout=timeout, verify=verify, stream=True) as resp:
+            resp.raise_for_status()
+            text = resp.raw.read(MAX_TEXT + 1, decode_content=True)
+    except requests.RequestException as exc:
+        raise ImageError(f"cannot fetch configdrive {redact.url(url)}: "
+                         f"{type(exc).__name__}: {redact.text(str(exc))}") from None
+    if len(text) > MAX_TEXT:
+        raise ImageError(f"configdrive at {redact.url(url)} is larger than {MAX_TEXT} bytes")
+    try:
+        return text.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise ImageError(f"configdrive at {redact.url(url)} is not base64 text") from None
 
 
 def iso_label(data):
@@ -96,15 +121,16 @@ def device_size(path):
         return f.seek(0, os.SEEK_END)
 
 
-def write(runner, args):
-    """The configdrive step: build or decode the drive, check label and size, dd it."""
+def write(runner, args, options=None):
+    """The configdrive step: build or decode the drive, check label and size, dd it.
+    options: the image download options (TLS) for a configdrive given as a URL."""
     device, fmt = args["device"], args.get("format") or "config-2"
     content = args.get("content")
     with tempfile.TemporaryDirectory() as work:
         out = os.path.join(work, "configdrive.img")
         if content:
             if content.startswith(("http://", "https://")):
-                content = fetch(content)
+                content = fetch(content, options=options)
             data = decode_ironic(content)
             if iso_label(data) != CONFIG2_LABEL:
                 raise ImageError(f"configdrive ISO label is {iso_label(data)!r}, not config-2")

@@ -8,11 +8,14 @@ expected, so the operator does not have to guess from a traceback.
 
 import logging
 import os
+import socket
+import threading
 import urllib.parse
 
 import requests
 import tenacity
 
+from provision_agent import redact
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -20,6 +23,10 @@ LOG = logging.getLogger(__name__)
 NAMESPACE = "provision_agent.image_sources"
 CONNECT_TIMEOUT = 15
 READ_TIMEOUT = 60
+# A download that brings fewer bytes than this in that many seconds has stalled (a dripping
+# server never trips the per-read timeout); configurable: --image_stall_seconds/_bytes.
+STALL_BYTES = 1 << 20
+STALL_SECONDS = 120
 RETRIES = 5
 
 
@@ -55,8 +62,11 @@ class HttpSource:
     """
 
     def __init__(self, uri, *, tls_verify=True, ca_bundle=None, headers=None,
-                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), retries=RETRIES, **_opts):
+                 timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), retries=RETRIES,
+                 stall_bytes=STALL_BYTES, stall_seconds=STALL_SECONDS, **_opts):
         self.uri = uri
+        self.shown = redact.url(uri)
+        self._stall = StallWatch(stall_bytes, stall_seconds)
         self._session = requests.Session()
         self._session.headers.update(headers or {})
         self._verify = ca_bundle or tls_verify
@@ -88,6 +98,8 @@ class HttpSource:
             raise ImageError(f"image {self.uri}: TLS verification failed: {exc}") from exc
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise _Dropped(f"image {self.uri}: cannot connect: {exc}") from exc
+        except requests.RequestException as exc:     # redirect loops, bad URLs, ...
+            raise ImageError(f"image {self.shown}: {type(exc).__name__}: {exc}") from exc
         if resp.status_code >= 500:
             resp.close()
             raise _Dropped(f"image {self.uri}: HTTP {resp.status_code} {resp.reason}")
@@ -108,6 +120,7 @@ class HttpSource:
                                  f"server answered Content-Range "
                                  f"{resp.headers.get('Content-Range')!r}")
         self._resp = resp
+        self._stall.watch(resp)
 
     def read(self, n):
         try:
@@ -127,6 +140,11 @@ class HttpSource:
             why = exc
         else:
             why = "connection closed early"
+        if self._stall.stalled:
+            self.close()
+            raise ImageError(f"image {self.shown}: stalled: fewer than {self._stall.min_bytes} "
+                             f"bytes in {self._stall.seconds} s (after {self._done} bytes)")
+        self._stall.note(len(data or b""))
         if data and (self.size is None or self._done + len(data) <= self.size):
             self._done += len(data)
             return data
@@ -146,9 +164,65 @@ class HttpSource:
                        f"{self.size} bytes ({why}); {self._retries} attempts to resume failed")
 
     def close(self):
+        self._stall.stop()
         if self._resp is not None:
             self._resp.close()
         self._session.close()
+
+
+class StallWatch:
+    """Cuts a connection that delivers fewer than min_bytes in any `seconds`-long window.
+
+    The per-read timeout only fires when nothing at all arrives; a server dripping a byte a
+    second keeps a download alive for days. Shutting the socket down from this thread makes
+    the blocked read return, and the reader then reports the stall.
+    """
+
+    def __init__(self, min_bytes, seconds):
+        self.min_bytes, self.seconds = min_bytes, seconds
+        self.stalled = False
+        self._resp = None
+        self._got = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def watch(self, resp):
+        with self._lock:
+            self._resp, self._got = resp, 0
+        if self._thread is None and self.seconds:
+            self._thread = threading.Thread(target=self._run, daemon=True,
+                                            name="image-stall-watch")
+            self._thread.start()
+
+    def note(self, n):
+        with self._lock:
+            self._got += n
+
+    def stop(self):
+        self._stop.set()
+
+    def _run(self):
+        while not self._stop.wait(self.seconds):
+            with self._lock:
+                got, self._got, resp = self._got, 0, self._resp
+            if got < self.min_bytes and resp is not None:
+                self.stalled = True
+                _shutdown(resp)
+                return
+
+
+def _shutdown(resp):
+    # The connection's socket; a connection that will close has handed it to the response's
+    # file object (http.client), so look there too.
+    conn = getattr(getattr(resp.raw, "connection", None), "sock", None)
+    fp = getattr(getattr(getattr(resp.raw, "_fp", None), "fp", None), "raw", None)
+    for sock in (conn, getattr(fp, "_sock", None)):
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 BUILTIN = {"file": FileSource, "http": HttpSource, "https": HttpSource}

@@ -59,7 +59,7 @@ def _check_content(fmt, head, uri, compression):
 def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              checksum_of="compressed", allow_no_checksum=False, fs_type=None, mount_dir=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
-             events=None, tmp_dir=None, grow=True):
+             events=None, tmp_dir=None, grow=True, stall=None):
     """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar)."""
     if fmt not in image_formats.FORMATS:
         raise ImageError(f"image format {fmt!r} is not one of {', '.join(image_formats.FORMATS)}")
@@ -76,7 +76,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
 
     start = time.monotonic()
     source = image_sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
-                                       headers=headers)
+                                       headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
     try:
@@ -186,7 +186,9 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
         allow_no_checksum=bool(args.get("allow_no_checksum")), fs_type=args.get("fs_type"),
         mount_dir=mount_dir, tls_verify=not options.get("image_insecure"),
         ca_bundle=options.get("image_ca_bundle"), headers=_headers(options),
-        target_zeroed=target_zeroed, runner=runner, events=events)
+        target_zeroed=target_zeroed, runner=runner, events=events,
+        stall={k: options[f"image_{k}"] for k in ("stall_seconds", "stall_bytes")
+               if options.get(f"image_{k}") is not None})
     result = asdict(report)
     result["checksum"] = result.pop("checksum_actual")
     result["target_zeroed"] = target_zeroed

@@ -77,6 +77,28 @@ def _without_grub(test_os):
     return out
 
 
+def _with_linked_fstab(test_os):
+    """The test OS tar with etc/fstab a link to an absolute path (/etc/fstab.real): an image
+    provision must not follow out of the target (it used to write the ramdisk's own file)."""
+    out = test_os / "root-linked-fstab.tar.zst"
+    if not out.exists():
+        plain = test_os / "root-linked-fstab.tar.part"
+        subprocess.run(["zstd", "-q", "-d", "-f", str(test_os / "root.tar.zst"), "-o", str(plain)],
+                       check=True)
+        subprocess.run(["tar", "--delete", "-f", str(plain), "./etc/fstab"], check=False)
+        link_dir = test_os / "linked-fstab"
+        shutil.rmtree(link_dir, ignore_errors=True)
+        (link_dir / "etc").mkdir(parents=True)
+        (link_dir / "etc" / "fstab").symlink_to("/etc/fstab.real")
+        subprocess.run(["tar", "-rf", str(plain), "--owner=0", "--group=0", "-C", str(link_dir),
+                        "./etc/fstab"], check=True)
+        shutil.rmtree(link_dir)
+        subprocess.run(["zstd", "-q", "-T0", "--rm", "-f", str(plain), "-o", str(out) + ".part"],
+                       check=True)
+        pathlib.Path(str(out) + ".part").rename(out)
+    return out
+
+
 def _doc(sample, srv, test_os, root_target, tar=None):
     doc = json.loads((SAMPLES / sample).read_text())
     tar = tar or test_os / "root.tar.zst"
@@ -93,6 +115,7 @@ class Booted(typing.NamedTuple):
     marker: re.Match
     log: str            # provision's log
     seen: object        # what `inspect` read in the provisioning VM
+    console: str        # the booted system's serial console up to the marker
 
 
 def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False, inspect=None):
@@ -110,16 +133,35 @@ def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False, inspec
     booted = make_vm(disk_images=images, boot="disk", firmware=firmware)
     m = booted.wait_console(MARKER, timeout=1800)
     vm.keep_disks = False       # proven: the fixture's teardown may remove the images now
-    return Booted(provision_s, time.monotonic() - t1, m, run.log, seen)
+    return Booted(provision_s, time.monotonic() - t1, m, run.log, seen, booted.console_text())
+
+
+def _fstab_seen(vm):
+    """After provisioning: is the ramdisk's /etc/fstab.real there (it must not be), and what do
+    the target's etc/fstab link and its in-target destination hold."""
+    ramdisk_side = vm.ssh("test -e /etc/fstab.real && echo LEAKED || echo clean").stdout.strip()
+    target = vm.ssh("mkdir -p /mnt/t && mount /dev/vda3 /mnt/t && readlink /mnt/t/etc/fstab && "
+                    "cat /mnt/t/etc/fstab.real; umount /mnt/t").stdout
+    return ramdisk_side, target
 
 
 def test_bios_single_disk(make_vm, test_os):
+    """Also the containment proofs of issue 19 in the VM: the image's etc/fstab is a link to an
+    absolute path, and a kernel parameter carries quotes and a blank (it used to empty
+    GRUB_CMDLINE_LINUX and lose root=)."""
+    tar = _with_linked_fstab(test_os)
     with FileServer(test_os) as srv:
-        doc = _doc("single-disk.json", srv, test_os, "/")
+        doc = _doc("single-disk.json", srv, test_os, "/", tar=tar)
         doc["bootloader"]["boot_mode"] = "bios"
-        got = _provision_then_boot(make_vm, doc, "bios", 1)
+        doc["bootloader"]["kernel_params"] = 'console=ttyS0 acpi_osi="!Windows 2015"'
+        got = _provision_then_boot(make_vm, doc, "bios", 1, inspect=_fstab_seen)
     TIMES["bios-single"] = (got.provision_s, got.boot_s)
     assert got.marker.group(1) != "none"
+    ramdisk_side, target = got.seen
+    assert ramdisk_side == "clean", "provision followed the image's link out of the target"
+    assert target.startswith("/etc/fstab.real\n") and "UUID=" in target, target
+    cmdline = next(ln for ln in got.console.splitlines() if "Command line:" in ln)
+    assert "root=UUID=" in cmdline and "!Windows 2015" in cmdline, cmdline
 
 
 @pytest.fixture(scope="module")
