@@ -20,9 +20,25 @@ def _where(layout, disk_id):
     return f"disk {disk_id}"
 
 
+# Labels of the media a ramdisk boots from: Ironic's virtual media ISO and its parameter floppy.
+BOOT_MEDIUM_LABELS = {"VMEDIA_BOOT_ISO", "ir-vfd-dev"}
+# Hints that name one disk; size or rotational alone could pick up a stick that happens to fit.
+NAMING_HINTS = ("name", "serial", "wwn", "by_path", "by_id")
+
+
+def _named(layout, disk_id):
+    for disk in layout.disks:
+        if disk.id == disk_id:
+            return any(disk.hints.get(h) for h in NAMING_HINTS)
+    return False
+
+
 def _in_use(runner, disk, mounted, swaps):
-    """Why disk must not be written to (something on it is mounted or swapping), or []."""
-    paths = {disk} | {n["path"] for n in blockinfo.descendants(blockinfo.tree(runner, disk))}
+    """Why disk must not be written to (something on it is mounted or swapping, or it holds the
+    medium this ramdisk booted from), or []."""
+    nodes = [blockinfo.tree(runner, disk)]
+    nodes += blockinfo.descendants(nodes[0])
+    paths = {disk} | {n["path"] for n in nodes[1:]}
     real = {os.path.realpath(p) for p in paths}
     reasons = []
     for source, where in mounted.items():
@@ -31,6 +47,10 @@ def _in_use(runner, disk, mounted, swaps):
     for swap in swaps:
         if swap in paths or os.path.realpath(swap) in real:
             reasons.append(f"{swap} is in use as swap")
+    for node in nodes:
+        if node.get("label") in BOOT_MEDIUM_LABELS:
+            reasons.append(f"{node.get('path', disk)} is labelled {node['label']}: the medium "
+                           f"a ramdisk boots from")
     return reasons
 
 
@@ -54,6 +74,10 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
                                            f"made for serial {want['serial']}"))
         if have.get("read_only"):
             problems.append(Problem(where, f"{name} is read-only"))
+        if have.get("removable") and not _named(res.layout, disk_id):
+            problems.append(Problem(where, f"{name} is removable (a USB stick, a card, virtual "
+                                           f"media): name it by serial, wwn, path or name in "
+                                           f"the input to write it"))
         for reason in _in_use(runner, name, mounted, swaps):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)

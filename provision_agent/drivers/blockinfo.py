@@ -7,7 +7,7 @@ import os
 def tree(runner, device):
     """lsblk's tree under device (partitions, then md/dm devices built on them)."""
     res = runner.run(["lsblk", "--json", "--bytes", "-o",
-                      "NAME,PATH,TYPE,FSTYPE,MOUNTPOINT,SIZE", device])
+                      "NAME,PATH,TYPE,FSTYPE,LABEL,MOUNTPOINT,SIZE", device])
     nodes = json.loads(res.stdout).get("blockdevices", [])
     return nodes[0] if nodes else {"path": device, "children": []}
 

@@ -155,3 +155,31 @@ def test_preflight_lets_the_wipe_free_a_vg_name_held_by_planned_disks_only():
                              "d1": {"name": "/dev/vdb", "size": 1 << 30}}, steps),
                     LIVE, r, mounted={}, swaps=[])
     assert r.writes() == []
+
+
+def _layout_with(hints):
+    layout = SimpleNamespace(disks=[SimpleNamespace(id="d0", origin="disks[0]", hints=hints)])
+    return SimpleNamespace(resolved=SimpleNamespace(layout=layout,
+                                                    disks={"d0": {"name": "/dev/sdb",
+                                                                  "size": 1 << 30}}),
+                           steps=[])
+
+
+EMPTY = {"blockdevices": [{"name": "sdb", "path": "/dev/sdb", "type": "disk", "children": []}]}
+
+
+def test_a_removable_disk_is_refused_unless_named():
+    live = [{"name": "/dev/sdb", "size": 1 << 30, "removable": True}]
+    r = FakeRunner({"lsblk --json": json.dumps(EMPTY), "pvs --reportformat": "{}"})
+    with pytest.raises(MachineMismatch, match="/dev/sdb is removable"):
+        preflight.check(_layout_with({"size": ">= 1"}), live, r, mounted={}, swaps=[])
+    preflight.check(_layout_with({"serial": "USB123"}), live, r, mounted={}, swaps=[])
+
+
+def test_the_virtual_media_the_ramdisk_booted_from_is_refused():
+    tree = {"blockdevices": [{"name": "sdb", "path": "/dev/sdb", "type": "disk",
+                              "label": "VMEDIA_BOOT_ISO", "children": []}]}
+    r = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": "{}"})
+    with pytest.raises(MachineMismatch, match="the medium a ramdisk boots from"):
+        preflight.check(_layout_with({"serial": "x"}), [{"name": "/dev/sdb", "size": 1 << 30}],
+                        r, mounted={}, swaps=[])
