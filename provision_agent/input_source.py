@@ -6,11 +6,11 @@ fetch failure (its own exit code), not as invalid input: the document was never 
 """
 
 import logging
-import urllib.parse
 
 import requests
 import tenacity
 
+from provision_agent import redact
 from provision_agent.errors import InputUnreachable
 
 LOG = logging.getLogger(__name__)
@@ -26,20 +26,9 @@ class _Transient(Exception):
     pass
 
 
-def shown(url):
-    """The URL without credentials or query string (signed URLs carry their key there)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port:
-        host += f":{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATTEMPTS,
           wait=tenacity.wait_exponential(multiplier=1, max=8)):
-    """The document's text. Raises InputUnreachable naming the URL (shown()) and the reason."""
+    """The document's text. Raises InputUnreachable naming the URL (redacted) and the reason."""
     verify = False if insecure else (ca_bundle or True)
     retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(attempts), wait=wait,
                                  retry=tenacity.retry_if_exception_type(_Transient),
@@ -49,7 +38,7 @@ def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATT
             with attempt:
                 return _get(url, verify, timeout)
     except _Transient as exc:
-        raise InputUnreachable(shown(url), f"{exc} (gave up after {attempts} attempts)") \
+        raise InputUnreachable(redact.url(url), f"{exc} (gave up after {attempts} attempts)") \
             from None
 
 
@@ -59,18 +48,18 @@ def _get(url, verify, timeout):
             if resp.status_code in _RETRY_STATUS:
                 raise _Transient(f"HTTP {resp.status_code} {resp.reason}")
             if resp.status_code >= 400:
-                raise InputUnreachable(shown(url), f"HTTP {resp.status_code} {resp.reason}")
+                raise InputUnreachable(redact.url(url), f"HTTP {resp.status_code} {resp.reason}")
             body = resp.raw.read(MAX_BYTES + 1, decode_content=True)
     except requests.exceptions.SSLError as exc:
-        raise InputUnreachable(shown(url), f"TLS verification failed ({_reason(exc)}); give "
+        raise InputUnreachable(redact.url(url), f"TLS verification failed ({_reason(exc)}); give "
                                            "the CA with --input_data_ca_bundle") from None
     except (requests.ConnectionError, requests.Timeout) as exc:
-        LOG.info("fetching the input from %s: %s; retrying", shown(url), _reason(exc))
+        LOG.info("fetching the input from %s: %s; retrying", redact.url(url), _reason(exc))
         raise _Transient(_reason(exc)) from None
     except requests.RequestException as exc:
-        raise InputUnreachable(shown(url), _reason(exc)) from None
+        raise InputUnreachable(redact.url(url), _reason(exc)) from None
     if len(body) > MAX_BYTES:
-        raise InputUnreachable(shown(url), f"the answer is larger than {MAX_BYTES} bytes; "
+        raise InputUnreachable(redact.url(url), f"the answer is larger than {MAX_BYTES} bytes; "
                                            "that is not an input document")
     return body.decode("utf-8", errors="strict") if isinstance(body, bytes) else body
 

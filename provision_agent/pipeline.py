@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from stevedore import driver as sd_driver
 from stevedore import extension
 
-from provision_agent import input_source, model, planner, resolve, validate
+from provision_agent import input_source, model, planner, redact, resolve, validate
 from provision_agent.data_drivers import detect
 from provision_agent.errors import InputError, MachineMismatch, Problem
 from provision_agent.units import parse_size
@@ -34,7 +34,7 @@ def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
     if bool(path) == bool(url):
         raise InputError([Problem("options", "give exactly one of --input_data_file and "
                                              "--input_data_url")])
-    where = path or input_source.shown(url)
+    where = path or redact.url(url)
     if path:
         try:
             with open(path, "rb") as f:

@@ -8,6 +8,7 @@ from importlib import resources
 import jsonschema
 
 from provision_agent import model
+from provision_agent.data_drivers import shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
 from provision_agent.units import parse_size
@@ -60,24 +61,13 @@ def _message(err):
     return _plain(best)
 
 
-_KINDS = {"string": "a string", "integer": "an integer", "number": "a number",
-          "object": "an object", "array": "a list", "boolean": "true or false", "null": "null"}
-
-
-def _kind(value):
-    for name, types in (("null", type(None)), ("boolean", bool), ("integer", int),
-                        ("number", float), ("string", str), ("array", list), ("object", dict)):
-        if isinstance(value, types):
-            return _KINDS[name]
-    return type(value).__name__
-
-
 def _plain(err):
     """jsonschema's message without the offending value (it may be a password)."""
     v, want = err.validator, err.validator_value
     if v == "type":
         wanted = [want] if isinstance(want, str) else want
-        return f"must be {' or '.join(_KINDS.get(w, w) for w in wanted)}, not {_kind(err.instance)}"
+        names = " or ".join(shape.NAMES.get(w, w) for w in wanted)
+        return f"must be {names}, not {shape.kind(err.instance)}"
     if v == "enum":
         return f"must be one of: {', '.join(json.dumps(x) for x in want)}"
     if v == "const":

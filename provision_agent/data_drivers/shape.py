@@ -12,7 +12,7 @@ import jsonschema
 
 from provision_agent.errors import Problem
 
-_NAMES = {"string": "a string", "number": "a number", "integer": "an integer",
+NAMES = {"string": "a string", "number": "a number", "integer": "an integer",
           "object": "an object", "array": "a list", "boolean": "true or false", "null": "null"}
 
 
@@ -21,7 +21,7 @@ def kind(value):
                         ("number", float), ("string", str), ("array", list),
                         ("object", dict)):
         if isinstance(value, types):
-            return _NAMES[name]
+            return NAMES[name]
     return type(value).__name__
 
 
@@ -47,7 +47,7 @@ def check(document, validator, where=lambda document, parts: dotted(parts), what
         if err.validator == "type":
             wanted = err.validator_value
             wanted = [wanted] if isinstance(wanted, str) else wanted
-            message = (f"must be {' or '.join(_NAMES[w] for w in wanted)}, "
+            message = (f"must be {' or '.join(NAMES[w] for w in wanted)}, "
                        f"not {kind(err.instance)}")
         elif err.validator == "maxLength":
             message = f"longer than {err.validator_value} characters"

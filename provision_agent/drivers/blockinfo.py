@@ -61,14 +61,22 @@ def size_bytes(device):
         os.close(fd)
 
 
-def mounted_sources(mountinfo="/proc/self/mountinfo"):
-    """{source device: mount point} for everything mounted now."""
-    result = {}
+def mounts(mountinfo="/proc/self/mountinfo"):
+    """[(source, mount point)] for everything mounted now, in mount order."""
+    found = []
     with open(mountinfo) as f:
         for line in f:
             fields = line.split()
             sep = fields.index("-")
-            result.setdefault(fields[sep + 2], fields[4])
+            found.append((fields[sep + 2], fields[4].replace("\\040", " ")))
+    return found
+
+
+def mounted_sources(mountinfo="/proc/self/mountinfo"):
+    """{source device: mount point} for everything mounted now (its first mount)."""
+    result = {}
+    for source, where in mounts(mountinfo):
+        result.setdefault(source, where)
     return result
 
 

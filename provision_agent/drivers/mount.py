@@ -76,34 +76,21 @@ def copy_into(runner, source_dir, device, fs_type):
         os.rmdir(staging)
 
 
-def mount_points(mountinfo="/proc/self/mountinfo"):
-    """{mount point: source} for everything mounted now (the last mount at a point wins)."""
-    result = {}
-    with open(mountinfo) as f:
-        for line in f:
-            fields = line.split()
-            sep = fields.index("-")
-            result[fields[4].replace("\\040", " ")] = fields[sep + 2]
-    return result
-
-
 def check_target_root(runner, root, planned_disks, mountinfo="/proc/self/mountinfo"):
     """target.check_root against this machine's mounts: before release_stale may unmount."""
     def ours(source):
         disks = set(blockinfo.disks_under(runner, source)) if source.startswith("/dev/") else set()
         return bool(disks) and disks <= set(planned_disks)
-    return target.check_root(root, mount_points(mountinfo), ours)
+    # The last mount at a point is the one seen there.
+    at = {where: source for source, where in blockinfo.mounts(mountinfo)}
+    return target.check_root(root, at, ours)
 
 
 def release_stale(runner, root, mountinfo="/proc/self/mountinfo"):
     """Unmount what an interrupted earlier run left mounted under root (only under root)."""
     root = os.path.realpath(root).rstrip("/")
-    stale = []
-    with open(mountinfo) as f:
-        for line in f:
-            where = line.split()[4].replace("\\040", " ")
-            if where == root or where.startswith(root + "/"):
-                stale.append(where)
+    stale = [where for _, where in blockinfo.mounts(mountinfo)
+             if where == root or where.startswith(root + "/")]
     for where in sorted(stale, key=lambda p: p.count("/"), reverse=True):
         LOG.warning("unmounting %s, left mounted by an earlier run", where)
         runner.run(["umount", where], check=False)
