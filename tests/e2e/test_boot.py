@@ -122,7 +122,9 @@ def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False, inspec
     """Provision, optionally `inspect(vm)` before power-off, then boot from the disks alone
     (without the first one if drop_first) and wait for the marker."""
     t0 = time.monotonic()
-    vm = make_vm(disks=disks, disk_size="4G", firmware=firmware, keep_disks=True)
+    # The samples' serials (disk0, ...), as their inventories and scripts/demo have them.
+    vm = make_vm(disks=disks, disk_size="4G", firmware=firmware, keep_disks=True,
+                 serials=[f"disk{i}" for i in range(disks)])
     run = vm.provision(doc, ["--debug"])
     assert run.returncode == 0, run.log
     seen = inspect(vm) if inspect else None
