@@ -1,12 +1,15 @@
 """`provision` deploy interface: Ironic powers, boots and serves DHCP; provision does the disks.
 
-Finding the ramdisk: the conductor polls SSH on driver_info/provision_ssh_address. The other
-choice, the ramdisk announcing itself through Ironic's lookup/heartbeat API, would need an
-agent in the ramdisk that speaks that API (ironic-python-agent's job) plus an API endpoint
-and token reachable from the provisioning network. Our ramdisk only runs sshd and provision,
-the conductor already has to reach it over SSH to hand over the data, and a periodic poll is
-what gives us the progress and the exit code anyway; so one channel (SSH) does everything.
-Heartbeats are not supported.
+Finding the ramdisk: `prepare` hands the boot interface the kernel parameters Ironic builds
+for any ramdisk (ipa-api-url). The ramdisk's provision-ironic-agent looks its node up by MAC
+(GET /v1/lookup), keeps the agent token, and heartbeats with its SSH address (callback_url)
+and this boot's SSH host key (agent_verify_ca). Ironic checks the token before `heartbeat`
+below runs and refuses a later heartbeat whose URL or key changed; `heartbeat` records both
+and starts provision at once. driver_info/provision_ssh_address (with provision_host_key)
+is a static override for networks where the ramdisk cannot reach the API.
+
+Progress and the exit code do not ride on the heartbeat: the conductor reads them over the
+same SSH connection it runs provision with (see docs/ironic.md section 5 for why).
 
 Nothing blocks a conductor worker for the whole provision. The `deploy` step reboots the node
 into the ramdisk and returns DEPLOYWAIT. A periodic task (every poll_interval) then, per node:
@@ -26,6 +29,12 @@ State kept in driver_internal_info (all keys start with provision_):
     provision_exit_code      provision's exit code once it exited
     provision_last_ssh_error why the last SSH attempt failed (while waiting for the ramdisk)
     provision_layout_step    the layout the set_layout deploy step chose (layouts.py)
+    provision_ssh_address, provision_ssh_port, provision_host_key
+                             where the ramdisk's heartbeat said SSH is, and the key it reported
+    provision_heartbeats     how many heartbeats this deploy's ramdisk sent
+Ironic's own agent_url and agent_verify_ca (its file of the reported key) are set too, so that
+Ironic's checks for a changed callback URL or key apply, and are wiped with the token when a
+deploy starts.
 """
 
 import logging
@@ -39,6 +48,7 @@ from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
+from ironic.drivers.modules import deploy_utils
 
 from ironic_driver import config, fanout, layouts, remote, ssh, validation
 
@@ -79,7 +89,7 @@ class ProvisionDeploy(base.DeployInterface):
         if node.provision_state == states.DEPLOYING:
             layouts.forget(node)    # a layout the set_layout step chose for an earlier deploy
             task.driver.network.add_provisioning_network(task)
-            task.driver.boot.prepare_ramdisk(task, {})
+            task.driver.boot.prepare_ramdisk(task, ramdisk_options(task.node))
         elif node.provision_state == states.ACTIVE:
             # Conductor restart or takeover of an active node: boot what is on the disk.
             task.driver.boot.prepare_instance(task)
@@ -101,6 +111,11 @@ class ProvisionDeploy(base.DeployInterface):
         # the phase stored in driver_internal_info.
         if task.node.provision_state == states.ACTIVE:
             task.driver.boot.prepare_instance(task)
+
+    def heartbeat(self, task, callback_url, agent_version, agent_verify_ca=None,
+                  agent_status=None, agent_status_message=None):
+        """The ramdisk's agent says where its SSH is and which host key it has."""
+        handle_heartbeat(task, callback_url, agent_version, agent_verify_ca)
 
     # ---- deploy steps
 
@@ -171,6 +186,79 @@ class ProvisionDeploy(base.DeployInterface):
             raise periodics.Stop()
 
 
+def ramdisk_options(node):
+    """Kernel parameters for the ramdisk: Ironic's own (ipa-api-url), and, for a node whose
+    host key is pinned statically, the word that keeps the build's key (else the ramdisk makes
+    a fresh one per boot and reports it in the heartbeat)."""
+    options = deploy_utils.build_agent_options(node)
+    if node.driver_info.get("provision_host_key"):
+        options["provision.hostkey"] = "baked"
+    return options
+
+
+def handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
+    node = task.node
+    if node.provision_state != states.DEPLOYWAIT or not _is_ours(node):
+        LOG.debug("Heartbeat from node %s in %s ignored: no provision deploy waits for it",
+                  node.uuid, node.provision_state)
+        return
+    try:
+        address, port = _callback_address(callback_url)
+        host_key = _reported_key(agent_verify_ca)
+    except ValueError as exc:
+        _fail(task, f"the ramdisk's heartbeat is unusable: {exc}")
+        return
+    info = node.driver_internal_info
+    updates = {PREFIX + "ssh_address": address, PREFIX + "ssh_port": port,
+               PREFIX + "host_key": host_key}
+    first = info.get(PREFIX + "ssh_address") is None
+    if not first and any(info.get(k) != v for k, v in updates.items()):
+        # Ironic already refuses a changed URL or key at the API; this is the same rule for
+        # a heartbeat that reached us another way (say, after a conductor takeover).
+        _fail(task, f"the ramdisk's heartbeat changed its address or host key (now {address} "
+                    f"port {port}); refusing it")
+        return
+    updates["agent_url"] = callback_url
+    if agent_verify_ca:
+        updates["agent_verify_ca"] = agent_verify_ca
+    updates[PREFIX + "heartbeats"] = info.get(PREFIX + "heartbeats", 0) + 1
+    updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    if not _save(task, updates):
+        return
+    if first:
+        LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
+                 node.uuid, agent_version, address, port,
+                 ssh.fingerprint(host_key) if host_key else "(none reported)")
+    if node.driver_internal_info.get(PREFIX + "phase") == "wait_ramdisk":
+        # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
+        follow(task)
+
+
+def _callback_address(url):
+    import ipaddress
+    import urllib.parse
+    parsed = urllib.parse.urlsplit(url or "")
+    try:
+        address = str(ipaddress.ip_address(parsed.hostname or ""))
+        port = parsed.port or 22
+    except ValueError:
+        raise ValueError(f"callback_url {url!r} does not name an IP address and port") from None
+    return address, port
+
+
+def _reported_key(path):
+    """agent_verify_ca reaches us as the file Ironic stored the reported text in."""
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            text = f.read(16384)
+    except OSError as exc:
+        raise ValueError(f"cannot read the reported host key ({exc})") from None
+    key = ssh.parse_public_key(text)
+    return f"{key.get_name()} {key.get_base64()}"
+
+
 def _follow_in_worker(context, node_uuid):
     try:
         with task_manager.acquire(context, node_uuid, shared=True,
@@ -198,8 +286,13 @@ def follow(task):
                     f"phase {phase}); last SSH error: {info.get(PREFIX + 'last_ssh_error')}")
         return
     updates = {}
+    target = _ssh_target(node, opts)
+    if target is None:
+        _save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
+                     "its node up through ipa-api-url; no driver_info/provision_ssh_address)"})
+        return
     try:
-        client = _connect(node, opts)
+        client = _connect(node, target, opts)
     except _TRANSIENT + (ssh.HostKeyError,) as exc:
         # A key that differs from the pin is not a ramdisk still booting: stop at once.
         if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
@@ -263,14 +356,26 @@ def _remote_dir(node, opts):
     return ssh.join(opts.remote_dir, node.uuid)
 
 
-def _connect(node, opts):
-    info = node.driver_info
+def _ssh_target(node, opts):
+    """(address, port, pinned key or None): driver_info's static address wins over the one
+    the heartbeat reported; None while neither is known."""
+    info, dii = node.driver_info, node.driver_internal_info
+    if info.get("provision_ssh_address"):
+        return (info["provision_ssh_address"],
+                int(info.get("provision_ssh_port", opts.ssh_port)),
+                info.get("provision_host_key"))
+    if dii.get(PREFIX + "ssh_address"):
+        return (dii[PREFIX + "ssh_address"], int(dii[PREFIX + "ssh_port"]),
+                info.get("provision_host_key") or dii.get(PREFIX + "host_key"))
+    return None
+
+
+def _connect(node, target, opts):
+    address, port, host_key = target
     return ssh.connect(
-        info["provision_ssh_address"], int(info.get("provision_ssh_port", opts.ssh_port)),
-        info.get("provision_ssh_user", opts.ssh_user),
+        address, port, node.driver_info.get("provision_ssh_user", opts.ssh_user),
         ssh.load_private_key(opts.ssh_private_key_file),
-        host_key=info.get("provision_host_key"),
-        known_hosts_file=opts.ssh_known_hosts_file,
+        host_key=host_key, known_hosts_file=opts.ssh_known_hosts_file,
         accept_unknown=opts.accept_unknown_host_keys, timeout=opts.connect_timeout)
 
 

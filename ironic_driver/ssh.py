@@ -51,6 +51,11 @@ def parse_public_key(text):
         raise ValueError(f"not an SSH public key: {exc}") from exc
 
 
+def fingerprint(text):
+    """'SHA256:...' of a public key line, for logs (the key itself is long and public anyway)."""
+    return parse_public_key(text).fingerprint
+
+
 def _b64decode(data):
     return base64.b64decode(data.encode(), validate=True)
 

@@ -9,16 +9,18 @@ from ironic_driver import document, layouts, ssh
 
 LOG = logging.getLogger(__name__)
 
-REQUIRED = {
-    "provision_ssh_address": "Address of the ramdisk's SSH server (the node's provisioning IP "
-                             "as Ironic's DHCP hands it out). Required.",
-}
+REQUIRED = {}
 OPTIONAL = {
-    "provision_ssh_port": "SSH port of the ramdisk. Optional, default [provision_agent]ssh_port.",
+    "provision_ssh_address": "Static address of the ramdisk's SSH server. Optional: without it "
+                             "the ramdisk looks its node up through Ironic's API and reports "
+                             "its address and host key in its heartbeats.",
+    "provision_ssh_port": "SSH port of the ramdisk. Optional, default [provision_agent]ssh_port "
+                          "(a heartbeat names the port itself).",
     "provision_ssh_user": "User to log in as. Optional, default [provision_agent]ssh_user.",
     "provision_host_key": "The ramdisk's SSH host public key, '<type> <base64>', pinned for this "
-                          "node. Optional when [provision_agent]ssh_known_hosts_file lists the "
-                          "address.",
+                          "node. Optional: a heartbeat reports the key of the booted ramdisk; "
+                          "with a static provision_ssh_address it or "
+                          "[provision_agent]ssh_known_hosts_file is required.",
 }
 
 
@@ -47,10 +49,6 @@ def check_options(opts):
 
 
 def check_driver_info(info, opts):
-    missing = [k for k in REQUIRED if not info.get(k)]
-    if missing:
-        raise exception.MissingParameterValue(
-            "driver_info is missing " + ", ".join(sorted(missing)))
     port = info.get("provision_ssh_port", opts.ssh_port)
     try:
         port = int(port)
@@ -64,11 +62,27 @@ def check_driver_info(info, opts):
             ssh.parse_public_key(host_key)
         except ValueError as exc:
             raise _invalid(f"driver_info/provision_host_key: {exc}")
-    elif not opts.ssh_known_hosts_file and not opts.accept_unknown_host_keys:
-        raise exception.MissingParameterValue(
-            "driver_info/provision_host_key is required: the ramdisk's host key must be "
-            "pinned (or set [provision_agent]ssh_known_hosts_file)")
+    if info.get("provision_ssh_address"):
+        if not (host_key or opts.ssh_known_hosts_file or opts.accept_unknown_host_keys):
+            raise exception.MissingParameterValue(
+                "driver_info/provision_host_key is required with a static "
+                "provision_ssh_address: the ramdisk's host key must be pinned (or set "
+                "[provision_agent]ssh_known_hosts_file)")
+    else:
+        _check_api_url()
     return port
+
+
+def _check_api_url():
+    """The ramdisk finds its node through the API URL Ironic puts on its command line: a
+    conductor that cannot name that URL would boot a ramdisk that never heartbeats."""
+    from ironic.drivers.modules import deploy_utils
+    try:
+        deploy_utils.get_ironic_api_url()
+    except Exception as exc:    # Ironic's own error, or keystoneauth's when nothing is set
+        raise _invalid("no driver_info/provision_ssh_address, and the ramdisk cannot be told "
+                       "where Ironic's API is (set [service_catalog]endpoint_override or the "
+                       f"Keystone catalog): {exc}")
 
 
 def stored_disks(task):

@@ -132,11 +132,14 @@ class Silent:
 
 
 class Ironic:
-    def __init__(self, workdir, provision_opts, extra_conf=""):
+    def __init__(self, workdir, provision_opts, extra_conf="", api_host="127.0.0.1"):
+        """api_host: where the API listens, and the address in the ipa-api-url the conductor
+        gives ramdisks ([service_catalog]endpoint_override)."""
         self.dir = os.path.join(workdir, "ironic")
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.ramdisk_api_url = f"http://{api_host}:{self.port}"
         self.conf = os.path.join(self.dir, "ironic.conf")
         self.log_file = os.path.join(self.dir, "ironic.log")
         popts = "\n".join(f"{k} = {v}" for k, v in provision_opts.items())
@@ -166,8 +169,11 @@ enabled_network_interfaces = noop
 enabled_storage_interfaces = noop
 {extra_conf}
 [api]
-host_ip = 127.0.0.1
+host_ip = {"0.0.0.0" if api_host != "127.0.0.1" else api_host}
 port = {self.port}
+[service_catalog]
+# No Keystone: the ramdisk's ipa-api-url comes from here.
+endpoint_override = {self.ramdisk_api_url}
 [database]
 connection = sqlite:///{self.dir}/ironic.sqlite
 [dhcp]
@@ -230,10 +236,12 @@ lock_path = {self.dir}/locks
         return wait_for(lambda: (lambda n: n if n["provision_state"] in states else None)(
             self.node(uuid)), timeout, interval=0.5, what=f"node {uuid} in {sorted(states)}")
 
-    def enroll(self, name, driver_info, instance_info):
+    def enroll(self, name, driver_info, instance_info, macs=()):
         node = self.request("POST", "/v1/nodes", {
             "name": name, "driver": "fake-hardware", "deploy_interface": "provision",
             "driver_info": driver_info}).json()
+        for mac in macs:    # what a ramdisk's lookup finds the node by
+            self.request("POST", "/v1/ports", {"node_uuid": node["uuid"], "address": mac})
         patch = [{"op": "add", "path": f"/instance_info/{k}", "value": v}
                  for k, v in instance_info.items()]
         self.request("PATCH", f"/v1/nodes/{node['uuid']}", patch)

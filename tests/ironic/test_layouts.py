@@ -55,6 +55,8 @@ class LayoutCase(db_base.DbTestCase):
     def setUp(self):
         super().setUp()
         self.config(enabled_deploy_interfaces=["provision", "fake"])
+        # prepare() asks Ironic for the ipa-api-url it hands the ramdisk.
+        self.config(endpoint_override="http://192.0.2.1:6385", group="service_catalog")
         self.dir = self.useFixture(__import__("fixtures").TempDir()).path
         self.config(layouts_dir=self.dir, group="provision_agent")
         for name, layout in {"node-default": _marked(SINGLE, "node-default"),

@@ -56,7 +56,7 @@ class TestWithNode(db_base.DbTestCase):
 
     def test_properties_listed(self):
         props = deploy.ProvisionDeploy().get_properties()
-        self.assertIn("Required", props["provision_ssh_address"])
+        self.assertIn("Optional", props["provision_ssh_address"])
         self.assertIn("provision_host_key", props)
 
     def test_missing_key_file_is_a_clear_error(self):
@@ -68,8 +68,14 @@ class TestWithNode(db_base.DbTestCase):
 
     def test_missing_address_and_unpinned_key(self):
         opts = deploy.OPTS()
-        self.assertRaises(exception.MissingParameterValue, validation.check_driver_info,
-                          {}, opts)
+        # No static address: the ramdisk must be told the API URL, which needs configuring.
+        self.config(auth_strategy="noauth")
+        self.config(endpoint_override=None, group="service_catalog")
+        exc = self.assertRaises(exception.InvalidParameterValue, validation.check_driver_info,
+                                {}, opts)
+        self.assertIn("[service_catalog]endpoint_override", str(exc))
+        self.config(endpoint_override="http://192.0.2.1:6385", group="service_catalog")
+        self.assertEqual(22, validation.check_driver_info({}, opts))
         exc = self.assertRaises(exception.MissingParameterValue,
                                 validation.check_driver_info,
                                 {"provision_ssh_address": "a"}, opts)

@@ -1,0 +1,156 @@
+"""A real Ironic learns where the ramdisk is from our agent's lookup and heartbeats.
+
+Real: Ironic 39 (API + conductor), its ramdisk API and agent-token checks, our
+provision-ironic-agent as a process (the one the ramdisk's init starts), the conductor's SSH
+to a local sshd standing in for the ramdisk, `provision --dry_run` run there. No node has
+driver_info/provision_ssh_address: the address, port and host key come from the heartbeat.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from tests.ironic import realenv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAYOUT = os.path.join(ROOT, "samples", "single-disk.json")
+INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
+
+
+@pytest.fixture(scope="module")
+def ironic(ramdisk, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("ironic-hb"))
+    server = realenv.Ironic(workdir, {
+        "ssh_private_key_file": ramdisk.client_key_file,
+        "ssh_user": "root",
+        "poll_interval": 1,
+        "deploy_timeout": 120,
+        "connect_timeout": 5,
+        "command_timeout": 20,
+        "data_driver": "native",
+        "provision_command": realenv.bin_path("provision"),
+        "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
+        "remote_dir": os.path.join(workdir, "remote"),
+    })
+    server.start()
+    yield server
+    server.stop()
+
+
+class AgentProcess:
+    """provision-ironic-agent on this host, told the MAC and address a ramdisk would find."""
+
+    def __init__(self, tmp_path, api_url, mac, ssh_port, host_key_file):
+        cmdline = tmp_path / "cmdline"
+        cmdline.write_text(f"console=ttyS0 ipa-api-url={api_url} rdinit=/init\n")
+        self.log = tmp_path / "agent.log"
+        self.argv = [realenv.bin_path("provision-ironic-agent") or sys.executable,
+                     "--cmdline_file", str(cmdline), "--mac", mac, "--address", "127.0.0.1",
+                     "--ssh_port", str(ssh_port), "--host_key_file", host_key_file,
+                     "--interval", "2"]
+
+    def __enter__(self):
+        self.out = open(self.log, "w")
+        self.proc = subprocess.Popen(self.argv, stdout=self.out, stderr=subprocess.STDOUT)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.out.close()
+
+    def text(self):
+        return self.log.read_text()
+
+
+def _enroll(ironic, name, mac, driver_info=None):
+    with open(LAYOUT) as f:
+        import json
+        layout = json.load(f)
+    return ironic.enroll(name, driver_info or {},
+                         {"image_source": "http://127.0.0.1:9/image.qcow2",
+                          "provision_layout": layout}, macs=[mac])
+
+
+def test_heartbeat_tells_the_conductor_where_and_which_key(ironic, ramdisk, tmp_path):
+    mac = "52:54:00:aa:00:01"
+    uuid = _enroll(ironic, "hb-good", mac)
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
+                      ramdisk.host_key_file + ".pub") as agent:
+        ironic.set_state(uuid, "active")
+        node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
+        assert node["provision_state"] == "active", (node["last_error"], agent.text())
+    dii = node["driver_internal_info"]
+    assert dii["provision_exit_code"] == 0
+    assert dii["provision_ssh_address"] == "127.0.0.1"
+    assert dii["provision_ssh_port"] == ramdisk.port
+    assert dii["provision_host_key"] == ramdisk.host_key
+    assert dii["provision_heartbeats"] >= 1
+    assert "provision_ssh_address" not in node["driver_info"]
+    log = agent.text()
+    assert f"this machine is node {uuid}" in log
+    assert "Heartbeat for node" in log and "accepted" in log
+    # The token is Ironic's secret between the lookup and the heartbeats: never logged.
+    assert "agent_token" not in log and "******" not in log
+    # The conductor logged the key it pinned, by fingerprint.
+    assert f"Node {uuid}: ramdisk (agent" in ironic.log_text()
+
+
+def test_a_ramdisk_presenting_another_key_than_it_reported_is_refused(ironic, ramdisk,
+                                                                      tmp_path):
+    mac = "52:54:00:aa:00:02"
+    other = tmp_path / "other_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)],
+                   check=True)
+    uuid = _enroll(ironic, "hb-otherkey", mac)
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
+                      str(other) + ".pub"):
+        ironic.set_state(uuid, "active")
+        node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
+    assert node["provision_state"] == "deploy failed"
+    assert "refusing the ramdisk" in node["last_error"], node["last_error"]
+    assert "provision_exit_code" not in node["driver_internal_info"]   # provision never ran
+
+
+def test_no_heartbeat_means_no_ssh_and_the_wait_says_why(ironic):
+    uuid = _enroll(ironic, "hb-silent", "52:54:00:aa:00:03")
+    ironic.set_state(uuid, "active")
+    node = realenv.wait_for(
+        lambda: (lambda n: n if n["driver_internal_info"].get("provision_last_ssh_error")
+                 else None)(ironic.node(uuid)), 30, what="the waiting reason")
+    assert node["provision_state"] == "wait call-back"
+    assert "no heartbeat from the ramdisk yet" in \
+        node["driver_internal_info"]["provision_last_ssh_error"]
+    ironic.set_state(uuid, "deleted")
+    ironic.wait_state(uuid, ["available", "deploy failed", "error"], 60)
+
+
+def test_token_is_handed_out_once_and_required(ironic, ramdisk, tmp_path):
+    mac = "52:54:00:aa:00:04"
+    uuid = _enroll(ironic, "hb-token", mac)
+    ironic.set_state(uuid, "active")
+    ironic.wait_state(uuid, ["wait call-back"], 30)
+    headers = {"X-OpenStack-Ironic-API-Version": "1.68"}
+    first = requests.get(f"{ironic.url}/v1/lookup", params={"addresses": mac},
+                         headers=headers, timeout=10).json()
+    second = requests.get(f"{ironic.url}/v1/lookup", params={"addresses": mac},
+                          headers=headers, timeout=10).json()
+    assert first["config"]["agent_token"] not in (None, "******")
+    assert second["config"]["agent_token"] == "******"
+    forged = requests.post(f"{ironic.url}/v1/heartbeat/{uuid}", headers=headers, timeout=10,
+                           json={"callback_url": "http://192.0.2.66:22",
+                                 "agent_token": "guessed", "agent_version": "x",
+                                 "agent_verify_ca": ramdisk.host_key})
+    assert forged.status_code == 400, forged.text
+    node = ironic.node(uuid)
+    assert "provision_ssh_address" not in node["driver_internal_info"]
+    # The agent that comes second is told why it cannot go on, and keeps trying.
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
+                      ramdisk.host_key_file + ".pub") as agent:
+        realenv.wait_for(lambda: "handed its agent token to an earlier lookup" in agent.text(),
+                         30, what="the agent's explanation")
+    ironic.set_state(uuid, "deleted")
+    ironic.wait_state(uuid, ["available", "deploy failed", "error"], 60)
