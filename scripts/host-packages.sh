@@ -7,6 +7,8 @@ packages=(
   # VM bench and ramdisk build
   qemu-system-x86 qemu-utils mmdebstrap cpio zstd xz-utils bzip2 ovmf
   openssh-client openssh-server
+  # the VM's provisioning network (tap + DHCP), as Ironic's dnsmasq or Neutron serves it
+  dnsmasq-base iproute2
   # functional tests on loop devices and the tools provision drives
   gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
   # configdrive: config-2 ISO and NoCloud vfat

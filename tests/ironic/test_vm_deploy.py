@@ -6,10 +6,17 @@ SSH with the ramdisk's pinned host key and the bench's client key, the input doc
 by the conductor, `provision` run detached in the VM and followed by the periodic task, an image
 downloaded by the guest over HTTP, mdadm/LVM/mkfs on the VM's virtio disks.
 
-What stands in: the bench boots the VM itself, in place of Ironic's PXE boot. The node uses
-fake-hardware with the fake power and boot interfaces, so "power on into the ramdisk", "set boot
-device" and "reboot to instance" are no-ops, and undeploy does not power the VM off. Network
-boot and power through Redfish are the next step of issue 8.
+How the conductor finds the ramdisk is real too: the node has no provision_ssh_address. The VM
+has a second NIC on a provisioning network of its own (a tap device with dnsmasq's DHCP,
+tests/vmbench/tapnet.py); the ramdisk's provision-ironic-agent looks the node up by that NIC's
+MAC through Ironic's API, heartbeats with the address DHCP gave it and the host key it made at
+boot, and the conductor connects there with that key pinned.
+
+What stands in: the bench boots the VM itself, in place of Ironic's PXE boot, and puts the
+ipa-api-url that Ironic gives ramdisks ([service_catalog]endpoint_override) on the kernel
+command line itself. The node uses fake-hardware with the fake power and boot interfaces, so
+"power on into the ramdisk", "set boot device" and "reboot to instance" are no-ops, and undeploy
+does not power the VM off. Network boot and power through Redfish are issue 15.
 
 The ironic data driver refuses a node without an image (Ironic always deploys one), so a 32 MiB
 ext4 partition image with a marker file is served with FileServer (10.0.2.2 from the guest);
@@ -28,7 +35,7 @@ import pytest
 
 from tests.ironic import realenv
 from tests.ironic.conftest import require
-from tests.vmbench import VM, FileServer, ensure_ramdisk
+from tests.vmbench import VM, FileServer, TapNetwork, ensure_ramdisk
 from tests.vmbench.ramdisk import client_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,7 +48,9 @@ DEPLOY_TIMEOUT = 900
 def _missing():
     missing = realenv.missing_prerequisites()
     missing += [t for t in ("qemu-system-x86_64", "mmdebstrap", "cpio", "zstd", "ssh",
-                            "mkfs.ext4") if not shutil.which(t)]
+                            "mkfs.ext4", "dnsmasq", "ip") if not shutil.which(t)]
+    if not os.path.exists("/dev/net/tun"):
+        missing.append("/dev/net/tun (the VM's provisioning network is a tap device)")
     if os.geteuid() != 0:
         missing.append("root (the ramdisk build runs mmdebstrap --mode=root)")
     return missing
@@ -62,8 +71,14 @@ def _root_image(directory):
 
 
 @pytest.fixture(scope="module")
-def vm_ironic(tmp_path_factory):
+def provisioning_net(tmp_path_factory):
     require(not _missing(), f"missing: {_missing()}")
+    with TapNetwork(tmp_path_factory.mktemp("provnet")) as net:
+        yield net
+
+
+@pytest.fixture(scope="module")
+def vm_ironic(tmp_path_factory, provisioning_net):
     workdir = str(tmp_path_factory.mktemp("vm-ironic"))
     server = realenv.Ironic(workdir, {
         "ssh_private_key_file": str(client_key()),
@@ -73,13 +88,14 @@ def vm_ironic(tmp_path_factory):
         "connect_timeout": 10,
         "command_timeout": 60,
         "events_kept": 500,      # keep them all: the test reads the steps back from the node
-    })   # data_driver, provision_command and remote_dir stay the defaults a ramdisk uses
+    }, api_host=provisioning_net.host_address)
+    # data_driver, provision_command and remote_dir stay the defaults a ramdisk uses
     server.start()
     yield server
     server.stop()
 
 
-def test_ironic_deploys_the_vm(vm_ironic, tmp_path):
+def test_ironic_deploys_the_vm(vm_ironic, provisioning_net, tmp_path):
     started = time.monotonic()
     ramdisk = ensure_ramdisk()
     image, digest = _root_image(str(tmp_path))
@@ -88,18 +104,17 @@ def test_ironic_deploys_the_vm(vm_ironic, tmp_path):
     layout["bootloader"] = {"type": "none"}
 
     with FileServer(str(tmp_path)) as srv, \
-            VM(disks=3, disk_size="4G", name="ironic-deploy", ramdisk=ramdisk) as vm:
-        uuid = vm_ironic.enroll("vm", {
-            "provision_ssh_address": "127.0.0.1",
-            "provision_ssh_port": vm.port,
-            "provision_host_key": ramdisk.host_public_key,
-        }, {
+            VM(disks=3, disk_size="4G", name="ironic-deploy", ramdisk=ramdisk,
+               append=f"ipa-api-url={vm_ironic.ramdisk_api_url}",
+               extra_args=provisioning_net.qemu_args()) as vm:
+        # No address, port or host key: the ramdisk's heartbeat brings them.
+        uuid = vm_ironic.enroll("vm", {}, {
             "image_source": srv.guest_url("root.img"),
             "image_disk_format": "raw",
             "image_os_hash_algo": "sha256",
             "image_os_hash_value": digest,
             "provision_layout": layout,
-        })
+        }, macs=[provisioning_net.mac])
         deploy_started = time.monotonic()
         vm_ironic.set_state(uuid, "active")
         node = vm_ironic.wait_state(uuid, ["active", "deploy failed"], DEPLOY_TIMEOUT + 60)
@@ -107,8 +122,18 @@ def test_ironic_deploys_the_vm(vm_ironic, tmp_path):
         assert node["provision_state"] == "active", node["last_error"]
         assert node["last_error"] is None
 
-        # Progress reached the node: every step's start and end, then provision's own result.
+        # The conductor reached the ramdisk where DHCP put it, with the key it made at boot.
         dii = node["driver_internal_info"]
+        leased = provisioning_net.leased_address()
+        assert leased and dii["provision_ssh_address"] == leased, (leased, dii)
+        assert dii["provision_ssh_port"] == 22
+        assert vm.host_public_key and vm.host_public_key != ramdisk.host_public_key
+        assert dii["provision_host_key"] == vm.host_public_key
+        assert "provision_ssh_address" not in node["driver_info"]
+        agent_log = vm.ssh("cat /var/log/provision-ironic-agent.log").stdout
+        assert f"this machine is node {uuid}" in agent_log, agent_log
+
+        # Progress reached the node: every step's start and end, then provision's own result.
         assert dii["provision_exit_code"] == 0
         assert dii["provision_phase"] == "done"
         events = dii["provision_events"]
@@ -155,4 +180,5 @@ def test_ironic_deploys_the_vm(vm_ironic, tmp_path):
         node = vm_ironic.wait_state(uuid, ["available", "error"], 120)
         assert node["provision_state"] == "available", node["last_error"]
         print(f"\nVM boot to SSH {vm.boot_seconds:.1f} s, deploy to active {deploy_seconds:.1f} s, "
-              f"test {time.monotonic() - started:.1f} s, {len(events)} events")
+              f"test {time.monotonic() - started:.1f} s, {len(events)} events, "
+              f"{dii['provision_heartbeats']} heartbeats, ramdisk at {leased}")

@@ -27,6 +27,7 @@ from tests.vmbench.ramdisk import REPO_ROOT, client_key, ensure_ramdisk
 from tests.vmbench.ssh import SSH, GuestCommandError
 
 READY_LINE = "PROVISION-RAMDISK READY"
+HOST_KEY_LINE = re.compile(r"ssh host public key: (ssh-[a-z0-9-]+ [A-Za-z0-9+/=]+)")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
@@ -86,7 +87,8 @@ class VM(GuestQueries):
 
     def __init__(self, disks=3, disk_size="4G", *, serials=None, disk_images=None, bus="virtio",
                  name="vm", memory=2048, cpus=2, boot="ramdisk", firmware="bios", ramdisk=None,
-                 append="", ready_timeout=None, keep_disks=False, artifacts=None):
+                 append="", ready_timeout=None, keep_disks=False, artifacts=None,
+                 extra_args=()):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) or 'disk' (firmware boots the disks)")
         self.name = name
@@ -96,6 +98,7 @@ class VM(GuestQueries):
         self.boot = boot
         self.firmware = firmware
         self.append = append
+        self.extra_args = list(extra_args)     # e.g. TapNetwork.qemu_args(): a second NIC
         self.keep_disks = keep_disks
         # FIELD_NOTES: ~30 s to SSH under TCG on an idle 2-core host; CI runs other jobs too.
         self.ready_timeout = ready_timeout or int(os.environ.get("VMBENCH_READY_TIMEOUT", 240))
@@ -111,6 +114,7 @@ class VM(GuestQueries):
         self.port = None
         self._ssh = None
         self.boot_seconds = None
+        self.host_public_key = None    # the key the ramdisk printed on its console, once READY
         self.last_provision_log = ""
         self._runs = 0
 
@@ -144,10 +148,13 @@ class VM(GuestQueries):
             if self.running() or "hostfwd" not in (self.artifacts / "qemu.log").read_text():
                 break
         if self.ramdisk and self.boot == "ramdisk":    # a disk-booted OS has no bench SSH to ask
-            known = self.workdir / "known_hosts"
-            fields = self.ramdisk.host_public_key.split()
-            known.write_text(f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
-            self._ssh = SSH(self.port, client_key(), known)
+            self._pin(self.ramdisk.host_public_key)
+            self._ssh = SSH(self.port, client_key(), self.workdir / "known_hosts")
+
+    def _pin(self, public_key):
+        fields = public_key.split()
+        (self.workdir / "known_hosts").write_text(
+            f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
 
     def _launch(self):
         argv = self.qemu_argv()
@@ -164,6 +171,7 @@ class VM(GuestQueries):
                 "-serial", f"file:{self.console_log}", "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
                 "-device", "virtio-net-pci,netdev=n0"]
+        argv += self.extra_args
         if self.firmware == "uefi":
             vars_copy = self.workdir / "OVMF_VARS.fd"
             shutil.copy(OVMF_VARS, vars_copy)
@@ -234,6 +242,12 @@ class VM(GuestQueries):
     def wait_ready(self):
         """Console says READY, then SSH answers; records boot_seconds (qemu start to SSH)."""
         self.wait_console(re.escape(READY_LINE))
+        # A ramdisk booted with ipa-api-url makes a fresh host key; init prints it on the
+        # serial console, which the bench trusts (it is the VM's own console).
+        printed = HOST_KEY_LINE.search(self.console_text())
+        if printed:
+            self.host_public_key = printed.group(1)
+            self._pin(self.host_public_key)
         remaining = max(10.0, self.ready_timeout - (time.monotonic() - self._started))
         retry = tenacity.Retrying(stop=tenacity.stop_after_delay(remaining),
                                   wait=tenacity.wait_fixed(1), reraise=True,
