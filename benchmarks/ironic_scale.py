@@ -11,6 +11,10 @@ most polls the driver ran at once in the worker pool (bounded by --workers, Iron
 --dead K adds K nodes whose "ramdisk" accepts TCP and never speaks SSH, like one still
 booting: each of their polls waits connect_timeout. The run ends when the N good nodes are
 done; the dead ones are left waiting.
+--heartbeat: the nodes have no provision_ssh_address; one provision-ironic-agent loop per node
+(our Agent class, in threads of this process) looks its node up by a MAC of its own and
+heartbeats with the sshd's port and key, as N ramdisks would; the heartbeats counted are the
+API's log lines.
 Needs root (sshd), ironic and paramiko in the running venv.
 """
 
@@ -22,6 +26,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,6 +120,10 @@ def main():
     ap.add_argument("--dead", type=int, default=0,
                     help="extra nodes whose ramdisk never answers SSH")
     ap.add_argument("--connect-timeout", type=int, default=10)
+    ap.add_argument("--heartbeat", action="store_true",
+                    help="no static address: the nodes' agents look up and heartbeat")
+    ap.add_argument("--heartbeat-interval", type=float, default=60,
+                    help="the agents' steady heartbeat interval (their default: 60 s)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ironic-scale-")
     fake = os.path.join(work, "fake-provision")
@@ -136,13 +145,15 @@ def main():
         uuids, dead = [], []
         for i in range(args.nodes + args.dead):
             port = sshd.port if i < args.nodes else silent.port
+            static = {"provision_ssh_address": "127.0.0.1", "provision_ssh_port": port,
+                      "provision_host_key": sshd.host_key}
             node = ironic.request("POST", "/v1/nodes", {
                 "name": f"n{i}", "driver": "fake-hardware", "deploy_interface": "provision",
-                "driver_info": {"provision_ssh_address": "127.0.0.1",
-                                "provision_ssh_port": port,
-                                "provision_host_key": sshd.host_key},
+                "driver_info": {} if args.heartbeat and i < args.nodes else static,
                 "instance_info": {"image_source": "http://127.0.0.1:9/i",
                                   "provision_layout": layout}}).json()
+            ironic.request("POST", "/v1/ports", {"node_uuid": node["uuid"],
+                                                 "address": _mac(i)})
             (uuids if i < args.nodes else dead).append(node["uuid"])
         for target, state in (("manage", "manageable"), ("provide", "available")):
             for u in uuids + dead:
@@ -156,6 +167,9 @@ def main():
         cpu0 = (tree_cpu_seconds(ironic.proc.pid), tree_cpu_seconds(sshd.proc.pid),
                 os.getloadavg()[0])
         t0, t0_wall = time.monotonic(), time.time()
+        stop = threading.Event()
+        if args.heartbeat:
+            _start_agents(ironic, sshd, args, stop)
         with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
             requested = pool.map(lambda u: ironic.set_state(u, "active", ok=False),
                                  uuids + dead)
@@ -171,13 +185,20 @@ def main():
                 break
             time.sleep(0.5)
         elapsed = time.monotonic() - t0
+        stop.set()
         cpu = (tree_cpu_seconds(ironic.proc.pid) - cpu0[0],
                tree_cpu_seconds(sshd.proc.pid) - cpu0[1])
         polls, running, connections, last = log_counts(ironic.log_file, sshd.log.name, since,
                                                        t0_wall)
+        with open(ironic.log_file) as f:
+            api = [line for line in f if line[:19] >= since and "ironic.api" in line]
+        lookups = sum("GET /v1/lookup" in line for line in api)
+        heartbeats = sum("POST /v1/heartbeat" in line for line in api)
         per_node = sorted(polls[u] for u in uuids)
         dead_states = collections.Counter(n["provision_state"] for n in nodes
                                           if n["uuid"] in dead)
+        print(f"mode={'heartbeat' if args.heartbeat else 'static address'} "
+              f"api_lookups={lookups} api_heartbeats={heartbeats}")
         print(f"nodes={args.nodes} provision_sleep={args.sleep}s poll={args.poll}s "
               f"workers={args.workers} states={dict(states)}\n"
               f"dead={args.dead} connect_timeout={args.connect_timeout}s "
@@ -198,6 +219,20 @@ def main():
         ironic.stop()
         sshd.stop()
         print(f"workdir {work}")
+
+
+def _mac(i):
+    return f"52:54:01:00:{i // 256:02x}:{i % 256:02x}"
+
+
+def _start_agents(ironic, sshd, args, stop):
+    """One agent loop per good node, in threads: what N ramdisks would send."""
+    from provision_agent import ironic_agent
+    for i in range(args.nodes):
+        agent = ironic_agent.Agent(ironic.url, [_mac(i)], ssh_port=sshd.port,
+                                   host_key=sshd.host_key, address="127.0.0.1",
+                                   interval=args.heartbeat_interval)
+        threading.Thread(target=agent.run, kwargs={"stop": stop.is_set}, daemon=True).start()
 
 
 if __name__ == "__main__":
