@@ -12,9 +12,9 @@ most polls the driver ran at once in the worker pool (bounded by --workers, Iron
 booting: each of their polls waits connect_timeout. The run ends when the N good nodes are
 done; the dead ones are left waiting.
 --heartbeat: the nodes have no provision_ssh_address; one provision-ironic-agent loop per node
-(our Agent class, in threads of this process) looks its node up by a MAC of its own and
-heartbeats with the sshd's port and key, as N ramdisks would; the heartbeats counted are the
-API's log lines.
+(our Agent class, in threads of this process), started when that node's deploy request
+returned (its ramdisk would boot then), looks its node up by a MAC of its own and heartbeats
+with the sshd's port and key; the lookups and heartbeats counted are the API's log lines.
 Needs root (sshd), ironic and paramiko in the running venv.
 """
 
@@ -107,6 +107,29 @@ def log_counts(ironic_log, sshd_log, since, t0_wall):
     return polls, running, connections, last
 
 
+def start_latency(ironic_log, since, heartbeat):
+    """Per node, seconds until provision started, from the moment the ramdisk could be
+    reached: the first handled heartbeat, or (static address, the stand-in sshd is up from
+    the start) the node reaching wait call-back. (median, max)."""
+    ready_rx = (r"Node (\S+): ramdisk \(agent" if heartbeat
+                else r'Node (\S+) moved to provision state "wait call-back"')
+    ready, started = {}, {}
+    with open(ironic_log) as f:
+        for line in f:
+            if line[:19] < since:
+                continue
+            stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + float(
+                line[19:23])
+            m = re.search(ready_rx, line)
+            if m:
+                ready.setdefault(m.group(1), stamp)
+            m = re.search(r"provision started on node (\S+)", line)
+            if m:
+                started.setdefault(m.group(1), stamp)
+    delays = sorted(started[u] - ready[u] for u in started if u in ready)
+    return (delays[len(delays) // 2], delays[-1]) if delays else (None, None)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=50)
@@ -122,6 +145,10 @@ def main():
     ap.add_argument("--connect-timeout", type=int, default=10)
     ap.add_argument("--heartbeat", action="store_true",
                     help="no static address: the nodes' agents look up and heartbeat")
+    ap.add_argument("--boot-delay", type=float, default=0,
+                    help="seconds from a node's deploy request to its agent's start (a real "
+                         "ramdisk boots for 30 s or more; 0 has the agents look up while the "
+                         "conductor still holds the node)")
     ap.add_argument("--heartbeat-interval", type=float, default=60,
                     help="the agents' steady heartbeat interval (their default: 60 s)")
     args = ap.parse_args()
@@ -168,11 +195,15 @@ def main():
                 os.getloadavg()[0])
         t0, t0_wall = time.monotonic(), time.time()
         stop = threading.Event()
-        if args.heartbeat:
-            _start_agents(ironic, sshd, args, stop)
+        agents = dict(zip(uuids, range(args.nodes))) if args.heartbeat else {}
+
+        def request(uuid):
+            resp = ironic.set_state(uuid, "active", ok=False)
+            if uuid in agents:      # the ramdisk boots once the deploy powered the node on
+                _start_agent(ironic, sshd, args, agents[uuid], stop)
+            return resp
         with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
-            requested = pool.map(lambda u: ironic.set_state(u, "active", ok=False),
-                                 uuids + dead)
+            requested = pool.map(request, uuids + dead)
             refused = [r.text for r in requested if r.status_code >= 400]
         t_requested = time.monotonic() - t0
         peak, states = base_threads, {}
@@ -197,8 +228,11 @@ def main():
         per_node = sorted(polls[u] for u in uuids)
         dead_states = collections.Counter(n["provision_state"] for n in nodes
                                           if n["uuid"] in dead)
+        median, worst = start_latency(ironic.log_file, since, args.heartbeat)
         print(f"mode={'heartbeat' if args.heartbeat else 'static address'} "
-              f"api_lookups={lookups} api_heartbeats={heartbeats}")
+              f"boot_delay={args.boot_delay}s "
+              f"api_lookups={lookups} api_heartbeats={heartbeats}\n"
+              f"ramdisk_reachable_to_provision_started median={median:.1f}s max={worst:.1f}s")
         print(f"nodes={args.nodes} provision_sleep={args.sleep}s poll={args.poll}s "
               f"workers={args.workers} states={dict(states)}\n"
               f"dead={args.dead} connect_timeout={args.connect_timeout}s "
@@ -225,14 +259,15 @@ def _mac(i):
     return f"52:54:01:00:{i // 256:02x}:{i % 256:02x}"
 
 
-def _start_agents(ironic, sshd, args, stop):
-    """One agent loop per good node, in threads: what N ramdisks would send."""
+def _start_agent(ironic, sshd, args, i, stop):
+    """Node i's agent loop, in a thread: what its ramdisk would send."""
     from provision_agent import ironic_agent
-    for i in range(args.nodes):
-        agent = ironic_agent.Agent(ironic.url, [_mac(i)], ssh_port=sshd.port,
-                                   host_key=sshd.host_key, address="127.0.0.1",
-                                   interval=args.heartbeat_interval)
-        threading.Thread(target=agent.run, kwargs={"stop": stop.is_set}, daemon=True).start()
+    agent = ironic_agent.Agent(ironic.url, [_mac(i)], ssh_port=sshd.port,
+                               host_key=sshd.host_key, address="127.0.0.1",
+                               interval=args.heartbeat_interval)
+    timer = threading.Timer(args.boot_delay, agent.run, kwargs={"stop": stop.is_set})
+    timer.daemon = True
+    timer.start()
 
 
 if __name__ == "__main__":

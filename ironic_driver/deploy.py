@@ -50,7 +50,7 @@ from ironic.conf import CONF
 from ironic.drivers import base
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import config, fanout, layouts, remote, ssh, validation
+from ironic_driver import config, fanout, images, layouts, remote, ssh, validation
 
 LOG = logging.getLogger(__name__)
 
@@ -88,6 +88,8 @@ class ProvisionDeploy(base.DeployInterface):
         node = task.node
         if node.provision_state == states.DEPLOYING:
             layouts.forget(node)    # a layout the set_layout step chose for an earlier deploy
+            if images.from_glance(node):
+                images.resolve(task)
             task.driver.network.add_provisioning_network(task)
             task.driver.boot.prepare_ramdisk(task, ramdisk_options(task.node))
         elif node.provision_state == states.ACTIVE:
@@ -97,6 +99,7 @@ class ProvisionDeploy(base.DeployInterface):
     def clean_up(self, task):
         task.driver.boot.clean_up_ramdisk(task)
         task.driver.boot.clean_up_instance(task)
+        images.clean_up(task.node)
         _forget(task.node)
         task.node.save()
 

@@ -5,7 +5,7 @@ import os
 
 from ironic.common import exception
 
-from ironic_driver import document, layouts, ssh
+from ironic_driver import document, images, layouts, ssh
 
 LOG = logging.getLogger(__name__)
 
@@ -127,6 +127,8 @@ def check_instance(task, data_driver):
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
             "set it again before every deploy)")
     from provision_agent import errors, pipeline
+    if images.from_glance(node):
+        images.check_exists(task)
     if data_driver not in pipeline.data_driver_names():
         # Not installed (or not importable) next to the conductor: the ramdisk will judge.
         LOG.warning("Cannot pre-validate node %s: provision data driver %s is not available "
@@ -135,7 +137,10 @@ def check_instance(task, data_driver):
     step = layouts.template_step(task)
     choice = layouts.choose(node, step)
     try:
-        layout = pipeline.load_layout(payload(node, data_driver, step), data_driver)
+        doc = payload(node, data_driver, step)
+        if data_driver != "native":
+            doc["instance_info"] = images.for_validation(doc["instance_info"], node)
+        layout = pipeline.load_layout(doc, data_driver)
         disks = stored_disks(task)
         if disks is not None:
             pipeline.build_plan(layout, disks)

@@ -42,7 +42,7 @@ API_VERSION = "1.68"
 HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
 HIDDEN_TOKEN = "******"     # what lookup answers once the token went to an earlier lookup
 DEFAULT_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
-STARTUP_PAUSES = (2, 3, 5, 10, 20)
+STARTUP_PAUSES = (3, 10, 30)
 MAX_PARAM = 4096            # a kernel command line is at most a few KiB
 
 

@@ -1,0 +1,57 @@
+"""Glance images: turned into a URL the ramdisk can fetch, by Ironic's own image handling.
+
+Nova sets instance_info/image_source to a Glance image UUID. The ramdisk never talks to
+Glance (no credentials there): at `prepare`, Ironic's `build_instance_info_for_deploy` asks
+Glance for the image and, per `[agent]image_download_source`, either makes a Swift temporary
+URL (`swift`) or caches the image on the conductor, converted to raw unless
+`[DEFAULT]force_raw_images` is off, and serves it from `[deploy]http_root` at
+`[deploy]http_url` (`http`, the default). Either way instance_info gains `image_url` and
+Glance's `image_os_hash_algo`/`image_os_hash_value` (recomputed by Ironic after a
+conversion), which the ironic data driver already prefers over image_source. For a
+partition image it also sets `kernel`/`ramdisk` from the image's kernel_id/ramdisk_id.
+"""
+
+from ironic.common import exception
+from ironic.common import image_service
+from ironic.common.glance_service import service_utils
+from ironic.drivers.modules import deploy_utils
+
+# Stands in for the URL prepare() will set, while validate plans the deploy before it.
+VALIDATION_URL = "https://image-from-glance.invalid/{}"
+
+
+def from_glance(node):
+    return service_utils.is_glance_image((node.instance_info or {}).get("image_source"))
+
+
+def check_exists(task):
+    """Early, clear failure for a wrong UUID (validate runs before anything powers on)."""
+    source = task.node.instance_info["image_source"]
+    try:
+        image_service.GlanceImageService(context=task.context).show(source)
+    except (exception.ImageNotFound, exception.ImageNotAuthorized) as exc:
+        raise exception.InvalidParameterValue(
+            f"instance_info/image_source {source} is not a Glance image this conductor may "
+            f"read: {exc}")
+    except exception.GlanceConnectionFailed as exc:
+        raise exception.InvalidParameterValue(
+            f"cannot reach Glance for image {source} (check [glance] in ironic.conf): {exc}")
+
+
+def resolve(task):
+    """In prepare: instance_info with image_url and Glance's checksum, saved on the node."""
+    task.node.instance_info = deploy_utils.build_instance_info_for_deploy(task)
+    task.node.save()
+
+
+def for_validation(instance_info, node):
+    """A copy of instance_info as provision will see it after prepare, for the dry plan."""
+    info = dict(instance_info)
+    if from_glance(node) and not info.get("image_url"):
+        info["image_url"] = VALIDATION_URL.format(node.instance_info["image_source"])
+    return info
+
+
+def clean_up(node):
+    """The conductor's cached copy and its link under http_root (a no-op for URL images)."""
+    deploy_utils.destroy_http_instance_images(node)

@@ -1,0 +1,88 @@
+"""Glance image UUIDs in instance_info/image_source, on Ironic's DB fixtures (Glance and
+Ironic's image caching mocked here; tests/ironic/test_glance.py runs them for real)."""
+
+from unittest import mock
+
+from ironic.common import exception
+from ironic.common import image_service
+from ironic.common import states
+from ironic.conductor import task_manager
+from ironic.drivers.modules import deploy_utils
+from ironic.tests.unit.db import base as db_base
+from ironic.tests.unit.objects import utils as obj_utils
+
+from ironic_driver import images
+from tests.ironic import test_unit
+
+UUID = "5d7a2a3c-8d0f-4a52-9a1c-2f0e0c7f1b11"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
+
+
+class TestGlanceValidate(db_base.DbTestCase):
+    """validate: the image must exist; the dry plan sees the URL prepare will set."""
+
+    _clear_attrs = test_unit.TestWithNode._clear_attrs
+    _validate = test_unit.TestWithNode._validate
+    _key = test_unit.TestWithNode._key
+
+    def setUp(self):
+        super().setUp()
+        self.config(enabled_deploy_interfaces=["provision", "fake"])
+        self.node = obj_utils.create_test_node(
+            self.context, driver="fake-hardware", deploy_interface="provision",
+            driver_info={"provision_ssh_address": "192.0.2.10", "provision_host_key": KEY},
+            instance_info={}, properties={})
+
+    def test_a_glance_uuid_is_planned_with_a_stand_in_url(self):
+        with mock.patch.object(image_service.GlanceImageService, "show",
+                               return_value={"id": UUID}) as show:
+            self._validate(image_source=UUID, image_os_hash_algo="sha512",
+                           image_os_hash_value="0" * 128)
+        show.assert_called_once_with(UUID)
+
+    def test_an_unknown_glance_image_is_refused_before_power_on(self):
+        with mock.patch.object(image_service.GlanceImageService, "show",
+                               side_effect=exception.ImageNotFound(image_id=UUID)):
+            exc = self.assertRaises(exception.InvalidParameterValue, self._validate,
+                                    image_source=UUID)
+        self.assertIn(f"image_source {UUID} is not a Glance image", str(exc))
+
+    def test_for_validation_leaves_urls_alone(self):
+        self.node.instance_info = {"image_source": "http://x/img"}
+        self.assertNotIn("image_url", images.for_validation(self.node.instance_info, self.node))
+
+
+class TestGlancePrepare(db_base.DbTestCase):
+    _clear_attrs = test_unit.TestWithNode._clear_attrs
+
+    def setUp(self):
+        super().setUp()
+        self.config(enabled_deploy_interfaces=["provision", "fake"])
+        self.config(endpoint_override="http://192.0.2.1:6385", group="service_catalog")
+        self.node = obj_utils.create_test_node(
+            self.context, driver="fake-hardware", deploy_interface="provision",
+            network_interface="noop", provision_state=states.DEPLOYING,
+            driver_info={"provision_host_key": KEY}, instance_info={"image_source": UUID})
+
+    def _prepare(self):
+        resolved = {"image_source": UUID, "image_url": "http://conductor/img",
+                    "image_os_hash_algo": "sha512", "image_os_hash_value": "ab" * 64}
+        with mock.patch.object(deploy_utils, "build_instance_info_for_deploy",
+                               return_value=resolved) as build:
+            with task_manager.acquire(self.context, self.node.uuid) as task:
+                task.driver.deploy.prepare(task)
+        self.node.refresh()
+        return build
+
+    def test_prepare_resolves_a_glance_uuid_through_ironic(self):
+        build = self._prepare()
+        self.assertEqual(1, build.call_count)
+        self.assertEqual("http://conductor/img", self.node.instance_info["image_url"])
+        self.assertEqual("sha512", self.node.instance_info["image_os_hash_algo"])
+
+    def test_prepare_leaves_a_url_image_to_the_ramdisk(self):
+        self.node.instance_info = {"image_source": "http://x/img"}
+        self.node.save()
+        build = self._prepare()
+        self.assertEqual(0, build.call_count)
+        self.assertNotIn("image_url", self.node.instance_info)
