@@ -90,7 +90,7 @@ def log_counts(ironic_log, sshd_log, since, t0_wall):
     polls, running, last = collections.Counter(), 0, {}
     with open(ironic_log) as f:
         for line in f:
-            if line[:19] < since:
+            if line[:19] < since or not line[:4].isdigit():
                 continue
             for name, text in MILESTONES:
                 if text in line:
@@ -116,7 +116,7 @@ def start_latency(ironic_log, since, heartbeat):
     ready, started = {}, {}
     with open(ironic_log) as f:
         for line in f:
-            if line[:19] < since:
+            if line[:19] < since or not line[:4].isdigit():   # continuation lines
                 continue
             stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + float(
                 line[19:23])
