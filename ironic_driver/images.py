@@ -25,10 +25,11 @@ def from_glance(node):
 
 
 def check_exists(task):
-    """Early, clear failure for a wrong UUID (validate runs before anything powers on)."""
+    """Glance's record of the image; an early, clear failure for a wrong UUID (validate
+    runs before anything powers on)."""
     source = task.node.instance_info["image_source"]
     try:
-        image_service.GlanceImageService(context=task.context).show(source)
+        return image_service.GlanceImageService(context=task.context).show(source)
     except (exception.ImageNotFound, exception.ImageNotAuthorized) as exc:
         raise exception.InvalidParameterValue(
             f"instance_info/image_source {source} is not a Glance image this conductor may "
@@ -38,17 +39,43 @@ def check_exists(task):
             f"cannot reach Glance for image {source} (check [glance] in ironic.conf): {exc}")
 
 
+def glance_hash(record):
+    """(algo, value) Glance recorded. Ironic 39 reads images through openstacksdk, whose
+    record names them hash_algo/hash_value; Ironic looks for os_hash_algo/os_hash_value, finds
+    None and files the pair under properties, so only the md5 `checksum` reaches
+    instance_info. Both spellings are read here."""
+    props = record.get("properties") or {}
+    algo = record.get("os_hash_algo") or props.get("os_hash_algo") or props.get("hash_algo")
+    value = record.get("os_hash_value") or props.get("os_hash_value") or props.get("hash_value")
+    return (algo, value) if algo and value else (None, None)
+
+
 def resolve(task):
-    """In prepare: instance_info with image_url and Glance's checksum, saved on the node."""
-    task.node.instance_info = deploy_utils.build_instance_info_for_deploy(task)
+    """In prepare: instance_info with image_url and a checksum, saved on the node."""
+    info = deploy_utils.build_instance_info_for_deploy(task)
+    if not info.get("image_os_hash_value"):
+        record = image_service.GlanceImageService(context=task.context).show(
+            info["image_source"])
+        algo, value = glance_hash(record)
+        # Glance's hash is of Glance's bytes: only valid when Ironic served them unconverted
+        # (a converted image gets Ironic's own sha256 above).
+        if algo and info.get("image_disk_format") == record.get("disk_format"):
+            info["image_os_hash_algo"], info["image_os_hash_value"] = algo, value
+    task.node.instance_info = info
     task.node.save()
 
 
-def for_validation(instance_info, node):
-    """A copy of instance_info as provision will see it after prepare, for the dry plan."""
+def for_validation(instance_info, node, record=None):
+    """A copy of instance_info as provision will see it after prepare (URL and Glance's
+    checksum), for the dry plan. record: Glance's, from check_exists."""
     info = dict(instance_info)
     if from_glance(node) and not info.get("image_url"):
         info["image_url"] = VALIDATION_URL.format(node.instance_info["image_source"])
+        algo, value = glance_hash(record or {})
+        if algo and not info.get("image_os_hash_value"):
+            info["image_os_hash_algo"], info["image_os_hash_value"] = algo, value
+        elif (record or {}).get("checksum") and not info.get("image_checksum"):
+            info["image_checksum"] = record["checksum"]
     return info
 
 

@@ -127,8 +127,7 @@ def check_instance(task, data_driver):
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
             "set it again before every deploy)")
     from provision_agent import errors, pipeline
-    if images.from_glance(node):
-        images.check_exists(task)
+    record = images.check_exists(task) if images.from_glance(node) else None
     if data_driver not in pipeline.data_driver_names():
         # Not installed (or not importable) next to the conductor: the ramdisk will judge.
         LOG.warning("Cannot pre-validate node %s: provision data driver %s is not available "
@@ -139,7 +138,7 @@ def check_instance(task, data_driver):
     try:
         doc = payload(node, data_driver, step)
         if data_driver != "native":
-            doc["instance_info"] = images.for_validation(doc["instance_info"], node)
+            doc["instance_info"] = images.for_validation(doc["instance_info"], node, record)
         layout = pipeline.load_layout(doc, data_driver)
         disks = stored_disks(task)
         if disks is not None:

@@ -35,9 +35,9 @@ class TestGlanceValidate(db_base.DbTestCase):
 
     def test_a_glance_uuid_is_planned_with_a_stand_in_url(self):
         with mock.patch.object(image_service.GlanceImageService, "show",
-                               return_value={"id": UUID}) as show:
-            self._validate(image_source=UUID, image_os_hash_algo="sha512",
-                           image_os_hash_value="0" * 128)
+                               return_value={"id": UUID, "os_hash_algo": "sha512",
+                                             "os_hash_value": "0" * 128}) as show:
+            self._validate(image_source=UUID)
         show.assert_called_once_with(UUID)
 
     def test_an_unknown_glance_image_is_refused_before_power_on(self):
@@ -86,3 +86,13 @@ class TestGlancePrepare(db_base.DbTestCase):
         build = self._prepare()
         self.assertEqual(0, build.call_count)
         self.assertNotIn("image_url", self.node.instance_info)
+
+
+def test_glance_hash_found_where_ironic_39_files_it():
+    # openstacksdk's names, filed under properties by Ironic's translation
+    record = {"os_hash_algo": None, "os_hash_value": None, "checksum": "ab" * 16,
+              "properties": {"hash_algo": "sha512", "hash_value": "cd" * 64}}
+    assert images.glance_hash(record) == ("sha512", "cd" * 64)
+    assert images.glance_hash({"os_hash_algo": "sha256", "os_hash_value": "ef" * 32}) == \
+        ("sha256", "ef" * 32)
+    assert images.glance_hash({"checksum": "ab" * 16}) == (None, None)

@@ -18,16 +18,18 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 class FileServer:
-    def __init__(self, directory):
+    def __init__(self, directory, address="127.0.0.1"):
+        """address: where to listen; loopback (the default) keeps it to this machine and
+        the guest's 10.0.2.2, a provisioning network's host address serves that network."""
         self.directory = str(directory)
+        self.address = address
         self.requested = []
         self._server = None
         self._thread = None
 
     def __enter__(self):
         handler = functools.partial(_Handler, directory=self.directory)
-        # Bound to loopback only: nothing outside this machine can fetch from it.
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = http.server.ThreadingHTTPServer((self.address, 0), handler)
         self._server.requested = self.requested
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -45,3 +47,7 @@ class FileServer:
 
     def guest_url(self, name=""):
         return f"http://{GUEST_HOST_ADDRESS}:{self.port}/{name.lstrip('/')}"
+
+    def url(self, name=""):
+        """The URL on the address it listens on."""
+        return f"http://{self.address}:{self.port}/{name.lstrip('/')}"
