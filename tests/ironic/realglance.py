@@ -30,10 +30,8 @@ def ensure_venv():
         return bin_dir
     shutil.rmtree(VENV, ignore_errors=True)
     try:
-        # Debian's python3, not the tox venv's: Glance's dependencies must not mix with
-        # Ironic's.
-        subprocess.run([shutil.which("python3") or sys.executable, "-m", "venv", VENV],
-                       check=True)
+        # A venv of its own: Glance's dependencies must not mix with Ironic's.
+        subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
         subprocess.run([os.path.join(bin_dir, "pip"), "install", "-q", f"glance=={VERSION}",
                         "gunicorn"], check=True)
     except BaseException:

@@ -18,13 +18,14 @@ command line itself. The node uses fake-hardware with the fake power and boot in
 "power on into the ramdisk", "set boot device" and "reboot to instance" are no-ops, and undeploy
 does not power the VM off. Network boot and power through Redfish are issue 15.
 
-The ironic data driver refuses a node without an image (Ironic always deploys one), so a 32 MiB
-ext4 partition image with a marker file is served with FileServer (10.0.2.2 from the guest);
-the layout (samples/two-disk-raid-lvm.json, `bootloader: none` since the image has no grub)
-puts it on the root LV. Prerequisites missing fail in CI (CI=true) and skip elsewhere.
+The image is what Nova would give: a Glance image UUID. A real Glance (tests/ironic/
+realglance.py) holds a 32 MiB ext4 partition image with a marker file; Ironic resolves the UUID,
+caches the image and serves it from its http_root on the provisioning network; the ramdisk
+downloads it from there, checks Glance's sha512 and writes it on the root LV of the layout
+(samples/two-disk-raid-lvm.json, `bootloader: none` since the image has no grub).
+Prerequisites missing fail in CI (CI=true) and skip elsewhere.
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -33,7 +34,7 @@ import time
 
 import pytest
 
-from tests.ironic import realenv
+from tests.ironic import realenv, realglance
 from tests.ironic.conftest import require
 from tests.vmbench import VM, FileServer, TapNetwork, ensure_ramdisk
 from tests.vmbench.ramdisk import client_key
@@ -57,7 +58,7 @@ def _missing():
 
 
 def _root_image(directory):
-    """A small ext4 partition image holding MARKER; returns (path, sha256)."""
+    """A small ext4 partition image holding MARKER; returns its path."""
     tree = os.path.join(directory, "tree")
     os.makedirs(tree)
     with open(os.path.join(tree, "marker"), "w") as f:
@@ -66,8 +67,7 @@ def _root_image(directory):
     with open(image, "wb") as f:
         f.truncate(32 << 20)
     subprocess.run(["mkfs.ext4", "-q", "-L", "imgroot", "-d", tree, image], check=True)
-    with open(image, "rb") as f:
-        return image, hashlib.sha256(f.read()).hexdigest()
+    return image
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,12 @@ def provisioning_net(tmp_path_factory):
 @pytest.fixture(scope="module")
 def vm_ironic(tmp_path_factory, provisioning_net):
     workdir = str(tmp_path_factory.mktemp("vm-ironic"))
+    glance = realglance.Glance(workdir).start()
+    httpboot = os.path.join(workdir, "httpboot")
+    os.makedirs(httpboot)
+    # The conductor's image cache, served on the provisioning network (Ironic's [deploy]
+    # http_url is what the ramdisk downloads from).
+    http = FileServer(httpboot, address=provisioning_net.host_address).__enter__()
     server = realenv.Ironic(workdir, {
         "ssh_private_key_file": str(client_key()),
         "ssh_user": "root",
@@ -88,31 +94,36 @@ def vm_ironic(tmp_path_factory, provisioning_net):
         "connect_timeout": 10,
         "command_timeout": 60,
         "events_kept": 500,      # keep them all: the test reads the steps back from the node
-    }, api_host=provisioning_net.host_address)
+    }, api_host=provisioning_net.host_address,
+        extra_conf=realglance.ironic_conf(glance, workdir, http.url()))
     # data_driver, provision_command and remote_dir stay the defaults a ramdisk uses
-    server.start()
-    yield server
-    server.stop()
+    server.glance, server.http = glance, http
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        http.__exit__(None, None, None)
+        glance.stop()
 
 
 def test_ironic_deploys_the_vm(vm_ironic, provisioning_net, tmp_path):
     started = time.monotonic()
     ramdisk = ensure_ramdisk()
-    image, digest = _root_image(str(tmp_path))
+    image = _root_image(str(tmp_path))
     with open(LAYOUT) as f:
         layout = json.load(f)
     layout["bootloader"] = {"type": "none"}
 
-    with FileServer(str(tmp_path)) as srv, \
-            VM(disks=3, disk_size="4G", name="ironic-deploy", ramdisk=ramdisk,
+    glance_image = vm_ironic.glance.create_image(image, "provision-vm-root")
+    assert glance_image["os_hash_value"] == realglance.file_digest(image, "sha512")
+    with VM(disks=3, disk_size="4G", name="ironic-deploy", ramdisk=ramdisk,
                append=f"ipa-api-url={vm_ironic.ramdisk_api_url}",
                extra_args=provisioning_net.qemu_args()) as vm:
         # No address, port or host key: the ramdisk's heartbeat brings them.
+        # The image as Nova names it: a Glance UUID, no URL, no checksum.
         uuid = vm_ironic.enroll("vm", {}, {
-            "image_source": srv.guest_url("root.img"),
-            "image_disk_format": "raw",
-            "image_os_hash_algo": "sha256",
-            "image_os_hash_value": digest,
+            "image_source": glance_image["id"],
             "provision_layout": layout,
         }, macs=[provisioning_net.mac])
         deploy_started = time.monotonic()
@@ -145,7 +156,8 @@ def test_ironic_deploys_the_vm(vm_ironic, provisioning_net, tmp_path):
             assert kind in done, (kind, done)
         assert len(done) == steps[0]["count"], steps[-3:]
         assert [e["status"] for e in events if e["event"] == "result"] == ["ok"]
-        assert "/root.img" in srv.requested
+        # The ramdisk downloaded Glance's image from the conductor's cache.
+        assert f"/agent_images/{uuid}" in vm_ironic.http.requested, vm_ironic.http.requested
 
         # The layout is on the VM's disks, read back in the VM.
         mdstat = vm.mdstat()
