@@ -10,8 +10,10 @@ import threading
 
 import pytest
 
-from tests.ironic import guide, realenv
+from tests.ironic import guide, realenv, realglance
 from tests.ironic.conftest import require
+from tests.ironic.test_heartbeat import AgentProcess
+from tests.vmbench.httpserve import FileServer
 
 ROOT = guide.ROOT
 INVENTORY = os.path.join(ROOT, "samples", "inventory", "three-disks.json")
@@ -34,6 +36,9 @@ def server(ramdisk, tmp_path_factory):
     for name, path in (("raid1-lvm", RAID1_LVM), ("single-disk", SINGLE)):
         with open(os.path.join(layouts, name + ".json"), "w") as f:
             json.dump(_load(path), f)
+    glance = realglance.Glance(workdir).start()
+    os.makedirs(os.path.join(workdir, "httpboot"))
+    http = FileServer(os.path.join(workdir, "httpboot")).__enter__()
     server = realenv.Ironic(workdir, {
         "ssh_private_key_file": ramdisk.client_key_file,
         "poll_interval": 1,
@@ -44,11 +49,17 @@ def server(ramdisk, tmp_path_factory):
         "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
         "remote_dir": os.path.join(workdir, "remote"),
         "layouts_dir": layouts,
-    })   # data_driver stays the default (ironic), as on a real conductor
-    server.start()
-    server.remote_dir = os.path.join(workdir, "remote")
-    yield server
-    server.stop()
+    }, extra_conf=realglance.ironic_conf(glance, workdir, http.url()))
+    # data_driver stays the default (ironic), as on a real conductor
+    server.glance = glance
+    try:
+        server.start()
+        server.remote_dir = os.path.join(workdir, "remote")
+        yield server
+    finally:
+        server.stop()
+        http.__exit__(None, None, None)
+        glance.stop()
 
 
 def _env(server, ramdisk, node, mac):
@@ -150,6 +161,33 @@ def test_a_layout_that_cannot_fit_the_inspected_machine_is_refused(server, ramdi
     node = _show(env)
     assert node["provision_state"] == "available"
     assert "provision_phase" not in node["driver_internal_info"]   # never powered on
+
+
+def test_a_glance_image_to_a_node_found_by_its_heartbeat(server, ramdisk, tmp_path):
+    """Section 5 and 6: no static address (the agent's heartbeat brings it), a Glance UUID."""
+    mac = "52:54:00:00:00:04"
+    env = _env(server, ramdisk, "guide-glance", mac)
+    for block in ("enroll", "available", "node-default"):
+        guide.run(block, env)
+    path = tmp_path / "root.img"
+    path.write_bytes(os.urandom(1 << 20) * 4)
+    image = server.glance.create_image(str(path), "guide-root")
+    env["GLANCE_IMAGE"] = image["id"]
+    with AgentProcess(tmp_path, server.ramdisk_api_url, mac, ramdisk.port,
+                      ramdisk.host_key_file + ".pub") as agent:
+        done = guide.run("deploy-glance", env, timeout=200, ok=False)
+        assert done.returncode == 0, (done.out, agent.text())
+    node = _show(env)
+    assert node["provision_state"] == "active", node["last_error"]
+    dii = node["driver_internal_info"]
+    assert dii["provision_ssh_address"] == "127.0.0.1"
+    assert dii["provision_host_key"] == ramdisk.host_key
+    with open(os.path.join(server.remote_dir, server.node("guide-glance")["uuid"],
+                           "input.json")) as f:
+        sent = json.load(f)["instance_info"]
+    assert sent["image_source"] == image["id"]
+    assert sent["image_os_hash_value"] == image["os_hash_value"]
+    guide.run("undeploy", env)
 
 
 def test_a_conductor_without_paramiko_names_the_extra(tmp_path):
