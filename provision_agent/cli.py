@@ -3,6 +3,7 @@
     provision --input_data_file F [--dry_run]     validate, plan, and (without --dry_run) provision
     provision validate --input_data_file F        only say whether the input fits this machine
     provision inventory                           print this machine's disks (IPA inventory format)
+    provision erase [--input_data_file F]         clear the metadata of this machine's disks
 """
 
 import importlib.metadata
@@ -24,7 +25,11 @@ DESCRIPTION = (
     "filesystems, images, bootloader and configdrive. Everything is validated and planned "
     "before the first byte is written. Subcommands (optional, first argument): 'run' (the "
     "default) provisions; 'validate' checks the input against the machine and exits; "
-    "'inventory' prints this machine's disks as JSON in ironic-python-agent's format.")
+    "'inventory' prints this machine's disks as JSON in ironic-python-agent's format; "
+    "'erase' clears the partition tables, md superblocks, LVM labels and filesystem signatures "
+    "of every disk provision may touch (read-only, removable, in-use disks and the boot medium "
+    "are left alone, and those an input {\"skip_block_devices\": [hints]} names), as Ironic's "
+    "cleaning does between tenants; with --dry_run it only lists them.")
 
 EPILOG = (
     "Examples: provision --input_data_file layout.json --dry_run ; "
@@ -100,10 +105,45 @@ def check_live(planned, conf, disks):
     preflight.check(planned, disks, Runner(), mounted=mounted)
 
 
+def run_erase(conf):
+    from provision_agent import erase
+    from provision_agent.events import Events
+    from provision_agent.runner import Runner
+    document = None
+    if conf.input_data_file or conf.input_data_url:
+        document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
+                                       ca_bundle=conf.input_data_ca_bundle,
+                                       insecure=conf.input_data_insecure)
+    if conf.dry_run:
+        from provision_agent.drivers import blockinfo
+        runner = Runner()
+        chosen, skipped = erase.choose(inventory.discover(), erase.skip_hints(document), runner,
+                                       blockinfo.mounted_sources(), blockinfo.active_swaps())
+        print("\n".join([f"erase {name}" for name in chosen]
+                        + [f"leave {name} alone: {why}" for name, why in skipped]))
+        return errors.EXIT_OK
+    events = Events.from_conf(conf)
+    try:
+        report = erase.erase(document, Runner(), events)
+        events.result("ok", errors.EXIT_OK)
+    except errors.ProvisionError as exc:
+        events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
+        raise
+    finally:
+        events.close()
+    print(json.dumps(report, indent=2) if conf.plan_format == "json" else
+          f"erased the metadata of {len(report['erased'])} disk(s): "
+          f"{', '.join(report['erased']) or 'none'}"
+          + "".join(f"\nleft alone: {name}: {why}" for name, why in report["skipped"]))
+    return errors.EXIT_OK
+
+
 def run(command, conf):
     if command == "inventory":
         print(json.dumps({"inventory": {"disks": inventory.discover()}}, indent=2))
         return errors.EXIT_OK
+    if command == "erase":
+        return run_erase(conf)
     document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
                                    ca_bundle=conf.input_data_ca_bundle,
                                    insecure=conf.input_data_insecure)

@@ -15,8 +15,8 @@ from oslo_config import cfg
 
 from provision_agent import config
 
-SUBCOMMANDS = ("run", "validate", "inventory")
-USAGE = ("provision [run|validate|inventory] [--input_data_file F | --input_data_url URL] "
+SUBCOMMANDS = ("run", "validate", "inventory", "erase")
+USAGE = ("provision [run|validate|inventory|erase] [--input_data_file F | --input_data_url URL] "
          "[--dry_run] [options]   (provision --help lists every option)")
 
 # oslo.config writes this for a value its type refuses, then exits 1.
@@ -111,6 +111,9 @@ def parse(argv, conf, *, description, epilog, version):
     except cfg.Error as exc:
         raise UsageError(str(exc)) from None
     _check_values(conf)
+    if command == "erase" and conf.inventory_file:
+        raise UsageError("'erase' works on this machine's own disks; --inventory_file cannot "
+                         "stand in for them")
     if command == "inventory" and conf.inventory_file:
         raise UsageError("'inventory' describes this machine's own disks; --inventory_file is "
                          "for planning against a recorded inventory (with run or validate)")

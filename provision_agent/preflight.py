@@ -33,7 +33,7 @@ def _named(layout, disk_id):
     return False
 
 
-def _in_use(runner, disk, mounted, swaps):
+def in_use(runner, disk, mounted, swaps):
     """Why disk must not be written to (something on it is mounted or swapping, or it holds the
     medium this ramdisk booted from), or []."""
     nodes = [blockinfo.tree(runner, disk)]
@@ -78,7 +78,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
             problems.append(Problem(where, f"{name} is removable (a USB stick, a card, virtual "
                                            f"media): name it by serial, wwn, path or name in "
                                            f"the input to write it"))
-        for reason in _in_use(runner, name, mounted, swaps):
+        for reason in in_use(runner, name, mounted, swaps):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)
     problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})

@@ -1,0 +1,91 @@
+"""`provision erase`: clear the metadata of this machine's disks between tenants.
+
+What Ironic's cleaning asks of a ramdisk (ironic-python-agent's erase_devices_metadata): every
+disk that could carry the last tenant's layout loses its partition tables (both GPT copies),
+md superblocks, LVM labels and filesystem signatures, so that nothing of it is assembled,
+activated or mounted again. The data blocks themselves are not overwritten.
+
+The same disks are left alone as in a provisioning run: read-only ones, removable ones (a USB
+stick, a card, virtual media), the medium this ramdisk booted from and anything mounted or
+swapping. An optional input document {"skip_block_devices": [{hints}, ...]} names more, with
+Ironic's root device hints, as the node property of that name does for ironic-python-agent.
+Every disk is checked before the first is touched.
+"""
+
+import logging
+
+from provision_agent import errors, inventory, preflight
+from provision_agent.errors import InputError, Problem
+
+LOG = logging.getLogger(__name__)
+
+MAX_SKIP_HINTS = 64
+
+
+def skip_hints(document):
+    """The list of hint dicts in {"skip_block_devices": [...]}; InputError when malformed."""
+    if document is None:
+        return []
+    if not isinstance(document, dict) or set(document) - {"skip_block_devices"}:
+        raise InputError([Problem("$", "the erase input holds only 'skip_block_devices' "
+                                       "(a list of root device hints)")])
+    hints = document.get("skip_block_devices") or []
+    if not isinstance(hints, list) or len(hints) > MAX_SKIP_HINTS or not all(
+            isinstance(h, dict) and h for h in hints):
+        raise InputError([Problem("$.skip_block_devices", f"must be a list of at most "
+                                  f"{MAX_SKIP_HINTS} non-empty objects of root device hints")])
+    return hints
+
+
+def choose(disks, hints, runner, mounted, swaps):
+    """(names to erase, [(name, why it is left alone)]). Reads only."""
+    skipped = {}
+    for i, hint in enumerate(hints):
+        try:
+            found = inventory.match(disks, hint)
+        except ValueError as exc:
+            raise InputError([Problem(f"$.skip_block_devices[{i}]", str(exc))]) from None
+        for disk in found:
+            skipped.setdefault(disk["name"], f"skip_block_devices[{i}] matches it")
+    for disk in disks:
+        name = disk["name"]
+        if name in skipped:
+            continue
+        if disk.get("read_only"):
+            skipped[name] = "read-only"
+        elif disk.get("removable"):
+            skipped[name] = "removable (a USB stick, a card, virtual media)"
+        else:
+            reasons = preflight.in_use(runner, name, mounted, swaps)
+            if reasons:
+                skipped[name] = "in use: " + "; ".join(reasons)
+    chosen = [d["name"] for d in disks if d["name"] not in skipped]
+    return chosen, sorted(skipped.items())
+
+
+def erase(document, runner, events, disks=None, mounted=None, swaps=None):
+    """Erase; returns {"erased": [...], "skipped": [[name, why], ...]}. Raises CommandError
+    (exit 4) when a disk cannot be cleared, after trying the others."""
+    from provision_agent.drivers import blockinfo, udev, wipe
+    hints = skip_hints(document)
+    disks = inventory.discover() if disks is None else disks
+    mounted = blockinfo.mounted_sources() if mounted is None else mounted
+    swaps = blockinfo.active_swaps() if swaps is None else swaps
+    chosen, skipped = choose(disks, hints, runner, mounted, swaps)
+    for name, why in skipped:
+        LOG.info("erase: leaving %s alone: %s", name, why)
+    failed = []
+    for index, name in enumerate(chosen, 1):
+        events.step(index, len(chosen), "erase_metadata", "start", description=f"erase {name}")
+        LOG.info("erase: clearing the metadata of %s", name)
+        try:
+            wipe.wipe(runner, name)
+        except errors.CommandError as exc:
+            events.step(index, len(chosen), "erase_metadata", "failed", description=str(exc))
+            failed.append(exc)
+            continue
+        events.step(index, len(chosen), "erase_metadata", "done", description=f"erase {name}")
+    udev.settle(runner)
+    if failed:
+        raise failed[0]
+    return {"erased": chosen, "skipped": [list(s) for s in skipped]}
