@@ -30,8 +30,9 @@ opts = [
                help="Seconds between checks of deploying nodes (ramdisk up? provision done?)."),
     cfg.IntOpt("deploy_timeout", default=3600, min=1,
                help="Seconds from powering on into the ramdisk until provision must have "
-                    "exited; the node then fails with 'deploy failed'. Keep it below "
-                    "[conductor]deploy_callback_timeout, which also applies."),
+                    "exited; the node then fails with 'deploy failed' (or, for the erase "
+                    "clean step, 'clean failed'). Keep it below [conductor]"
+                    "deploy_callback_timeout and clean_callback_timeout, which also apply."),
     cfg.StrOpt("data_driver", default="ironic",
                help="--data_driver given to provision; 'ironic' reads the document this "
                     "interface uploads. 'native' sends only the chosen layout (one is then "

@@ -34,13 +34,22 @@ TAIL_BYTES = 64 * 1024
 EVENTS_BYTES_PER_POLL = 1024 * 1024
 
 
-def start_command(directory, provision, data_driver, extra_args=()):
+def provision_argv(provision, data_driver, extra_args=(), subcommand=None):
+    """provision's command line before the file options: `provision [erase] [--data_driver D]
+    [extra]` (a subcommand has to come first)."""
+    argv = [provision] + ([subcommand] if subcommand else [])
+    if data_driver:
+        argv += ["--data_driver", data_driver]
+    return argv + list(extra_args)
+
+
+def start_command(directory, command):
+    """command: provision_argv(...); the input, events and log files are added here."""
     q = shlex.quote
     path = lambda name: q(ssh.join(directory, name))  # noqa: E731
-    argv = [provision, "--data_driver", data_driver,
-            "--input_data_file", ssh.join(directory, INPUT),
-            "--events_file", ssh.join(directory, EVENTS),
-            "--log_file", ssh.join(directory, LOG)] + list(extra_args)
+    argv = list(command) + ["--input_data_file", ssh.join(directory, INPUT),
+                            "--events_file", ssh.join(directory, EVENTS),
+                            "--log_file", ssh.join(directory, LOG)]
     # The wrapper's own two events bracket provision's, so the conductor sees the start and
     # the exit even when provision emits nothing (a --dry_run, or a crash before its first).
     started = q('{"event": "wrapper", "status": "started", "pid": %d}')
@@ -68,8 +77,9 @@ def prepare_command(directory):
             f"if ! flock -n {lock} true; then echo {RUNNING}; exit 0; fi; rm -f {names}")
 
 
-def start(client, directory, document_text, provision, data_driver, extra_args, timeout):
-    """True when provision was started; False when one was already running there."""
+def start(client, directory, document_text, command, timeout):
+    """True when provision (command: provision_argv(...)) was started; False when one was
+    already running there."""
     rc, out, err = ssh.run(client, prepare_command(directory), timeout)
     if rc != 0:
         raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {err.strip()}")
@@ -81,8 +91,7 @@ def start(client, directory, document_text, provision, data_driver, extra_args, 
         ssh.upload(sftp, document_text, ssh.join(directory, INPUT))
     finally:
         sftp.close()
-    rc, _out, err = ssh.run(client, start_command(directory, provision, data_driver,
-                                                  extra_args), timeout)
+    rc, _out, err = ssh.run(client, start_command(directory, command), timeout)
     if rc != 0:
         raise RuntimeError(f"cannot start provision in the ramdisk: {err.strip()}")
     return True

@@ -6,27 +6,19 @@ from unittest import mock
 
 from ironic.common import states
 from ironic.conductor import task_manager
-from ironic.tests.unit.db import base as db_base
-from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import deploy
+from ironic_driver import deploy, follow
+from tests.ironic import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
 OTHER = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ6lv5PDMyrRMh5DVEvsmdZP8EuUYTtmNIb6+VavS+vd"
 
 
-class TestHeartbeat(db_base.DbTestCase):
-    def _clear_attrs(self):
-        for key in [k for k in self.__dict__ if k[0] != "_" and not k.startswith("test_")]:
-            del self.__dict__[key]
-
+class TestHeartbeat(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.config(enabled_deploy_interfaces=["provision", "fake"])
-        self.config(endpoint_override="http://192.0.2.1:6385", group="service_catalog")
-        self.node = obj_utils.create_test_node(
-            self.context, driver="fake-hardware", deploy_interface="provision",
-            network_interface="noop", driver_info={}, instance_info={"image_source": "http://x/img"})
+        self.node = self.make_node(driver_info={},
+                                   instance_info={"image_source": "http://x/img"})
 
     def _waiting(self, **internal):
         self.node.provision_state = states.DEPLOYWAIT
@@ -45,30 +37,31 @@ class TestHeartbeat(db_base.DbTestCase):
         return path
 
     def _heartbeat(self, url="https://192.0.2.20:22", key=KEY):
-        with mock.patch.object(deploy, "follow") as follow:
+        with mock.patch.object(follow, "follow") as follow_once:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 task.driver.deploy.heartbeat(task, url, "1.0",
                                              self._key_file(key) if key else None)
         self.node.refresh()
-        return follow
+        return follow_once
 
     def test_first_heartbeat_records_address_and_key_and_starts(self):
         self._waiting()
-        follow = self._heartbeat("https://192.0.2.20:2222")
+        started = self._heartbeat("https://192.0.2.20:2222")
         info = self.node.driver_internal_info
         self.assertEqual("192.0.2.20", info["provision_ssh_address"])
         self.assertEqual(2222, info["provision_ssh_port"])
         self.assertEqual(KEY, info["provision_host_key"])
         self.assertEqual("https://192.0.2.20:2222", info["agent_url"])
         self.assertEqual(1, info["provision_heartbeats"])
-        self.assertEqual(1, follow.call_count)
-        self.assertEqual(("192.0.2.20", 2222, KEY), deploy._ssh_target(self.node, deploy.OPTS()))
+        self.assertEqual(1, started.call_count)
+        self.assertEqual(("192.0.2.20", 2222, KEY),
+                         follow.ssh_target(self.node, deploy.OPTS()))
 
     def test_later_heartbeats_do_not_start_again(self):
         self._waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
                       provision_ssh_port=22, provision_host_key=KEY)
-        follow = self._heartbeat()
-        self.assertEqual(0, follow.call_count)
+        started = self._heartbeat()
+        self.assertEqual(0, started.call_count)
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
 
     def test_a_changed_key_fails_the_deploy(self):
@@ -81,9 +74,9 @@ class TestHeartbeat(db_base.DbTestCase):
     def test_a_heartbeat_outside_our_deploy_is_ignored(self):
         self.node.provision_state = states.ACTIVE
         self.node.save()
-        follow = self._heartbeat()
+        started = self._heartbeat()
         self.assertNotIn("provision_ssh_address", self.node.driver_internal_info)
-        self.assertEqual(0, follow.call_count)
+        self.assertEqual(0, started.call_count)
 
     def test_a_callback_without_an_address_fails(self):
         self._waiting()
@@ -96,9 +89,11 @@ class TestHeartbeat(db_base.DbTestCase):
                       provision_host_key=KEY)
         self.node.driver_info = {"provision_ssh_address": "198.51.100.7",
                                  "provision_host_key": OTHER}
-        self.assertEqual(("198.51.100.7", 22, OTHER), deploy._ssh_target(self.node, deploy.OPTS()))
+        self.assertEqual(("198.51.100.7", 22, OTHER),
+                         follow.ssh_target(self.node, deploy.OPTS()))
         self.node.driver_info = {"provision_host_key": OTHER}
-        self.assertEqual(("192.0.2.20", 22, OTHER), deploy._ssh_target(self.node, deploy.OPTS()))
+        self.assertEqual(("192.0.2.20", 22, OTHER),
+                         follow.ssh_target(self.node, deploy.OPTS()))
 
     def test_prepare_hands_the_boot_interface_ironics_agent_options(self):
         self.node.provision_state = states.DEPLOYING
@@ -106,18 +101,18 @@ class TestHeartbeat(db_base.DbTestCase):
         with task_manager.acquire(self.context, self.node.uuid) as task, \
                 mock.patch.object(task.driver.boot, "prepare_ramdisk") as prepare:
             task.driver.deploy.prepare(task)
-        prepare.assert_called_once_with(mock.ANY, {"ipa-api-url": "http://192.0.2.1:6385"})
+        prepare.assert_called_once_with(mock.ANY, {"ipa-api-url": dbcase.API_URL})
 
     def test_a_statically_pinned_node_keeps_the_builds_key(self):
         self.node.driver_info = {"provision_host_key": KEY}
-        self.assertEqual({"ipa-api-url": "http://192.0.2.1:6385", "provision.hostkey": "baked"},
+        self.assertEqual({"ipa-api-url": dbcase.API_URL, "provision.hostkey": "baked"},
                          deploy.ramdisk_options(self.node))
 
     def test_follow_without_any_address_waits_and_says_why(self):
         self._waiting()
-        with mock.patch.object(deploy, "_connect") as connect:
+        with mock.patch.object(follow, "_connect") as connect:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                deploy.follow(task)
+                follow.follow(task)
         connect.assert_not_called()
         self.node.refresh()
         self.assertIn("no heartbeat from the ramdisk yet",

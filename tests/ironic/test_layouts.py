@@ -12,11 +12,11 @@ from ironic.common import states
 from ironic.conductor import deployments
 from ironic.conductor import steps as conductor_steps
 from ironic.conductor import task_manager
-from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 
 from ironic_driver import deploy, layouts, validation
+from tests.ironic import dbcase
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -46,17 +46,9 @@ TWO_DISKS = _sample("two-disk-raid-lvm.json")
 INVENTORY = _sample(os.path.join("inventory", "single-disk.json"))
 
 
-class LayoutCase(db_base.DbTestCase):
-    def _clear_attrs(self):
-        # As in test_unit.py: keep the bound test method for pytest.
-        for key in [k for k in self.__dict__ if k[0] != "_" and not k.startswith("test_")]:
-            del self.__dict__[key]
-
+class LayoutCase(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.config(enabled_deploy_interfaces=["provision", "fake"])
-        # prepare() asks Ironic for the ipa-api-url it hands the ramdisk.
-        self.config(endpoint_override="http://192.0.2.1:6385", group="service_catalog")
         self.dir = self.useFixture(__import__("fixtures").TempDir()).path
         self.config(layouts_dir=self.dir, group="provision_agent")
         for name, layout in {"node-default": _marked(SINGLE, "node-default"),

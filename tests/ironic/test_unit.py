@@ -10,24 +10,17 @@ import pytest
 from ironic.common import exception
 from ironic.common import states
 from ironic.conductor import task_manager
-from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
 
 from ironic_driver import deploy, document, remote, validation
+from tests.ironic import dbcase
 
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
 
 
-class TestWithNode(db_base.DbTestCase):
-    def _clear_attrs(self):
-        # Ironic's base class empties the instance for stestr; pytest then cannot remove the
-        # test method it bound there. Clearing only non-test attributes keeps both happy.
-        for key in [k for k in self.__dict__ if k[0] != "_" and not k.startswith("test_")]:
-            del self.__dict__[key]
-
+class TestWithNode(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.config(enabled_deploy_interfaces=["provision", "fake"])
         self.node = obj_utils.create_test_node(
             self.context, driver="fake-hardware", deploy_interface="provision",
             driver_info={"provision_ssh_address": "192.0.2.10",
@@ -102,13 +95,7 @@ class TestWithNode(db_base.DbTestCase):
         self.config(data_driver="native", group="provision_agent")
 
     def _follow(self, started, status):
-        with mock.patch.object(deploy, "_connect", return_value=mock.Mock()), \
-                mock.patch.object(remote, "start", return_value=started) as start, \
-                mock.patch.object(remote, "status", return_value=status):
-            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                deploy.follow(task)
-        self.node.refresh()
-        return start
+        return self.follow_once(started, status)
 
     def test_follow_adopts_a_provision_already_running(self):
         self._deploy_waiting()
@@ -188,7 +175,8 @@ def test_start_command_returns_while_provision_runs(tmp_path, shell):
     fake = tmp_path / "fake provision"
     fake.write_text('#!/bin/sh\necho "args: $*"\nsleep 3\nexit 7\n')
     fake.chmod(0o755)
-    cmd = remote.start_command(str(directory), str(fake), "ironic", ["--debug"])
+    cmd = remote.start_command(str(directory),
+                               remote.provision_argv(str(fake), "ironic", ["--debug"]))
     done = subprocess.run([shell, "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=10)
     # returned while the fake (3 s) still runs: no exit code recorded yet
@@ -206,7 +194,8 @@ def test_start_command_returns_while_provision_runs(tmp_path, shell):
 
 
 def test_start_command_fails_without_its_directory(tmp_path):
-    cmd = remote.start_command(str(tmp_path / "missing"), "/bin/true", "ironic")
+    cmd = remote.start_command(str(tmp_path / "missing"),
+                               remote.provision_argv("/bin/true", "ironic"))
     assert subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=10).returncode != 0
 
 
@@ -222,7 +211,8 @@ def test_a_second_start_finds_provision_running_and_leaves_it_alone(tmp_path):
     fake.write_text(f'#!/bin/sh\necho run >>{runs}\nsleep 2\nexit 0\n')
     fake.chmod(0o755)
     assert _sh(remote.prepare_command(str(directory))).stdout == ""
-    assert _sh(remote.start_command(str(directory), str(fake), "ironic")).returncode == 0
+    command = remote.provision_argv(str(fake), "ironic")
+    assert _sh(remote.start_command(str(directory), command)).returncode == 0
     deadline = time.monotonic() + 5
     while not runs.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

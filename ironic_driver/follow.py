@@ -1,0 +1,316 @@
+"""Following a job in the ramdisk: where it is (the heartbeat), starting it over SSH, reading
+its progress and exit code, and moving the node on.
+
+Two jobs, chosen by the state the node waits in:
+    deploy wait  `provision` with the node's input document; exit 0 resumes the deploy steps
+    clean wait   `provision erase` (the erase_devices_metadata clean step); exit 0 resumes
+                 the clean steps
+Any other exit code, a refused host key, or deploy_timeout fails the deploy or the cleaning
+with the tail of provision's output in last_error.
+
+State kept in driver_internal_info (all keys start with provision_):
+    provision_phase          wait_ramdisk | running | done | failed
+    provision_started_at     time.time() of the power on into the ramdisk
+    provision_events         the latest provision events (JSON objects from --events_file)
+    provision_events_count   how many events were seen in total
+    provision_events_offset  bytes of the events file already read
+    provision_exit_code      provision's exit code once it exited
+    provision_last_ssh_error why the last SSH attempt failed (while waiting for the ramdisk)
+    provision_ssh_address, provision_ssh_port, provision_host_key
+                             where the ramdisk's heartbeat said SSH is, and the key it reported
+    provision_heartbeats     how many heartbeats this boot's ramdisk sent
+Ironic's own agent_url and agent_verify_ca (its file of the reported key) are set too, so that
+Ironic's checks for a changed callback URL or key apply; Ironic wipes them with the agent token
+when a deploy or a cleaning starts.
+"""
+
+import json
+import logging
+import time
+
+from ironic.common import exception
+from ironic.common import states
+from ironic.conductor import task_manager
+from ironic.conductor import utils as manager_utils
+from ironic.conf import CONF
+from ironic.drivers.modules import deploy_utils
+
+from ironic_driver import layouts, remote, ssh, validation
+
+LOG = logging.getLogger(__name__)
+
+PREFIX = "provision_"
+WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
+_TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError)
+
+
+def opts():
+    return CONF.provision_agent     # read at call time: tests override it
+
+
+def is_ours(node):
+    return node.driver_internal_info.get(PREFIX + "phase") in ("wait_ramdisk", "running")
+
+
+def _waiting(node):
+    return node.provision_state in WAIT_STATES and is_ours(node)
+
+
+def _cleaning(node):
+    return node.provision_state in (states.CLEANING, states.CLEANWAIT)
+
+
+def ramdisk_options(node):
+    """Kernel parameters for the ramdisk: Ironic's own (ipa-api-url), and, for a node whose
+    host key is pinned statically, the word that keeps the build's key (else the ramdisk makes
+    a fresh one per boot and reports it in the heartbeat)."""
+    options = deploy_utils.build_agent_options(node)
+    if node.driver_info.get("provision_host_key"):
+        options["provision.hostkey"] = "baked"
+    return options
+
+
+def begin(node):
+    """Mark the node as waiting for its ramdisk (called right after powering it into one)."""
+    forget(node)
+    node.del_driver_internal_info(PREFIX + "exit_code")
+    node.set_driver_internal_info(PREFIX + "phase", "wait_ramdisk")
+    node.set_driver_internal_info(PREFIX + "started_at", time.time())
+    node.set_driver_internal_info(PREFIX + "events", [])
+    node.set_driver_internal_info(PREFIX + "events_count", 0)
+    node.set_driver_internal_info(PREFIX + "events_offset", 0)
+
+
+def forget(node):
+    for key in list(node.driver_internal_info):
+        if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
+                                                  PREFIX + "events_count", layouts.STEP_KEY):
+            node.del_driver_internal_info(key)
+
+
+def handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
+    node = task.node
+    if not _waiting(node):
+        LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
+                  node.uuid, node.provision_state)
+        return
+    try:
+        address, port = _callback_address(callback_url)
+        host_key = _reported_key(agent_verify_ca)
+    except ValueError as exc:
+        fail(task, f"the ramdisk's heartbeat is unusable: {exc}")
+        return
+    info = node.driver_internal_info
+    updates = {PREFIX + "ssh_address": address, PREFIX + "ssh_port": port,
+               PREFIX + "host_key": host_key}
+    first = info.get(PREFIX + "ssh_address") is None
+    if not first and any(info.get(k) != v for k, v in updates.items()):
+        # Ironic already refuses a changed URL or key at the API; this is the same rule for
+        # a heartbeat that reached us another way (say, after a conductor takeover).
+        fail(task, f"the ramdisk's heartbeat changed its address or host key (now {address} "
+                   f"port {port}); refusing it")
+        return
+    updates["agent_url"] = callback_url
+    if agent_verify_ca:
+        updates["agent_verify_ca"] = agent_verify_ca
+    updates[PREFIX + "heartbeats"] = info.get(PREFIX + "heartbeats", 0) + 1
+    updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    if not _save(task, updates):
+        return
+    if first:
+        LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
+                 node.uuid, agent_version, address, port,
+                 ssh.fingerprint(host_key) if host_key else "(none reported)")
+    if node.driver_internal_info.get(PREFIX + "phase") == "wait_ramdisk":
+        # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
+        follow(task)
+
+
+def _callback_address(url):
+    import ipaddress
+    import urllib.parse
+    parsed = urllib.parse.urlsplit(url or "")
+    try:
+        address = str(ipaddress.ip_address(parsed.hostname or ""))
+        port = parsed.port or 22
+    except ValueError:
+        raise ValueError(f"callback_url {url!r} does not name an IP address and port") from None
+    return address, port
+
+
+def _reported_key(path):
+    """agent_verify_ca reaches us as the file Ironic stored the reported text in."""
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            text = f.read(16384)
+    except OSError as exc:
+        raise ValueError(f"cannot read the reported host key ({exc})") from None
+    key = ssh.parse_public_key(text)
+    return f"{key.get_name()} {key.get_base64()}"
+
+
+def follow_in_worker(context, node_uuid):
+    try:
+        with task_manager.acquire(context, node_uuid, shared=True,
+                                  purpose="following provision in a ramdisk") as task:
+            follow(task)
+    except (exception.NodeNotFound, exception.NodeLocked) as exc:
+        LOG.info("Following provision on node %s skipped: %s", node_uuid, exc)
+    except Exception:
+        # Nobody waits for this worker: what is not logged here is lost.
+        LOG.exception("Following provision on node %s failed", node_uuid)
+
+
+def _job(node, o):
+    """(what runs, its command, its input document) for the state the node waits in."""
+    if node.provision_state == states.CLEANWAIT:
+        skip = node.properties.get("skip_block_devices") or []
+        return ("erase", remote.provision_argv(o.provision_command, None,
+                                               o.provision_extra_args, subcommand="erase"),
+                _json({"skip_block_devices": skip}))
+    return ("provision", remote.provision_argv(o.provision_command, o.data_driver,
+                                               o.provision_extra_args),
+            _json(validation.payload(node, o.data_driver)))
+
+
+def follow(task):
+    """One look at one node; transitions it when its job is done. Safe to call any time."""
+    node = task.node
+    if not _waiting(node):
+        return
+    o = opts()
+    info = node.driver_internal_info
+    phase = info[PREFIX + "phase"]
+    LOG.debug("provision poll of node %s in phase %s", node.uuid, phase)
+    elapsed = time.time() - info.get(PREFIX + "started_at", time.time())
+    if elapsed > o.deploy_timeout:
+        what = "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
+        fail(task, f"{what} did not finish within deploy_timeout ({o.deploy_timeout} s, "
+                   f"phase {phase}); last SSH error: {info.get(PREFIX + 'last_ssh_error')}")
+        return
+    updates = {}
+    target = ssh_target(node, o)
+    if target is None:
+        _save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
+                     "its node up through ipa-api-url; no driver_info/provision_ssh_address)"})
+        return
+    try:
+        client = _connect(node, target, o)
+    except _TRANSIENT + (ssh.HostKeyError,) as exc:
+        # A key that differs from the pin is not a ramdisk still booting: stop at once.
+        if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
+            fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
+            return
+        _save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
+        return
+    try:
+        if phase == "wait_ramdisk":
+            what, command, text = _job(node, o)
+            started = remote.start(client, _remote_dir(node, o), text, command,
+                                   o.command_timeout)
+            updates[PREFIX + "phase"] = phase = "running"
+            updates[PREFIX + "last_ssh_error"] = None
+            if started:
+                LOG.info("%s started on node %s", what, node.uuid)
+            else:
+                LOG.warning("%s was already running on node %s (started by a poll whose "
+                            "progress was not saved); following that one", what, node.uuid)
+        st = remote.status(client, _remote_dir(node, o), info.get(PREFIX + "events_offset", 0),
+                           o.command_timeout, o.log_tail_lines)
+    except _TRANSIENT as exc:
+        updates[PREFIX + "last_ssh_error"] = f"{type(exc).__name__}: {exc}"
+        _save(task, updates)
+        return
+    except (RuntimeError, exception.IronicException) as exc:
+        fail(task, str(exc))
+        return
+    finally:
+        client.close()
+    if st["events"]:
+        kept = (info.get(PREFIX + "events") or []) + st["events"]
+        updates[PREFIX + "events"] = kept[-o.events_kept:]
+        updates[PREFIX + "events_count"] = info.get(PREFIX + "events_count", 0) + len(
+            st["events"])
+    updates[PREFIX + "events_offset"] = st["events_offset"]
+    if st["exit_code"] is None:
+        _save(task, updates)
+        return
+    updates[PREFIX + "exit_code"] = st["exit_code"]
+    if st["exit_code"] != 0:
+        _save(task, updates)
+        fail(task, f"provision exited with {st['exit_code']}; last output:\n{st['tail']}")
+        return
+    updates[PREFIX + "phase"] = "done"
+    if not _save(task, updates):
+        return
+    if node.provision_state == states.CLEANWAIT:
+        LOG.info("provision erase finished on node %s; resuming the clean steps", node.uuid)
+        manager_utils.notify_conductor_resume_clean(task)
+    else:
+        LOG.info("provision finished on node %s; resuming the deploy steps", node.uuid)
+        manager_utils.notify_conductor_resume_deploy(task)
+
+
+def _json(payload):
+    return json.dumps(payload, indent=1, sort_keys=True)
+
+
+def _remote_dir(node, o):
+    # Per node, so that one host can stand in for many ramdisks (tests, benchmark).
+    return ssh.join(o.remote_dir, node.uuid)
+
+
+def ssh_target(node, o):
+    """(address, port, pinned key or None): driver_info's static address wins over the one
+    the heartbeat reported; None while neither is known."""
+    info, dii = node.driver_info, node.driver_internal_info
+    if info.get("provision_ssh_address"):
+        return (info["provision_ssh_address"],
+                int(info.get("provision_ssh_port", o.ssh_port)),
+                info.get("provision_host_key"))
+    if dii.get(PREFIX + "ssh_address"):
+        return (dii[PREFIX + "ssh_address"], int(dii[PREFIX + "ssh_port"]),
+                info.get("provision_host_key") or dii.get(PREFIX + "host_key"))
+    return None
+
+
+def _connect(node, target, o):
+    address, port, host_key = target
+    return ssh.connect(
+        address, port, node.driver_info.get("provision_ssh_user", o.ssh_user),
+        ssh.load_private_key(o.ssh_private_key_file),
+        host_key=host_key, known_hosts_file=o.ssh_known_hosts_file,
+        accept_unknown=o.accept_unknown_host_keys, timeout=o.connect_timeout)
+
+
+def _save(task, updates):
+    """Write under an exclusive lock; False when the node moved on meanwhile."""
+    info = task.node.driver_internal_info
+    if _waiting(task.node) and all(info.get(k) == v for k, v in updates.items()):
+        # Most polls of a running provision change nothing: no lock, no database write.
+        return True
+    if task.shared:
+        task.upgrade_lock(purpose="recording provision progress")
+    node = task.node
+    if not _waiting(node):
+        return False
+    for key, value in updates.items():
+        node.set_driver_internal_info(key, value)
+    node.save()
+    return True
+
+
+def fail(task, message):
+    if task.shared:
+        task.upgrade_lock(purpose="failing a provision job")
+    node = task.node
+    if node.provision_state not in WAIT_STATES:
+        return
+    node.set_driver_internal_info(PREFIX + "phase", "failed")
+    if node.provision_state == states.CLEANWAIT:
+        manager_utils.cleaning_error_handler(task, message)
+    else:
+        manager_utils.deploying_error_handler(task, f"Deploy of node {node.uuid} failed: "
+                                                    f"{message}", message)

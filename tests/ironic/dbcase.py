@@ -1,0 +1,41 @@
+"""Ironic's database test case, fitted for pytest and for nodes of our deploy interface."""
+
+from unittest import mock
+
+from ironic.conductor import task_manager
+from ironic.tests.unit.db import base as db_base
+from ironic.tests.unit.objects import utils as obj_utils
+
+from ironic_driver import follow, remote
+
+API_URL = "http://192.0.2.1:6385"
+
+
+class NodeTestCase(db_base.DbTestCase):
+    def _clear_attrs(self):
+        # Ironic's base class empties the instance for stestr; pytest then cannot remove the
+        # test method it bound there. Clearing only non-test attributes keeps both happy.
+        for key in [k for k in self.__dict__ if k[0] != "_" and not k.startswith("test_")]:
+            del self.__dict__[key]
+
+    def setUp(self):
+        super().setUp()
+        self.config(enabled_deploy_interfaces=["provision", "fake"])
+        # the ipa-api-url a ramdisk is given ([service_catalog]endpoint_override)
+        self.config(endpoint_override=API_URL, group="service_catalog")
+
+    def make_node(self, **fields):
+        fields.setdefault("network_interface", "noop")
+        return obj_utils.create_test_node(self.context, driver="fake-hardware",
+                                          deploy_interface="provision", **fields)
+
+    def follow_once(self, started, status):
+        """One follow.follow() of self.node with SSH faked: remote.start returns started,
+        remote.status returns status. Returns the mock of remote.start."""
+        with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
+                mock.patch.object(remote, "start", return_value=started) as start, \
+                mock.patch.object(remote, "status", return_value=status):
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                follow.follow(task)
+        self.node.refresh()
+        return start
