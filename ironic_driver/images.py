@@ -11,10 +11,17 @@ conversion), which the ironic data driver already prefers over image_source. For
 partition image it also sets `kernel`/`ramdisk` from the image's kernel_id/ramdisk_id.
 """
 
+import logging
+import os
+
+from ironic.common import checksum_utils
 from ironic.common import exception
 from ironic.common import image_service
 from ironic.common.glance_service import service_utils
+from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
+
+LOG = logging.getLogger(__name__)
 
 # Stands in for the URL prepare() will set, while validate plans the deploy before it.
 VALIDATION_URL = "https://image-from-glance.invalid/{}"
@@ -53,16 +60,39 @@ def glance_hash(record):
 def resolve(task):
     """In prepare: instance_info with image_url and a checksum, saved on the node."""
     info = deploy_utils.build_instance_info_for_deploy(task)
-    if not info.get("image_os_hash_value"):
-        record = image_service.GlanceImageService(context=task.context).show(
-            info["image_source"])
+    record = image_service.GlanceImageService(context=task.context).show(info["image_source"])
+    same_format = info.get("image_disk_format") == record.get("disk_format")
+    served = _served_file(info.get("image_url"))
+    changed = served and record.get("size") and os.path.getsize(served) != record["size"]
+    if changed and same_format:
+        # Ironic 39 decompresses a zstd image in its cache ([conductor]
+        # disable_zstandard_decompression) without calling it a conversion, and keeps
+        # Glance's checksums, which are of the compressed bytes: provision refused the image
+        # it was served. Hash what is served, as Ironic does after a conversion.
+        LOG.info("Node %s: Ironic serves image %s as %s bytes where Glance holds %s (decompressed "
+                 "in its cache); checksumming the served file", task.node.uuid,
+                 info["image_source"], os.path.getsize(served), record["size"])
+        info["image_checksum"] = None
+        info["image_os_hash_algo"] = "sha256"
+        info["image_os_hash_value"] = checksum_utils.compute_image_checksum(served, "sha256")
+    elif not info.get("image_os_hash_value"):
         algo, value = glance_hash(record)
         # Glance's hash is of Glance's bytes: only valid when Ironic served them unconverted
         # (a converted image gets Ironic's own sha256 above).
-        if algo and info.get("image_disk_format") == record.get("disk_format"):
+        if algo and same_format:
             info["image_os_hash_algo"], info["image_os_hash_value"] = algo, value
     task.node.instance_info = info
     task.node.save()
+
+
+def _served_file(url):
+    """The file under [deploy]http_root that url (under [deploy]http_url) serves, or None
+    (a Swift temporary URL)."""
+    base = (CONF.deploy.http_url or "").rstrip("/") + "/"
+    if not url or not CONF.deploy.http_root or base == "/" or not url.startswith(base):
+        return None
+    path = os.path.join(CONF.deploy.http_root, url[len(base):])
+    return path if os.path.isfile(path) else None
 
 
 def for_validation(instance_info, node, record=None):

@@ -1,6 +1,8 @@
 """Glance image UUIDs in instance_info/image_source, on Ironic's DB fixtures (Glance and
 Ironic's image caching mocked here; tests/ironic/test_glance.py runs them for real)."""
 
+import hashlib
+import os
 from unittest import mock
 
 from ironic.common import exception
@@ -64,15 +66,43 @@ class TestGlancePrepare(db_base.DbTestCase):
             network_interface="noop", provision_state=states.DEPLOYING,
             driver_info={"provision_host_key": KEY}, instance_info={"image_source": UUID})
 
-    def _prepare(self):
-        resolved = {"image_source": UUID, "image_url": "http://conductor/img",
-                    "image_os_hash_algo": "sha512", "image_os_hash_value": "ab" * 64}
+    def _prepare(self, resolved=None, record=None):
+        resolved = resolved or {"image_source": UUID, "image_url": "http://conductor/img",
+                                "image_os_hash_algo": "sha512", "image_os_hash_value": "ab" * 64}
+        record = record or {"id": UUID, "disk_format": "raw", "size": 10}
         with mock.patch.object(deploy_utils, "build_instance_info_for_deploy",
-                               return_value=resolved) as build:
+                               return_value=resolved) as build, \
+                mock.patch.object(image_service.GlanceImageService, "show",
+                                  return_value=record):
             with task_manager.acquire(self.context, self.node.uuid) as task:
                 task.driver.deploy.prepare(task)
         self.node.refresh()
         return build
+
+    def test_an_image_ironic_decompressed_is_checksummed_as_served(self):
+        """Ironic 39 inflates a zstd image in its cache and keeps Glance's checksums of the
+        compressed bytes (seen in the power cycle: sha512 mismatch, exit 5)."""
+        root = self.useFixture(__import__("fixtures").TempDir()).path
+        self.config(http_root=root, http_url="http://192.0.2.1:8080", group="deploy")
+        os.makedirs(os.path.join(root, "agent_images"))
+        with open(os.path.join(root, "agent_images", self.node.uuid), "wb") as f:
+            f.write(b"inflated image bytes")
+        self._prepare(
+            {"image_source": UUID, "image_disk_format": "raw", "image_checksum": "ab" * 16,
+             "image_url": f"http://192.0.2.1:8080/agent_images/{self.node.uuid}"},
+            {"id": UUID, "disk_format": "raw", "size": 7, "checksum": "ab" * 16,
+             "properties": {"hash_algo": "sha512", "hash_value": "cd" * 64}})
+        info = self.node.instance_info
+        self.assertEqual(("sha256", hashlib.sha256(b"inflated image bytes").hexdigest()),
+                         (info["image_os_hash_algo"], info["image_os_hash_value"]))
+        self.assertIsNone(info["image_checksum"])
+
+    def test_an_image_served_as_glance_holds_it_keeps_glances_hash(self):
+        self._prepare({"image_source": UUID, "image_disk_format": "raw",
+                       "image_url": "http://conductor/img"},
+                      {"id": UUID, "disk_format": "raw", "size": 7,
+                       "properties": {"hash_algo": "sha512", "hash_value": "cd" * 64}})
+        self.assertEqual("cd" * 64, self.node.instance_info["image_os_hash_value"])
 
     def test_prepare_resolves_a_glance_uuid_through_ironic(self):
         build = self._prepare()
