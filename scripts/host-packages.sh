@@ -9,6 +9,11 @@ packages=(
   openssh-client openssh-server
   # the VM's provisioning network (tap + DHCP), as Ironic's dnsmasq or Neutron serves it
   dnsmasq-base iproute2
+  # the Ironic lab: machines as libvirt domains behind Redfish/IPMI emulators (whose libvirt
+  # binding only Debian's python3 has), iPXE boot files, ipmitool for Ironic's ipmi driver
+  libvirt-daemon-system libvirt-clients python3-libvirt ipxe ipmitool
+  # Ironic's plain pxe boot interface (tox -e ironic-lab)
+  pxelinux syslinux-common
   # functional tests on loop devices and the tools provision drives
   gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
   # configdrive: config-2 ISO and NoCloud vfat

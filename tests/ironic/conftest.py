@@ -24,3 +24,11 @@ def ramdisk(tmp_path_factory):
     sshd = realenv.Sshd(str(tmp_path_factory.mktemp("ramdisk"))).start()
     yield sshd
     sshd.stop()
+
+
+@pytest.fixture(scope="module")
+def test_os():
+    """The bootable test OS for the libvirt lab's machines (tests/ironic/lab.py)."""
+    from tests.ironic import lab
+    require(not lab.missing(), f"missing: {lab.missing()}")
+    return lab.build_test_os()

@@ -11,6 +11,8 @@ import time
 
 import requests
 
+from tests.vmbench import procs
+
 API_HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
 
 
@@ -167,7 +169,6 @@ enabled_bios_interfaces = no-bios
 enabled_firmware_interfaces = no-firmware
 enabled_network_interfaces = noop
 enabled_storage_interfaces = noop
-{extra_conf}
 [api]
 host_ip = {"0.0.0.0" if api_host != "127.0.0.1" else api_host}
 port = {self.port}
@@ -187,6 +188,8 @@ require_managed_boot = false
 lock_path = {self.dir}/locks
 [provision_agent]
 {popts}
+# The test's own settings come last: for an option set twice, oslo.config takes the last.
+{extra_conf}
 """)
         self.proc = None
 
@@ -236,10 +239,12 @@ lock_path = {self.dir}/locks
         return wait_for(lambda: (lambda n: n if n["provision_state"] in states else None)(
             self.node(uuid)), timeout, interval=0.5, what=f"node {uuid} in {sorted(states)}")
 
-    def enroll(self, name, driver_info, instance_info, macs=()):
+    def enroll(self, name, driver_info, instance_info, macs=(), driver="fake-hardware",
+               interfaces=None, properties=None, provide_timeout=30):
         node = self.request("POST", "/v1/nodes", {
-            "name": name, "driver": "fake-hardware", "deploy_interface": "provision",
-            "driver_info": driver_info}).json()
+            "name": name, "driver": driver, "deploy_interface": "provision",
+            "driver_info": driver_info, "properties": properties or {},
+            **{f"{k}_interface": v for k, v in (interfaces or {}).items()}}).json()
         for mac in macs:    # what a ramdisk's lookup finds the node by
             self.request("POST", "/v1/ports", {"node_uuid": node["uuid"], "address": mac})
         patch = [{"op": "add", "path": f"/instance_info/{k}", "value": v}
@@ -248,7 +253,9 @@ lock_path = {self.dir}/locks
         self.set_state(node["uuid"], "manage")
         self.wait_state(node["uuid"], ["manageable"], 30)
         self.set_state(node["uuid"], "provide")
-        self.wait_state(node["uuid"], ["available"], 30)
+        done = self.wait_state(node["uuid"], ["available", "clean failed"], provide_timeout)
+        if done["provision_state"] != "available":
+            raise RuntimeError(f"node {name}: {done['provision_state']}: {done['last_error']}")
         return node["uuid"]
 
     def post_inventory(self, mac, disks_inventory):
@@ -265,11 +272,5 @@ lock_path = {self.dir}/locks
             return f.read()
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        procs.stop(self.proc)
 

@@ -15,6 +15,7 @@ import time
 import requests
 
 from tests.ironic import realenv
+from tests.vmbench import procs
 
 VERSION = "33.0.0"
 CACHE = os.path.join(os.environ.get("PROVISION_AGENT_CACHE")
@@ -121,13 +122,7 @@ enforce_scope = false
         raise TimeoutError(f"image {image['id']} not active: {record['status']}")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        procs.stop(self.proc)
 
 
 def file_digest(path, algo):

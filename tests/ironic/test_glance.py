@@ -2,7 +2,7 @@
 realglance.py: sqlite, file store, no Keystone) and a real Ironic resolving it through its own
 image handling ([agent]image_download_source = http: the conductor caches the image and
 serves it from [deploy]http_root). The "ramdisk" is the local sshd running the real
-`provision --dry_run`; test_vm_deploy.py has a VM download and write a Glance image."""
+`provision --dry_run`; test_power_cycle.py has a VM download, write and boot a Glance image."""
 
 import hashlib
 import json

@@ -18,7 +18,7 @@ import importlib
 # (vm.py needs tenacity, installed later by scripts/demo).
 _WHERE = {"images": None, "FileServer": "httpserve", "Ramdisk": "ramdisk",
           "ensure_ramdisk": "ramdisk", "GuestCommandError": "ssh", "Result": "ssh", "VM": "vm",
-          "ProvisionRun": "vm", "VMError": "vm", "parse_size": "vm", "TapNetwork": "tapnet"}
+          "ProvisionRun": "vm", "VMError": "vm", "parse_size": "vm", "BootNetwork": "bootnet"}
 __all__ = list(_WHERE)
 
 

@@ -98,7 +98,7 @@ class VM(GuestQueries):
         self.boot = boot
         self.firmware = firmware
         self.append = append
-        self.extra_args = list(extra_args)     # e.g. TapNetwork.qemu_args(): a second NIC
+        self.extra_args = list(extra_args)     # more qemu arguments, e.g. a second NIC
         self.keep_disks = keep_disks
         # FIELD_NOTES: ~30 s to SSH under TCG on an idle 2-core host; CI runs other jobs too.
         self.ready_timeout = ready_timeout or int(os.environ.get("VMBENCH_READY_TIMEOUT", 240))

@@ -1,0 +1,237 @@
+"""A small bare-metal lab for a real Ironic: libvirt domains as the machines, sushy-tools'
+Redfish emulator (and virtualbmc's IPMI) as their BMCs, a bridge with dnsmasq that Ironic's
+`dnsmasq` DHCP provider drives, iPXE/PXE boot files served by Ironic's own boot interfaces,
+and our ramdisk as the deploy kernel and ramdisk. Everything is started here and stopped when
+the lab closes; no hand steps.
+"""
+
+import base64
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import time
+
+from tests.ironic import realenv, realglance
+from tests.vmbench import FileServer
+from tests.vmbench.bmc import RedfishEmulator, VirtualBMC
+from tests.vmbench.bootnet import IPXE_FILES, BootNetwork
+from tests.vmbench.libvirt import OVMF_CODE, Domain, Libvirtd
+from tests.vmbench.ramdisk import client_key
+from tests.vmbench.vm import HOST_KEY_LINE  # noqa: F401  (the tests read consoles with it)
+
+ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "ironic-lab"
+TOOLS = ("qemu-system-x86_64", "virsh", "dnsmasq", "ip", "ipmitool", "mmdebstrap", "zstd",
+         "sfdisk", "blkid", "wipefs")
+
+
+def missing():
+    found = realenv.missing_prerequisites()
+    found += [t for t in TOOLS if not shutil.which(t)]
+    found += [p for p in ("/usr/sbin/libvirtd", "/usr/sbin/virtlogd", OVMF_CODE, *IPXE_FILES)
+              if not os.path.exists(p)]
+    if subprocess.run(["/usr/bin/python3", "-c", "import libvirt"],
+                      capture_output=True).returncode:
+        found.append("python3-libvirt (Debian's binding, for the BMC emulators)")
+    if os.geteuid() != 0:
+        found.append("root (libvirtd, bridges, the ramdisk build)")
+    return found
+
+
+def workdir():
+    """A directory the lab's unprivileged daemons can enter: qemu runs as libvirt-qemu and
+    dnsmasq's TFTP as nobody, and pytest's own tmp directories are private to root."""
+    path = tempfile.mkdtemp(prefix="provision-lab-", dir=os.environ.get("VMBENCH_TMP",
+                                                                       "/var/tmp"))
+    os.chmod(path, 0o755)
+    return path
+
+
+class Lab:
+    """with Lab(workdir, ramdisk, machines={"bios": "bios", ...}) as lab: lab.ironic, lab.net,
+    lab.domains[name], lab.bmc, lab.enroll(name, ...)."""
+
+    def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
+                 ipmi=False, automated_clean=True, glance=False):
+        self.workdir = str(workdir)
+        self.ramdisk = ramdisk
+        self.machines = dict(machines)      # name -> firmware
+        self.provision_opts = provision_opts
+        self.serve_dir = serve_dir          # the images the machines download, on the bridge
+        self.disks = disks
+        self.ipmi = ipmi
+        self.automated_clean = automated_clean
+        self.glance = glance
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stack.close()
+
+    def _start(self):
+        w = self.workdir
+        self.stack.callback(shutil.rmtree, w, ignore_errors=True)
+        self.stack.callback(self._keep_logs)
+        self.stack.enter_context(Libvirtd(os.path.join(w, "libvirt")))
+        self.net = self.stack.enter_context(BootNetwork(os.path.join(w, "net")))
+        self.domains = {}
+        for i, (name, firmware) in enumerate(self.machines.items()):
+            dom = Domain(os.path.join(w, name), f"pa-{name}-{os.getpid()}", self.net.bridge,
+                         f"52:54:00:5b:{os.getpid() % 256:02x}:{i:02x}", disks=self.disks,
+                         firmware=firmware)
+            dom.define()
+            self.stack.callback(dom.remove_disks)
+            self.stack.callback(dom.undefine)
+            self.domains[name] = dom
+        self.bmc = RedfishEmulator(w, [d.uuid for d in self.domains.values()]).start()
+        self.stack.callback(self.bmc.stop)
+        self.vbmc = None
+        if self.ipmi:
+            self.vbmc = VirtualBMC(w).start()
+            self.stack.callback(self.vbmc.stop)
+        if self.glance:
+            self.glance = realglance.Glance(w).start()
+            self.stack.callback(self.glance.stop)
+        http_root = os.path.join(w, "httpboot")
+        os.makedirs(http_root)
+        self.http = self.stack.enter_context(FileServer(http_root, address=self.net.host_address))
+        self.images = self.stack.enter_context(
+            FileServer(self.serve_dir, address=self.net.host_address))
+        self.ironic = realenv.Ironic(w, self.provision_opts, api_host=self.net.host_address,
+                                     extra_conf=self._ironic_conf(http_root))
+        self.ironic.start()
+        self.stack.callback(self.ironic.stop)
+
+    def _keep_logs(self):
+        """The lab's logs and consoles go to artifacts/ (the work directory is removed)."""
+        out = ARTIFACTS / f"lab-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        for pattern in ("ironic/ironic.log", "net/dnsmasq.log", "sushy/sushy.log",
+                        "vbmc/vbmcd.log", "*/console.log"):
+            for path in pathlib.Path(self.workdir).glob(pattern):
+                target = out / path.relative_to(self.workdir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+        self.artifacts = out
+
+    def _ironic_conf(self, http_root):
+        # The ramdisk authorizes the conductor's key from the kernel command line (the
+        # operator's other choice is baking it in with ramdisk/build.sh --authorized-key).
+        key = base64.b64encode(client_key().with_suffix(".pub").read_bytes().strip()).decode()
+        w = self.workdir
+        return f"""[DEFAULT]
+enabled_hardware_types = provision-redfish,provision-ipmi,fake-hardware
+enabled_boot_interfaces = ipxe,pxe,fake
+enabled_power_interfaces = redfish,ipmitool,fake
+enabled_management_interfaces = redfish,ipmitool,fake
+{self.net.ironic_conf()}
+[deploy]
+http_root = {http_root}
+http_url = {self.http.url().rstrip("/")}
+default_boot_mode = bios
+[pxe]
+kernel_append_params = console=ttyS0 sshkey={key}
+images_path = {w}/images
+instance_master_path = {w}/master_images
+[conductor]
+automated_clean = {str(self.automated_clean).lower()}
+file_url_allowed_paths = {os.path.dirname(str(self.ramdisk.kernel))}
+# a ramdisk that never heartbeats fails the deploy here, not after Ironic's 30 minutes
+deploy_callback_timeout = {self.provision_opts["deploy_timeout"] + 60}
+clean_callback_timeout = {self.provision_opts["deploy_timeout"] + 60}
+sync_power_state_interval = -1
+# as docs/ironic.md section 9 recommends: the ramdisk goes out compressed (91 MiB, not 351)
+disable_zstandard_decompression = true
+{self._glance_conf()}
+[redfish]
+# the emulator answers at once; Ironic's defaults wait up to minutes between retries
+connection_attempts = 3
+connection_retry_interval = 1
+"""
+
+    def _glance_conf(self):
+        if not self.glance:
+            return ""
+        # Glance UUIDs: Ironic caches the image and serves it from http_root
+        return f"""[glance]
+auth_type = none
+endpoint_override = {self.glance.url}
+[agent]
+image_download_source = http
+"""
+
+    def driver_info(self, name, power="redfish"):
+        dom = self.domains[name]
+        info = {"deploy_kernel": f"file://{self.ramdisk.kernel}",
+                "deploy_ramdisk": f"file://{self.ramdisk.initramfs}"}
+        if power == "redfish":
+            info.update(self.bmc.driver_info(dom.uuid))
+        else:
+            info.update(self.vbmc.add(dom.name))
+        return info
+
+    def enroll(self, name, power="redfish", boot="ipxe", provide_timeout=900):
+        dom = self.domains[name]
+        hardware = "provision-redfish" if power == "redfish" else "provision-ipmi"
+        management = "redfish" if power == "redfish" else "ipmitool"
+        capabilities = "boot_mode:" + ("uefi" if dom.firmware == "uefi" else "bios")
+        return self.ironic.enroll(
+            name, self.driver_info(name, power), {}, macs=[dom.mac], driver=hardware,
+            interfaces={"boot": boot, "power": "redfish" if power == "redfish" else "ipmitool",
+                        "management": management},
+            properties={"capabilities": capabilities}, provide_timeout=provide_timeout)
+
+
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
+LAYOUTS = {"bios": "two-disk-raid-lvm.json", "uefi": "uefi.json"}
+MARKER = r"PROVISION-BOOT-OK cd=(\S+)"
+FAILED = ["deploy failed", "clean failed", "error"]
+
+
+def build_test_os():
+    """The bootable test OS (tests/images/build-debian.sh, cached by the script's hash)."""
+    script = pathlib.Path(__file__).resolve().parents[1] / "images" / "build-debian.sh"
+    out = subprocess.run([str(script)], check=True, capture_output=True, text=True,
+                         timeout=3600).stdout.strip()
+    return pathlib.Path(out)
+
+
+def provision_opts(deploy_timeout):
+    """[provision_agent] for the lab's Ironic: the bench's SSH key, quick polls."""
+    return {"ssh_private_key_file": str(client_key()), "ssh_user": "root", "poll_interval": 3,
+            "deploy_timeout": deploy_timeout, "connect_timeout": 10, "command_timeout": 60,
+            "events_kept": 500}
+
+
+def instance_info(lab, test_os, firmware, layout=None):
+    """The test OS as a partition image on the firmware's sample layout, with a configdrive."""
+    layout = json.loads((SAMPLES / (layout or LAYOUTS[firmware])).read_text())
+    layout["bootloader"] = {"boot_mode": firmware, "kernel_params": "console=ttyS0"}
+    image = test_os / "root.ext4.zst"
+    return {"image_source": lab.images.url(image.name), "image_os_hash_algo": "sha256",
+            "image_os_hash_value": realglance.file_digest(image, "sha256"),
+            "provision_layout": layout,
+            "configdrive": {"meta_data": {"uuid": f"lab-{firmware}",
+                                          "hostname": f"lab-{firmware}"}}}
+
+
+def set_instance_info(ironic, uuid, info):
+    ironic.request("PATCH", f"/v1/nodes/{uuid}", [
+        {"op": "add", "path": f"/instance_info/{k}", "value": v} for k, v in info.items()])
+
+
+def wait_state(ironic, uuid, states, timeout):
+    """The node once it reached one of states or a failure state; asserts it is one of states."""
+    node = ironic.wait_state(uuid, list(states) + FAILED, timeout)
+    assert node["provision_state"] in states, (node["provision_state"], node["last_error"])
+    return node
+
