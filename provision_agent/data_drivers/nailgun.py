@@ -33,6 +33,8 @@ MIN_LVM_META_MIB = 10
 IGNORED_TYPES = ("boot", "lvm_meta_pool")
 # fuel-agent's ks_spaces validator: "Root file system must be less than 16T".
 MAX_ROOT_MIB = 16 * 1024 * 1024
+# fuel-agent: "No more than 10GB will be allocated to a single journal partition".
+CEPH_JOURNAL_MAX_MIB = 10240
 GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
@@ -81,6 +83,13 @@ def _used(volumes):
     return [(j, v) for j, v in enumerate(volumes)
             if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
             and _is_num(v.get("size")) and v["size"] > 0]
+
+
+def _count_named(spaces, name):
+    """How many used volumes of that name the disk spaces hold (fuel-agent's count)."""
+    return sum(1 for s in spaces if isinstance(s, dict) and s.get("type") == "disk"
+               and isinstance(s.get("volumes"), list)
+               for _, v in _used(s["volumes"]) if v.get("name") == name)
 
 
 def fuel_boot_disk(spaces):
@@ -155,6 +164,10 @@ class _Translation:
             return {}
         self.want_configdrive = wants_configdrive(self.data)
         self.boot_disk = fuel_boot_disk(spaces)
+        self.check_profile()
+        self.ceph_osds = _count_named(spaces, "ceph")
+        self.ceph_journals = _count_named(spaces, "cephjournal")
+        self.journals_left = self.ceph_osds
         for i, space in enumerate(spaces):
             if not isinstance(space, dict) or space.get("type") not in ("disk", "vg"):
                 self.problem(f"ks_spaces[{i}]", "needs type \"disk\" or \"vg\"")
@@ -222,6 +235,9 @@ class _Translation:
             {"id": f"d{n}-uefi", "size": UEFI_MIB, "type": "linux", "name": "UEFI",
              "origin": f"{where} (UEFI partition Fuel reserves on every disk)"}]
         for j, vol in used:
+            if vol.get("name") == "cephjournal" and vol.get("type") == "partition":
+                parts += self.ceph_journal(n, where, j, vol)
+                continue
             part = self.volume(n, where, j, vol)
             if part:
                 parts.append(part)
@@ -252,13 +268,10 @@ class _Translation:
         before = []
         for j, vol in used:
             if vol.get("keep_data") and vol.get("type") == "partition":
-                moved = [b for b in before if b[1] == "/boot" and i != self.boot_disk
-                         or b[2] == "cephjournal"]
+                moved = [b for b in before if b[1] == "/boot" and i != self.boot_disk]
                 if moved:
                     k, mount, name = moved[0]
-                    why = ("fuel-agent put /boot on one disk only, not on this one"
-                           if mount == "/boot" else
-                           "fuel-agent split Ceph journals into one partition per OSD")
+                    why = "fuel-agent put /boot on one disk only, not on this one"
                     self.problem(f"{where} volumes[{j}]",
                                  f"keep_data: volumes[{k}] before this partition is laid out "
                                  f"differently here ({why}), so the kept partition would not "
@@ -288,9 +301,7 @@ class _Translation:
         if kind == "partition":
             fs_type = vol.get("file_system") or "xfs"
             guid = vol.get("partition_guid")
-            if guid and not (isinstance(guid, str) and GUID.fullmatch(guid)):
-                self.problem(vwhere, "partition_guid must be a GPT type GUID "
-                                     "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")
+            if self.bad_guid(vwhere, guid):
                 return None
             if guid:
                 part.update(type="custom", type_guid=guid)
@@ -298,11 +309,14 @@ class _Translation:
                 part["type"] = "swap" if fs_type == "swap" else "linux"
             if vol.get("keep_data"):
                 part["keep"] = True
-            mount = vol.get("mount")
+            # fuel-agent's rule: a file system when either is given ('none' is not), xfs by
+            # default, unmounted without a mount (Nailgun's swift-storage: xfs, mount none).
+            fs_given = vol.get("file_system") not in (None, "none")
+            mount = vol.get("mount") if vol.get("mount") not in (None, "none") else None
             if fs_type == "swap":
                 self.add_fs(pid, "swap", None, vol, vwhere)
-            elif mount and mount != "none":
-                self.add_fs(pid, fs_type, mount, vol, vwhere)
+            elif fs_given or mount:
+                self.add_fs(pid, fs_type if fs_given else "xfs", mount, vol, vwhere)
         elif kind == "raid":
             part["type"] = "raid"
             mount = vol.get("mount")
@@ -327,6 +341,42 @@ class _Translation:
                                  "lvm_meta_pool)")
             return None
         return part
+
+    def ceph_journal(self, n, where, j, vol):
+        """fuel-agent's split: one journal partition per Ceph OSD, the OSDs spread evenly over
+        the journal volumes, each partition the volume's size / ceil(OSDs / journals), at most
+        10240 MiB, with the volume's partition_guid."""
+        vwhere = f"{where} volumes[{j}]"
+        guid = vol.get("partition_guid")
+        if self.bad_guid(vwhere, guid):
+            return []
+        if not self.ceph_osds:
+            self.warn(vwhere, "a Ceph journal volume but no Ceph OSD volume anywhere: no "
+                              "journal partition made (fuel-agent failed on this)")
+            return []
+        ratio = -(-self.ceph_osds // self.ceph_journals)
+        size = min(int(vol["size"]) // ratio, CEPH_JOURNAL_MAX_MIB)
+        count = min(ratio, self.journals_left)
+        self.journals_left -= count
+        kind = {"type": "custom", "type_guid": guid} if guid else {"type": "linux"}
+        return [{"id": f"d{n}-v{j}-j{k}", "size": size, **kind,
+                 "origin": f"{vwhere} (Ceph journal {k + 1} of {count})"}
+                for k in range(count)]
+
+    def bad_guid(self, where, guid):
+        if guid and not (isinstance(guid, str) and GUID.fullmatch(guid)):
+            self.problem(where, "partition_guid must be a GPT type GUID "
+                                "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")
+            return True
+        return False
+
+    def check_profile(self):
+        profile = self.data.get("profile")
+        if isinstance(profile, str) and "centos" in profile and "7" not in profile:
+            # fuel-agent's guess for such a profile: CentOS 6.5, grub1, md metadata 0.90.
+            self.problem("profile", f"{profile!r} is CentOS 6, which fuel-agent installed with "
+                                    "grub1 and md metadata 0.90; provision installs grub2 "
+                                    "only: not supported")
 
     def fit_last(self, where, disk_mib, parts):
         """Fuel's volumes add up to the disk; alignment and the GPT backup need a little of it."""

@@ -207,3 +207,70 @@ def test_a_bad_partition_guid_names_fuels_location(tmp_path):
                              "GUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"]
     rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
     assert rc == 2 and "ks_spaces[0] (vda) volumes[2]" in err and "$.disks" not in err
+
+
+# --- issue 20 item 5: Ceph journals, swift-storage, CentOS 6 ---------------------------------
+
+JOURNAL_GUID = "45b0969e-9b03-4f30-b4c6-b4b80ceff106"
+OSD_GUID = "4fbd7e29-9d25-41b8-afd0-062c0ceff05d"
+
+
+def _journal(size):
+    return {"type": "partition", "name": "cephjournal", "mount": "none", "file_system": "none",
+            "partition_guid": JOURNAL_GUID, "size": size}
+
+
+def _osd_disk(name):
+    return disk(name, 4096, [{"type": "boot", "size": 300},
+                             {"type": "partition", "name": "ceph", "mount": "none",
+                              "file_system": "none", "partition_guid": OSD_GUID,
+                              "size": 3333}])
+
+
+def _journals(doc):
+    return [[(p["size"], p["type_guid"]) for p in d["partitions"] if "-j" in p["id"]]
+            for d in doc["disks"]]
+
+
+def test_ceph_journals_are_split_per_osd_as_fuel_agent_did():
+    """fuel-agent: 5 OSDs over 2 journal devices → 3 partitions on the first, 2 on the second,
+    each the volume's size / ceil(5 / 2); the OSD partitions get no file system."""
+    spaces = [disk("sda", 40000, [{"type": "boot", "size": 300}, ROOT_PART, _journal(30000)]),
+              disk("sdb", 31000, [{"type": "boot", "size": 300}, _journal(30000)])]
+    spaces += [_osd_disk(f"sd{c}") for c in "cdefg"]
+    doc = native(fuel(spaces))
+    assert _journals(doc)[:2] == [[(10000, JOURNAL_GUID)] * 3, [(10000, JOURNAL_GUID)] * 2]
+    osd_parts = {p["id"] for d in doc["disks"][2:] for p in d["partitions"]
+                 if p.get("type_guid") == OSD_GUID}
+    assert len(osd_parts) == 5
+    assert not osd_parts & {fs["device"] for fs in doc["filesystems"]}
+
+
+def test_a_ceph_journal_partition_is_at_most_10240_mib():
+    spaces = [disk("sda", 40000, [{"type": "boot", "size": 300}, ROOT_PART, _journal(30000)]),
+              _osd_disk("sdb"), _osd_disk("sdc")]
+    assert _journals(native(fuel(spaces)))[0] == [(10240, JOURNAL_GUID)] * 2
+
+
+def test_swift_storage_gets_the_unmounted_xfs_fuel_agent_made():
+    swift = {"type": "partition", "name": "swift-storage", "mount": "none",
+             "file_system": "xfs", "partition_guid": "deadbeef-9d34-4175-8ded-1ce68967a5ee",
+             "size": 500}
+    doc = native(fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART, swift])]))
+    part = doc["disks"][0]["partitions"][3]
+    fs = next(f for f in doc["filesystems"] if f["device"] == part["id"])
+    assert fs["type"] == "xfs" and "mount" not in fs
+
+
+@pytest.mark.parametrize("profile,refused", [("centos-x86_64", True), ("centos", True),
+                                             ("centos7-x86_64", False),
+                                             ("ubuntu_1604_x86_64", False)])
+def test_a_centos_6_profile_is_refused_for_its_grub1(profile, refused):
+    doc = dict(fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])]),
+               profile=profile)
+    if refused:
+        assert problems(doc) == [f"profile: {profile!r} is CentOS 6, which fuel-agent "
+                                 "installed with grub1 and md metadata 0.90; provision installs "
+                                 "grub2 only: not supported"]
+    else:
+        assert native(doc)["disks"]
