@@ -13,7 +13,7 @@ from ironic.conductor import utils as manager_utils
 
 # deploy imports Ironic's conductor modules now, before Ironic's test base forbids the
 # subprocess that one of their imports (zeroconf's ifaddr) runs at import time.
-from ironic_driver import deploy, follow, remote
+from ironic_driver import deploy, follow
 from tests.ironic import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
