@@ -121,11 +121,22 @@ logfile = {self.dir}/vbmcd.log
 """)
         self.env = dict(os.environ, VIRTUALBMC_CONFIG=self.conf)
         self.bin = None
+        self.proc = None
         self.ports = {}
 
-    def start(self):
+    def start(self, timeout=60):
+        # In the foreground, as our child: the daemon's pid file said 0, and os.kill(0) to
+        # stop it took down the test's own process group.
         self.bin = ensure_venv()
-        subprocess.run([os.path.join(self.bin, "vbmcd")], env=self.env, check=True, timeout=60)
+        self.out = open(os.path.join(self.dir, "vbmcd.out"), "w")
+        self.proc = subprocess.Popen([os.path.join(self.bin, "vbmcd"), "--foreground"],
+                                     env=self.env, stdout=self.out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while subprocess.run([os.path.join(self.bin, "vbmc"), "list"], env=self.env,
+                             capture_output=True, timeout=30).returncode:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"vbmcd did not come up; see {self.dir}/vbmcd.out")
+            time.sleep(0.5)
         return self
 
     def _vbmc(self, *args):
@@ -142,12 +153,4 @@ logfile = {self.dir}/vbmcd.log
                 "ipmi_password": self.PASSWORD}
 
     def stop(self):
-        pidfile = os.path.join(self.dir, "vbmcd.pid")
-        try:
-            pid = int(open(pidfile).read())
-        except (OSError, ValueError):
-            return
-        try:
-            os.kill(pid, 15)
-        except OSError:
-            pass
+        procs.stop(self.proc)
