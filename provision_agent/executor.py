@@ -11,6 +11,7 @@ import time
 
 from provision_agent.devnames import partition_device
 from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
+from provision_agent.errors import MachineMismatch, Problem
 
 LOG = logging.getLogger(__name__)
 
@@ -100,6 +101,17 @@ class Executor:
     def do_lv_create(self, args):
         lvm.lv_create(self.runner, args)
         udev.wait_for_devices(self.runner, [args["device"]])
+
+    def do_vg_activate(self, args):
+        # checked in the preflight too; the partition table has been rewritten since
+        problems = lvm.kept_vg_problems(self.runner, args)
+        if problems:
+            raise MachineMismatch([Problem(f"volume group {args['name']}", p) for p in problems])
+        lvm.activate(self.runner, args["name"])
+        udev.settle(self.runner)
+        udev.wait_for_devices(self.runner, args["devices"])
+        self.kept.update(args["devices"])
+        return {"kept": args["lvs"]}
 
     def do_mkfs(self, args):
         options = list(args.get("options") or [])

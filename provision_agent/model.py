@@ -68,6 +68,7 @@ class VolumeGroup:
     name: str
     pvs: list                          # ids of partitions, raids or disks
     logical_volumes: list = field(default_factory=list)
+    keep: bool = False                 # activate the existing VG; create and format nothing
     origin: str = ""
 
 
@@ -136,3 +137,8 @@ class Layout:
         for vg in self.volume_groups:
             for lv in vg.logical_volumes:
                 yield vg, lv
+
+    def kept_ids(self):
+        """Ids of the devices whose contents stay: kept partitions, and the LVs of kept VGs."""
+        kept = {p.id for _, p in self.partitions() if p.keep}
+        return kept | {lv.id for vg, lv in self.logical_volumes() if vg.keep}

@@ -1,6 +1,6 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
-Order: wipe → tables and partitions → settle → md → LVM → mkfs → block-level images → mount →
+Order: wipe → tables and partitions → settle → md → LVM (kept VGs activated) → mkfs → block-level images → mount →
 tar images → fstab/mdadm.conf → bootloader → configdrive → umount. Everything a step needs is
 in its arguments, so the printed plan is what runs.
 """
@@ -96,6 +96,15 @@ def plan(res):
             "metadata": r.metadata, "chunk_kib": r.chunk_kib},
             f"RAID{r.level} {dev(r.id)} over {len(r.members)} members"))
     for vg in layout.volume_groups:
+        if vg.keep:
+            # the VG and its LVs were made by an earlier provisioning: only brought up
+            steps.append(Step("vg_activate", {
+                "name": vg.name, "pvs": [dev(pv) for pv in vg.pvs],
+                "lvs": [lv.name for lv in vg.logical_volumes],
+                "devices": [dev(lv.id) for lv in vg.logical_volumes]},
+                f"keep volume group {vg.name}: activate it and its logical volumes "
+                f"({', '.join(lv.name for lv in vg.logical_volumes) or 'none listed'})"))
+            continue
         for pv in vg.pvs:
             steps.append(Step("pv_create", {"device": dev(pv)}, f"LVM physical volume {dev(pv)}"))
         steps.append(Step("vg_create", {"name": vg.name, "pvs": [dev(pv) for pv in vg.pvs]},
@@ -108,7 +117,7 @@ def plan(res):
                 "extents": extents, "stripes": lv.stripes},
                 f"logical volume {dev(lv.id)} " + (human(size_bytes) if size_bytes else extents)))
 
-    kept = {p.id for _, p in layout.partitions() if p.keep}
+    kept = layout.kept_ids()
     for fs in layout.filesystems:
         if fs.device in image_targets or fs.device in kept:
             continue        # the image brings its own filesystem; a kept one has its own

@@ -81,6 +81,8 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
         for reason in in_use(runner, name, mounted, swaps):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)
+    problems += [Problem(f"volume group {step.args['name']}", msg) for step in planned.steps
+                 if step.kind == "vg_activate" for msg in lvm.kept_vg_problems(runner, step.args)]
     problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
     if problems:
         raise MachineMismatch(problems)

@@ -21,6 +21,8 @@ Kinds, in the order a plan uses them, and their args:
   lv_create        vg, name, device ("/dev/VG/NAME"), size_bytes (int or null),
                    extents (lvcreate -l form such as "100%FREE" or "40%VG", or null),
                    stripes (int or null)
+  vg_activate      name, pvs (the kept partitions it must consist of), lvs (names that must
+                   exist), devices ("/dev/VG/NAME" of those): a kept VG, activated as it is
   mkfs             device, fs_type (ext2|ext3|ext4|xfs|vfat|btrfs|swap), label, options (list
                    of extra mkfs arguments)
   write_image      device (target block device, or null for tar), mount_point (for tar, the
@@ -39,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 
 KINDS = (
     "wipe", "partition_table", "partition", "settle", "md_create", "pv_create", "vg_create",
-    "lv_create", "mkfs", "write_image", "mount", "fstab", "mdadm_conf", "bootloader",
+    "lv_create", "vg_activate", "mkfs", "write_image", "mount", "fstab", "mdadm_conf", "bootloader",
     "configdrive", "umount",
 )
 

@@ -133,11 +133,23 @@ def _check_kept(layout, parts, add):
         for ref in set(r.members + r.spares) & kept:
             add(r, f"partition {ref!r} is kept, so it cannot become a RAID member")
     for vg in layout.volume_groups:
-        for ref in set(vg.pvs) & kept:
-            add(vg, f"partition {ref!r} is kept, so it cannot become a physical volume")
+        if vg.keep:
+            for ref in vg.pvs:
+                if ref not in kept:
+                    add(vg, f"the volume group is kept, so its physical volume {ref!r} must be "
+                            f"a kept partition (keep: true); anything else is wiped or "
+                            f"re-created before the volume group is activated")
+            continue
+        for ref in sorted(set(vg.pvs) & kept):
+            add(vg, f"partition {ref!r} is kept, so it cannot become a physical volume of a "
+                    f"new volume group (keep the volume group too, if it is one already)")
+    kept_lvs = {lv.id for vg, lv in layout.logical_volumes() if vg.keep}
     for im in layout.images:
         if im.target in kept:
             add(im, f"partition {im.target!r} is kept, so no image can be written to it")
+        if im.target in kept_lvs:
+            add(im, f"logical volume {im.target!r} is in a kept volume group, so no image can "
+                    f"be written to it")
 
 
 def _referencable(layout):

@@ -110,12 +110,24 @@ def fuel_boot_disk(spaces):
 
 
 def keep_refused(kind):
-    what = {"pv": "a physical volume (its volume group and logical volumes)",
-            "raid": "an md array member", "lv": "a logical volume"}[kind]
-    return (f"keep_data on {what}: keeping LVM or RAID data is not supported yet (only "
-            "partition volumes can be kept), and the plan would re-create and format it; "
-            "refused so that nothing Fuel keeps is wiped. Remove keep_data to let this data "
-            "be destroyed, or keep it on a partition volume")
+    if kind == "lv":
+        return ("keep_data on a logical volume whose volume group is not kept: put keep_data "
+                "on the group's pv volumes to keep the group with all its logical volumes, as "
+                "fuel-agent did; alone it is refused, because the plan would re-create the "
+                "group and format this volume")
+    return ("keep_data on an md array member: keeping RAID data is not supported yet (the plan "
+            "would re-create the array and format it); refused so that nothing Fuel keeps is "
+            "wiped. Remove keep_data to let this data be destroyed, or keep it on a partition "
+            "or an LVM volume group")
+
+
+def kept_volume_groups(spaces):
+    """Names of the VGs a pv volume with keep_data keeps: fuel-agent kept the whole group,
+    with every one of its physical volumes and logical volumes."""
+    return {vol.get("vg") for space in spaces if isinstance(space, dict)
+            and space.get("type") == "disk" and isinstance(space.get("volumes"), list)
+            for vol in space["volumes"] if isinstance(vol, dict) and vol.get("type") == "pv"
+            and vol.get("keep_data") and _is_num(vol.get("size")) and vol["size"] > 0}
 
 
 class NailgunDriver(DataDriver):
@@ -168,6 +180,7 @@ class _Translation:
         self.ceph_osds = _count_named(spaces, "ceph")
         self.ceph_journals = _count_named(spaces, "cephjournal")
         self.journals_left = self.ceph_osds
+        self.kept_vgs = kept_volume_groups(spaces)
         for i, space in enumerate(spaces):
             if not isinstance(space, dict) or space.get("type") not in ("disk", "vg"):
                 self.problem(f"ks_spaces[{i}]", "needs type \"disk\" or \"vg\"")
@@ -264,19 +277,27 @@ class _Translation:
             for v in volumes)
 
     def check_kept_position(self, i, where, used):
-        """A kept partition is found again only at the place fuel-agent's layout gave it."""
+        """A kept partition is found again by position. This driver mirrors /boot on every disk
+        with a /boot volume, where fuel-agent made it on one disk only: behind such a member a
+        kept partition lines up with a disk this driver provisioned, not with one fuel-agent
+        did. Said in the plan; the preflight checks the position before anything is written."""
         before = []
         for j, vol in used:
-            if vol.get("keep_data") and vol.get("type") == "partition":
+            if self.is_kept(vol):
                 moved = [b for b in before if b[1] == "/boot" and i != self.boot_disk]
                 if moved:
-                    k, mount, name = moved[0]
-                    why = "fuel-agent put /boot on one disk only, not on this one"
-                    self.problem(f"{where} volumes[{j}]",
-                                 f"keep_data: volumes[{k}] before this partition is laid out "
-                                 f"differently here ({why}), so the kept partition would not "
-                                 "line up with the one Fuel made; not supported")
+                    self.warn(f"{where} volumes[{j}]",
+                              f"keep_data: volumes[{moved[0][0]}] (a /boot member) comes "
+                              "before this partition, and fuel-agent put /boot on one disk "
+                              "only, not on this one: the kept partition lines up with a disk "
+                              "provision-agent made, not with one fuel-agent made (the preflight "
+                              "refuses a partition that is not where the plan puts it)")
             before.append((j, vol.get("mount"), vol.get("name")))
+
+    def is_kept(self, vol):
+        """A partition volume with keep_data, or a pv volume of a kept VG."""
+        return (vol.get("type") == "partition" and bool(vol.get("keep_data"))) or \
+            (vol.get("type") == "pv" and vol.get("vg") in self.kept_vgs)
 
     def check_sizes(self, where, volumes):
         for j, vol in enumerate(volumes):
@@ -293,7 +314,7 @@ class _Translation:
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
-        if vol.get("keep_data") and kind in ("raid", "pv"):
+        if vol.get("keep_data") and kind == "raid":
             self.problem(vwhere, keep_refused(kind))
             return None
         pid = f"d{n}-v{j}"
@@ -307,7 +328,7 @@ class _Translation:
                 part.update(type="custom", type_guid=guid)
             else:
                 part["type"] = "swap" if fs_type == "swap" else "linux"
-            if vol.get("keep_data"):
+            if self.is_kept(vol):
                 part["keep"] = True
             # fuel-agent's rule: a file system when either is given ('none' is not), xfs by
             # default, unmounted without a mount (Nailgun's swift-storage: xfs, mount none).
@@ -335,6 +356,8 @@ class _Translation:
                 self.problem(vwhere, f"lvm_meta_size {meta!r} is too small (at least "
                                      f"{MIN_LVM_META_MIB} MiB)")
                 meta = DEFAULT_LVM_META_MIB
+            if self.is_kept(vol):
+                part["keep"] = True
             self.pvs.setdefault(vg, []).append([pid, part, meta])
         else:
             self.problem(vwhere, f"unknown volume type {kind!r} (partition, raid, pv, boot, "
@@ -454,7 +477,7 @@ class _Translation:
             if not vol.get("name"):
                 self.problem(vwhere, "an lv needs a name")
                 continue
-            if vol.get("keep_data"):
+            if vol.get("keep_data") and name not in self.kept_vgs:
                 self.problem(vwhere, keep_refused("lv"))
                 continue
             lid = f"lv-{_slug(name)}-{_slug(vol['name'])}"[:63]
@@ -479,6 +502,8 @@ class _Translation:
         if need > capacity:
             self.problem(where, f"logical volumes need {need} MiB but the pv volumes give "
                                 f"{capacity} MiB after LVM metadata")
-        self.vgs.append({"id": f"vg-{_slug(name)}"[:63], "name": name,
-                         "pvs": [pid for pid, _, _ in pvs], "logical_volumes": lvs,
-                         "origin": where})
+        vg = {"id": f"vg-{_slug(name)}"[:63], "name": name, "pvs": [pid for pid, _, _ in pvs],
+              "logical_volumes": lvs, "origin": where}
+        if name in self.kept_vgs:
+            vg["keep"] = True
+        self.vgs.append(vg)

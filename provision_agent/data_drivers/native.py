@@ -147,7 +147,7 @@ def build_layout(doc):
     for i, v in enumerate(doc.get("volume_groups", [])):
         where = f"$.volume_groups[{i}]"
         vg = model.VolumeGroup(id=v["id"], name=v.get("name", v["id"]), pvs=list(v["pvs"]),
-                               origin=v.get("origin", where))
+                               keep=v.get("keep", False), origin=v.get("origin", where))
         for j, lv in enumerate(v.get("logical_volumes", [])):
             lwhere = f"{where}.logical_volumes[{j}]"
             vg.logical_volumes.append(model.LogicalVolume(

@@ -3,7 +3,9 @@
 import io
 import json
 
-from provision_agent.errors import CommandError
+import pytest
+
+from provision_agent.errors import CommandError, MachineMismatch
 from provision_agent.events import Events
 from provision_agent.executor import Executor
 from provision_agent.steps import Step
@@ -126,3 +128,21 @@ def test_an_esp_copy_gets_the_primary_esps_volume_id(tmp_path):
                               "options": ["-F", "32"], "volume_id_of": "/dev/vda1"})])
     assert r.writes() == ["mkfs.vfat -n EFI /dev/vda1",
                           "mkfs.vfat -n EFI -F 32 -i EC01A28D /dev/vdb1"]
+
+
+def test_a_kept_volume_group_is_activated_after_a_last_check(tmp_path):
+    step = Step("vg_activate", {"name": "data", "pvs": ["/dev/vda4"], "lvs": ["srv"],
+                                "devices": [str(tmp_path)]})
+    pvs = json.dumps({"report": [{"pv": [{"pv_name": "/dev/vda4", "vg_name": "data"}]}]})
+    lvs = json.dumps({"report": [{"lv": [{"lv_name": "srv"}]}]})
+    r = FakeRunner({"pvs --reportformat": pvs, "lvs --reportformat": lvs})
+    ex = Executor(r, Events([io.StringIO()]), str(tmp_path))
+    ex.execute([step])
+    assert r.writes() == ["vgchange --activate y data"]
+    assert str(tmp_path) in ex.kept
+
+    r = FakeRunner({"pvs --reportformat": pvs, "lvs --reportformat": json.dumps({})})
+    ex = Executor(r, Events([io.StringIO()]), str(tmp_path))
+    with pytest.raises(MachineMismatch, match="has no logical volume srv"):
+        ex.execute([step])
+    assert r.writes() == []

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from provision_agent.data_drivers.nailgun import NailgunDriver
 from tests.unit.helpers import run_cli, sample
 from tests.unit.test_nailgun import ROOT_IMAGE, ROOT_PART, disk, fuel, native, plan, problems
 
@@ -14,38 +15,72 @@ from tests.unit.test_nailgun import ROOT_IMAGE, ROOT_PART, disk, fuel, native, p
 
 KEPT_DOC_SPACES = [
     disk("vda", 4096, [{"type": "boot", "size": 300},
-                       {"type": "raid", "mount": "/boot", "size": 200, "keep_data": True},
+                       {"type": "raid", "mount": "/boot", "size": 200},
                        {"type": "pv", "vg": "os", "lvm_meta_size": 64, "size": 3596}]),
     disk("vdb", 4096, [{"type": "boot", "size": 300},
-                       {"type": "raid", "mount": "/boot", "size": 200},
-                       {"type": "pv", "vg": "image", "lvm_meta_size": 64, "size": 3596,
-                        "keep_data": True}]),
+                       {"type": "pv", "vg": "image", "lvm_meta_size": 64, "size": 1800,
+                        "keep_data": True},
+                       {"type": "partition", "mount": "/srv", "size": 1000}]),
+    disk("vdc", 4096, [{"type": "boot", "size": 300},
+                       {"type": "pv", "vg": "image", "lvm_meta_size": 64, "size": 1800}]),
     {"type": "vg", "id": "os", "volumes": [
         {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4", "size": 3000}]},
     {"type": "vg", "id": "image", "volumes": [
         {"type": "lv", "name": "glance", "mount": "/var/lib/glance", "file_system": "xfs",
-         "size": 3500, "keep_data": True}]},
+         "size": 3400, "keep_data": True}]},
 ]
 
 
-def test_keep_data_on_pv_raid_and_lv_is_refused_naming_fuels_location(tmp_path):
-    out = problems(fuel(KEPT_DOC_SPACES))
+def test_keep_data_on_a_pv_keeps_its_whole_volume_group(tmp_path):
+    """fuel-agent's rule: the group is kept with every physical volume (vdc's too, whose own
+    volume does not say keep_data) and logical volume; nothing of it is formatted or mounted,
+    and fstab still mounts it. The rest (os, /srv) is made anew."""
+    rc, out, err = run_cli(tmp_path, fuel(KEPT_DOC_SPACES), extra=[
+        "--data_driver", "nailgun", "--plan_format", "json"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    steps = doc["steps"]
+    kinds = [s["kind"] for s in steps]
+    activate = steps[kinds.index("vg_activate")]["args"]
+    assert activate == {"name": "image", "pvs": ["/dev/vdb3", "/dev/vdc3"], "lvs": ["glance"],
+                        "devices": ["/dev/image/glance"]}
+    assert [s["args"]["name"] for s in steps if s["kind"] == "vg_create"] == ["os"]
+    assert not any(s["kind"] == "pv_create" and s["args"]["device"] in ("/dev/vdb3", "/dev/vdc3")
+                   for s in steps)
+    assert not any(s["kind"] in ("lv_create", "mkfs", "mount")
+                   and "image" in json.dumps(s["args"]) for s in steps)
+    kept = {(s["args"]["disk"], s["args"]["number"]) for s in steps
+            if s["kind"] == "partition" and s["args"]["keep"]}
+    assert kept == {("/dev/vdb", 3), ("/dev/vdc", 3)}
+    wipes = {s["args"]["disk"]: s["args"]["keep"] for s in steps if s["kind"] == "wipe"}
+    assert wipes == {"/dev/vda": [], "/dev/vdb": [3], "/dev/vdc": [3]}
+    assert any(s["kind"] == "mkfs" and s["args"]["device"] == "/dev/vdb4" for s in steps)
+    fstab = next(s for s in steps if s["kind"] == "fstab")["args"]["entries"]
+    assert {"device": "/dev/image/glance", "mount_point": "/var/lib/glance"}.items() <= \
+        next(e for e in fstab if e["mount_point"] == "/var/lib/glance").items()
+
+
+def test_keep_data_on_raid_or_on_an_lv_alone_is_refused_naming_fuels_location(tmp_path):
+    spaces = copy.deepcopy(KEPT_DOC_SPACES)
+    spaces[0]["volumes"][1]["keep_data"] = True                  # the /boot raid member
+    spaces[3]["volumes"].append({"type": "lv", "name": "var", "mount": "/var", "size": 400,
+                                 "keep_data": True})           # os VG not kept
+    out = problems(fuel(spaces))
     assert [p.split(":")[0] for p in out] == [
-        "ks_spaces[0] (vda) volumes[1]", "ks_spaces[1] (vdb) volumes[2]",
-        "ks_spaces[3] (image) volumes[0]"]
-    assert "keep_data on an md array member: keeping LVM or RAID data is not supported" in out[0]
-    assert "keep_data on a physical volume" in out[1]
-    assert "keep_data on a logical volume" in out[2]
-    # Through the CLI: exit 2 and no plan at all (so no wipe, no mkfs of /dev/image/glance).
-    rc, stdout, err = run_cli(tmp_path, fuel(KEPT_DOC_SPACES), extra=["--data_driver", "nailgun"])
+        "ks_spaces[0] (vda) volumes[1]", "ks_spaces[3] (os) volumes[1]"]
+    assert "keep_data on an md array member: keeping RAID data is not supported" in out[0]
+    assert "keep_data on a logical volume whose volume group is not kept" in out[1]
+    # Through the CLI: exit 2 and no plan at all (so no wipe, no mkfs).
+    rc, stdout, err = run_cli(tmp_path, fuel(spaces), extra=["--data_driver", "nailgun"])
     assert rc == 2 and stdout == ""
-    assert "ks_spaces[3] (image) volumes[0]" in err and "not supported" in err
+    assert "ks_spaces[3] (os) volumes[1]" in err and "not supported" in err
 
 
 def test_without_keep_data_the_same_document_plans():
     spaces = json.loads(json.dumps(KEPT_DOC_SPACES).replace('"keep_data": true', '"x": 0'))
     res = plan(fuel(spaces))
     assert [vg.name for vg in res.resolved.layout.volume_groups] == ["os", "image"]
+    assert not any(vg.keep for vg in res.resolved.layout.volume_groups)
 
 
 def test_disk_with_only_nailgun_leftovers_is_left_untouched(tmp_path):
@@ -89,12 +124,14 @@ def test_kept_partition_is_placed_in_fuel_agents_order_with_the_configdrive_last
     assert wipe.args["keep"] == [4]
 
 
-def test_kept_partition_behind_a_boot_member_fuel_agent_did_not_make_is_refused():
-    out = problems(kept_doc(boot_on_vdb=True))
-    assert len(out) == 1 and out[0].startswith("ks_spaces[1] (vdb) volumes[2]: keep_data: "
-                                               "volumes[1] before this partition")
-    assert "fuel-agent put /boot on one disk only" in out[0]
-    assert native(kept_doc(boot_on_vdb=False))["disks"][1]["partitions"][2]["keep"] is True
+def test_kept_partition_behind_a_boot_member_fuel_agent_did_not_make_is_a_warning():
+    layout = NailgunDriver(kept_doc(boot_on_vdb=True)).layout()
+    (warning,) = [w for w in layout.warnings if "keep_data" in w]
+    assert warning.startswith("ks_spaces[1] (vdb) volumes[2]: keep_data: volumes[1] (a /boot "
+                              "member) comes before this partition")
+    assert "lines up with a disk provision-agent made, not with one fuel-agent made" in warning
+    assert native(kept_doc(boot_on_vdb=True))["disks"][1]["partitions"][3]["keep"] is True
+    assert not NailgunDriver(kept_doc(boot_on_vdb=False)).layout().warnings
 
 
 # --- SSH keys as Nailgun writes them (issue 19 item 7, issue 20 item 3) -----------------------

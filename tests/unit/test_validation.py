@@ -196,3 +196,53 @@ def test_kept_partition_keeps_its_filesystem(tmp_path):
     assert any(e["device"] == "/dev/vda3" for e in fstab)
     wipe = next(s for s in steps if s["kind"] == "wipe")
     assert wipe["args"]["keep"] == [3]
+
+
+def _kept_vg(d):
+    """single-disk with a fourth partition: the one PV of a kept VG 'data' whose LV 'srv'
+    holds /srv."""
+    d["disks"][0]["partitions"][2]["size"] = "2GiB"
+    d["disks"][0]["partitions"].append({"id": "pv-data", "size": "remaining", "type": "lvm",
+                                        "keep": True})
+    d["volume_groups"] = [{"id": "vg-data", "name": "data", "pvs": ["pv-data"], "keep": True,
+                           "logical_volumes": [{"id": "lv-srv", "name": "srv",
+                                                "size": "remaining"}]}]
+    d["filesystems"].append({"device": "lv-srv", "type": "xfs", "mount": "/srv"})
+
+
+def test_kept_volume_group_is_activated_and_nothing_in_it_made(tmp_path):
+    doc = mutate(sample("single-disk"), _kept_vg)
+    rc, out, err = run_cli(tmp_path, doc, extra=["--plan_format", "json"])
+    assert rc == 0, err
+    steps = json.loads(out)["steps"]
+    kinds = [s["kind"] for s in steps]
+    assert "vg_activate" in kinds and not {"pv_create", "vg_create", "lv_create"} & set(kinds)
+    assert steps[kinds.index("vg_activate")]["args"] == {
+        "name": "data", "pvs": ["/dev/vda4"], "lvs": ["srv"], "devices": ["/dev/data/srv"]}
+    assert kinds.index("settle") < kinds.index("vg_activate") < kinds.index("mkfs")
+    touched = [s for s in steps if s["kind"] in ("mkfs", "mount")
+               and s["args"]["device"] == "/dev/data/srv"]
+    assert touched == []
+    fstab = next(s for s in steps if s["kind"] == "fstab")["args"]["entries"]
+    assert any(e["device"] == "/dev/data/srv" for e in fstab)
+
+
+def test_kept_volume_group_needs_kept_partitions_and_takes_no_image():
+    def change(d):
+        _kept_vg(d)
+        d["disks"][0]["partitions"][3]["keep"] = False
+        d["images"] = [{"uri": "http://x/root.img", "target": "lv-srv", "allow_no_checksum": True}]
+    _, found = problems_of(mutate(sample("single-disk"), change))
+    assert any("$.volume_groups[0]" in p and "the volume group is kept, so its physical volume "
+               "'pv-data' must be a kept partition" in p for p in found), found
+    assert any("logical volume 'lv-srv' is in a kept volume group, so no image" in p
+               for p in found), found
+
+
+def test_kept_partition_in_a_new_volume_group_is_refused():
+    def change(d):
+        _kept_vg(d)
+        d["volume_groups"][0]["keep"] = False
+    _, found = problems_of(mutate(sample("single-disk"), change))
+    assert any("partition 'pv-data' is kept, so it cannot become a physical volume of a new "
+               "volume group" in p for p in found), found

@@ -183,3 +183,45 @@ def test_the_virtual_media_the_ramdisk_booted_from_is_refused():
     with pytest.raises(MachineMismatch, match="the medium a ramdisk boots from"):
         preflight.check(_layout_with({"serial": "x"}), [{"name": "/dev/sdb", "size": 1 << 30}],
                         r, mounted={}, swaps=[])
+
+
+KEEP_VG = Step("vg_activate", {"name": "data", "pvs": ["/dev/vda4", "/dev/vdb4"],
+                               "lvs": ["srv", "glance"], "devices": []})
+
+
+def _pvs(*pairs):
+    return json.dumps({"report": [{"pv": [{"pv_name": p, "vg_name": v} for p, v in pairs]}]})
+
+
+def _lvs(*names):
+    return json.dumps({"report": [{"lv": [{"lv_name": n} for n in names]}]})
+
+
+@pytest.mark.parametrize("pvs, lvs, expected", [
+    # no such VG at all
+    (_pvs(("/dev/vda4", "other")), _lvs(), ["volume group data to keep is not on this machine"]),
+    # a PV on a disk the plan does not keep, one planned partition not in it, an LV gone
+    (_pvs(("/dev/vda4", "data"), ("/dev/vdc1", "data"), ("/dev/vdb4", "x")), _lvs("srv"),
+     ["volume group data to keep also has physical volume(s) /dev/vdc1, which the plan does "
+      "not keep", "/dev/vdb4: not a physical volume of data now",
+      "volume group data to keep has no logical volume glance (it has: srv)"]),
+    # a PV missing
+    (_pvs(("/dev/vda4", "data"), ("/dev/vdb4", "data"), ("[unknown]", "data")),
+     _lvs("srv", "glance"), ["volume group data to keep is missing a physical volume"]),
+])
+def test_preflight_checks_a_kept_volume_group(pvs, lvs, expected):
+    found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, [KEEP_VG]),
+                     answers={"lsblk --json": json.dumps({"blockdevices": []}),
+                              "pvs --reportformat": pvs, "lvs --reportformat": lvs})
+    assert len(found) == len(expected), found
+    for got, want in zip(found, expected):
+        assert got.startswith("volume group data: " + want), got
+
+
+def test_preflight_passes_a_kept_volume_group_as_planned():
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []}),
+                    "pvs --reportformat": _pvs(("/dev/vda4", "data"), ("/dev/vdb4", "data")),
+                    "lvs --reportformat": _lvs("srv", "glance", "extra")})
+    preflight.check(planned({"d0": {"name": "/dev/vda", "size": 4 << 30}}, [KEEP_VG]),
+                    LIVE, r, mounted={}, swaps=[])
+    assert r.writes() == []
