@@ -6,7 +6,8 @@ Problems name the object by its origin (a JSON path, or a Fuel space/volume for 
 from collections import Counter
 
 from provision_agent import validate_text
-from provision_agent.errors import Problem
+from provision_agent.drivers import configdrive
+from provision_agent.errors import ImageError, Problem
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 
@@ -84,6 +85,7 @@ def check(layout):
     if layout.configdrive and layout.configdrive.disk and layout.configdrive.disk not in disks:
         add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
     _check_configdrive_disk(layout, add)
+    _check_configdrive_content(layout, add)
     _check_overlaps(layout, add)
     validate_text.check(layout, add)
     return problems
@@ -108,6 +110,25 @@ def _check_overlaps(layout, add):
         if cd.partition in taken:
             add(cd, f"partition {cd.partition!r} is {taken[cd.partition]}: the configdrive "
                     f"needs a partition of its own")
+
+
+def _check_configdrive_content(layout, add):
+    """Ironic's configdrive string is all there before anything runs: an empty or foreign
+    drive is refused now, not after the disks were written."""
+    cd = layout.configdrive
+    if not cd or not cd.content or cd.content.startswith(("http://", "https://")):
+        return
+    try:
+        data = configdrive.decode_ironic(cd.content)
+    except ImageError as exc:
+        add(cd, str(exc))
+        return
+    label = configdrive.iso_label(data)
+    if label != configdrive.CONFIG2_LABEL:
+        found = "empty" if not data else f"an ISO labelled {label!r}" if label \
+            else f"{len(data)} bytes that are not an ISO9660 image"
+        add(cd, f"the configdrive is {found}: Ironic's form is a config-2 ISO9660 image, "
+                f"gzip'd and base64'd (or give meta_data/user_data to have one built)")
 
 
 def _check_configdrive_disk(layout, add):

@@ -39,3 +39,17 @@ def mutate(doc, fn):
     doc = copy.deepcopy(doc)
     fn(doc)
     return doc
+
+
+def _configdrive():
+    """Ironic's configdrive form (gzip'd, base64'd ISO9660 labelled config-2), as small as a
+    primary volume descriptor allows: what validation reads of it, and nothing else."""
+    import base64
+    import gzip
+    pvd = bytearray(2048)
+    pvd[0:6] = b"\x01CD001"
+    pvd[40:72] = b"config-2".ljust(32)
+    return base64.b64encode(gzip.compress(bytes(32768) + bytes(pvd), mtime=0)).decode()
+
+
+CONFIGDRIVE = _configdrive()

@@ -2,7 +2,6 @@
 against a scripted API (the real Ironic is in tests/ironic/test_heartbeat.py)."""
 
 import logging
-import os
 
 import pytest
 

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from tests.unit.helpers import inventory, sample
+from tests.unit.helpers import CONFIGDRIVE, inventory, run_cli, sample
 
 from provision_agent import inventory as inv_mod
 from provision_agent import pipeline
@@ -51,7 +51,7 @@ def test_bios_partition_image_defaults_to_msdos_with_root_only():
 
 
 def test_classic_order_bios_grub_ephemeral_swap_configdrive_root_on_gpt():
-    doc = node(ephemeral_gb=1, ephemeral_format="xfs", swap_mb=256, configdrive="H4sI",
+    doc = node(ephemeral_gb=1, ephemeral_format="xfs", swap_mb=256, configdrive=CONFIGDRIVE,
                capabilities={"disk_label": "gpt"})
     out = native(doc)
     parts = out["disks"][0]["partitions"]
@@ -62,7 +62,7 @@ def test_classic_order_bios_grub_ephemeral_swap_configdrive_root_on_gpt():
     assert fss["ephemeral0"]["type"] == "xfs" and "mount" not in fss["ephemeral0"]
     assert fss["swap1"]["type"] == "swap"
     assert fss["root"]["mount"] == "/" and fss["root"]["type"] == "ext4"
-    assert out["configdrive"] == {"format": "config-2", "content": "H4sI",
+    assert out["configdrive"] == {"format": "config-2", "content": CONFIGDRIVE,
                                   "origin": "instance_info.configdrive",
                                   "partition": "configdrive"}
     res = plan(doc)
@@ -164,10 +164,24 @@ def test_missing_instance_info():
 
 
 def test_whole_disk_image_with_configdrive_appends_a_partition_after_the_image():
-    steps = plan(node(kernel=None, ramdisk=None, configdrive="H4sI")).steps
+    steps = plan(node(kernel=None, ramdisk=None, configdrive=CONFIGDRIVE)).steps
     kinds = [s.kind for s in steps]
     assert kinds.index("write_image") < kinds.index("configdrive")
     cd = steps[kinds.index("configdrive")].args
     disk = steps[kinds.index("write_image")].args["device"]
     assert cd["device"] is None and cd["append_to"] == disk and cd["size_bytes"] == 64 << 20
-    assert cd["content"] == "H4sI"
+    assert cd["content"] == CONFIGDRIVE
+
+
+@pytest.mark.parametrize("content, said", [
+    ("H4sICAAAAAAAA2NvbmZpZ2RyaXZlAAMAAAAAAAAAAAA=", "the configdrive is empty"),   # gzip of nothing
+    ("aGVsbG8=", "the configdrive is 5 bytes that are not an ISO9660 image"),
+])
+def test_a_configdrive_that_is_no_config2_iso_is_refused_before_anything_runs(tmp_path, content,
+                                                                              said):
+    doc = copy.deepcopy(sample("ironic-layout"))
+    doc["instance_info"]["configdrive"] = content
+    rc, out, err = run_cli(tmp_path, doc, extra=["--data_driver", "ironic"])
+    assert rc == 2 and out == ""
+    assert f"instance_info.configdrive: {said}" in err, err
+    assert content not in err

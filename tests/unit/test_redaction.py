@@ -6,14 +6,13 @@ import json
 from provision_agent import redact
 from provision_agent.drivers import image_sources
 from provision_agent.errors import ImageError
-from tests.unit.helpers import mutate, run_cli, sample
+from tests.unit.helpers import CONFIGDRIVE, mutate, run_cli, sample
 from tests.unit.test_input_bounds import watchdog  # noqa: F401  (fixture)
 
 SIG = "SIGNATURE0123456789abcdef"
 PASSWORD = "Hunter2-SECRET"
 TEMP_URL = (f"https://user:{PASSWORD}@swift.example:8080/v1/AUTH_x/images/root.img"
             f"?temp_url_sig={SIG}&temp_url_expires=1999999999")
-CONFIGDRIVE = "H4sICAAAAAAAA2NvbmZpZ2RyaXZlAAMAAAAAAAAAAAA="
 SECRETS = (SIG, PASSWORD, CONFIGDRIVE, "user:")
 
 
