@@ -15,7 +15,7 @@ import typing
 
 import pytest
 
-from tests.vmbench import VM, FileServer
+from tests.vmbench import VM, FileServer, testos
 
 HERE = pathlib.Path(__file__).resolve().parent
 SAMPLES = HERE.parent.parent / "samples"
@@ -44,9 +44,7 @@ def report_times(request):
 
 @pytest.fixture(scope="session")
 def test_os():
-    out = subprocess.run([str(HERE.parent / "images" / "build-debian.sh")], check=True,
-                         capture_output=True, text=True, timeout=3600).stdout.strip()
-    return pathlib.Path(out)
+    return testos.build_dir()
 
 
 def _sha256(path):

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from tests.ironic import realenv, realglance
-from tests.vmbench import FileServer
+from tests.vmbench import FileServer, testos
 from tests.vmbench.bmc import RedfishEmulator, VirtualBMC
 from tests.vmbench.bootnet import IPXE_FILES, BootNetwork
 from tests.vmbench.libvirt import OVMF_CODE, Domain, Libvirtd
@@ -199,10 +199,7 @@ FAILED = ["deploy failed", "clean failed", "error"]
 
 def build_test_os():
     """The bootable test OS (tests/images/build-debian.sh, cached by the script's hash)."""
-    script = pathlib.Path(__file__).resolve().parents[1] / "images" / "build-debian.sh"
-    out = subprocess.run([str(script)], check=True, capture_output=True, text=True,
-                         timeout=3600).stdout.strip()
-    return pathlib.Path(out)
+    return testos.build_dir()
 
 
 def provision_opts(deploy_timeout):

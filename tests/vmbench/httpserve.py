@@ -18,18 +18,20 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 class FileServer:
-    def __init__(self, directory, address="127.0.0.1"):
+    def __init__(self, directory, address="127.0.0.1", port=0):
         """address: where to listen; loopback (the default) keeps it to this machine and
-        the guest's 10.0.2.2, a provisioning network's host address serves that network."""
+        the guest's 10.0.2.2, a provisioning network's host address serves that network.
+        port: 0 for any free one; a fixed port raises OSError on __enter__ when taken."""
         self.directory = str(directory)
         self.address = address
+        self.fixed_port = port
         self.requested = []
         self._server = None
         self._thread = None
 
     def __enter__(self):
         handler = functools.partial(_Handler, directory=self.directory)
-        self._server = http.server.ThreadingHTTPServer((self.address, 0), handler)
+        self._server = http.server.ThreadingHTTPServer((self.address, self.fixed_port), handler)
         self._server.requested = self.requested
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -171,6 +171,9 @@ class VM(GuestQueries):
                 "-serial", f"file:{self.console_log}", "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
                 "-device", "virtio-net-pci,netdev=n0"]
+        if self.bus == "sata":
+            # q35's ICH9 AHCI sits at 0000:00:1f.2, the by-path names Fuel documents use
+            argv += ["-machine", "q35"]
         argv += self.extra_args
         if self.firmware == "uefi":
             vars_copy = self.workdir / "OVMF_VARS.fd"
@@ -197,6 +200,8 @@ class VM(GuestQueries):
             return f"scsi-hd,drive=d{i},bus=scsi0.0,serial={disk.serial}{boot}"
         if self.bus == "nvme":
             return f"nvme,drive=d{i},serial={disk.serial}{boot}"
+        if self.bus == "sata":
+            return f"ide-hd,drive=d{i},bus=ide.{i},serial={disk.serial}{boot}"
         raise ValueError(f"unknown disk bus {self.bus!r}")
 
     def _make_disks(self, images, count, size, serials):

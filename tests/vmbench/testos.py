@@ -1,0 +1,101 @@
+"""The bootable test OS (tests/images/build-debian.sh, cached outside the clone) in the shapes
+images come in: a zstd or gzip ext4 root image, a qcow2 whole-disk image, its kernel and initrd.
+
+Each shape is made once per test-OS build and kept next to it, so a second demo or test run
+only pays for the first.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+from tests.vmbench.ramdisk import REPO_ROOT
+
+MiB = 1 << 20
+
+
+def build_dir():
+    """The cache directory holding root.ext4.zst and root.tar.zst (built when missing)."""
+    out = subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")],
+                         check=True, stdout=subprocess.PIPE, text=True, timeout=3600)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def _made(path, make):
+    """path, made by make(partial_path) unless it is already there; a run that dies half-way
+    leaves a partial file under another name, never a truncated `path`."""
+    if not path.exists():
+        part = path.with_name(f".{path.name}.{os.getpid()}")
+        try:
+            make(part)
+            part.rename(path)
+        finally:
+            part.unlink(missing_ok=True)
+    return path
+
+
+def _pipe(first, second, out):
+    with open(out, "wb") as dst:
+        src = subprocess.Popen(first, stdout=subprocess.PIPE)
+        subprocess.run(second, stdin=src.stdout, stdout=dst, check=True)
+        src.stdout.close()
+        if src.wait() != 0:
+            raise subprocess.CalledProcessError(src.returncode, first)
+
+
+def ext4_zst():
+    return build_dir() / "root.ext4.zst"
+
+
+def ext4_gz():
+    """The ext4 root image as Fuel ships root images: gzip'd."""
+    src = ext4_zst()
+    return _made(src.with_name("root.ext4.gz"),
+                 lambda part: _pipe(["zstd", "-dc", str(src)], ["gzip", "-1"], part))
+
+
+def disk_qcow2():
+    """A whole-disk image: GPT with the ext4 root as its one partition (from 1 MiB), in qcow2.
+    Put together in a plain file: the host cannot scan partitions on loop devices."""
+    src = ext4_zst()
+
+    def make(part):
+        raw = part.with_suffix(".raw")
+        try:
+            ext4 = raw.with_suffix(".ext4")
+            subprocess.run(["zstd", "-q", "-d", "-f", str(src), "-o", str(ext4)], check=True)
+            size = ext4.stat().st_size
+            with open(raw, "wb") as f:
+                f.truncate(2 * MiB + size)
+            subprocess.run(["sgdisk", "-n1:2048:+%dK" % (size // 1024), "-t1:8300",
+                            "-c1:root", str(raw)], check=True, capture_output=True)
+            subprocess.run(["dd", f"if={ext4}", f"of={raw}", "bs=1M", "seek=1", "conv=notrunc",
+                            "status=none"], check=True)
+            ext4.unlink()
+            subprocess.run(["qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw),
+                            str(part)], check=True)
+        finally:
+            for leftover in (raw, raw.with_suffix(".ext4")):
+                leftover.unlink(missing_ok=True)
+
+    return _made(src.with_name("disk.qcow2"), make)
+
+
+def _boot_file(prefix):
+    tar = build_dir() / "root.tar.zst"
+
+    def make(part):
+        listing = subprocess.run(["tar", "--zstd", "-tf", str(tar)], check=True,
+                                 capture_output=True, text=True).stdout.split()
+        member = next(m for m in listing if m.startswith(f"./boot/{prefix}-"))
+        _pipe(["tar", "--zstd", "-xOf", str(tar), member], ["cat"], part)
+
+    return _made(tar.with_name(prefix), make)
+
+
+def kernel():
+    return _boot_file("vmlinuz")
+
+
+def initrd():
+    return _boot_file("initrd.img")
