@@ -1,45 +1,71 @@
-"""Fuel's provision.json (scaled to the bench's 3 x 4 GiB disks) provisions in the VM through
-the nailgun data driver, including its gzip'd ext4 root image (the bootable test OS) streamed
-over HTTP, written to the root LV and grown, and grub installed on every disk; the RAID/VG/LV
-layout, the image's content and the boot code are read back."""
+"""Fuel's provision.json (scaled to the bench's 3 x 4 GiB disks: samples/provision-vm.json)
+provisions in the VM through the nailgun data driver, including its gzip'd ext4 root image (the
+bootable test OS, served under the sample's own URL as scripts/demo serves it) streamed over
+HTTP, written to the root LV and grown, and grub installed on every disk; the RAID/VG/LV
+layout, the image's content and the boot code are read back. Then the same document with
+Fuel's keep_data on the image VG re-provisions the machine: Glance's data survives."""
 
+import contextlib
+import copy
 import json
-import os
-import subprocess
+import tempfile
 from pathlib import Path
 
-from tests.vmbench import FileServer
+from tests.vmbench import demo
 from tests.vmbench.ramdisk import REPO_ROOT
 
 
-def fuel_image():
-    """The bootable test OS (tests/images/build-debian.sh, cached) as Fuel ships root images:
-    a gzip'd ext4. Kept next to the cached test OS, so it is made once per test-OS build."""
-    out = Path(subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")],
-                              check=True, capture_output=True, text=True,
-                              timeout=3600).stdout.strip())
-    gz = out / "root.ext4.gz"
-    if not gz.exists():
-        part = out / f".root.ext4.gz.{os.getpid()}"
-        with open(part, "wb") as dst:
-            unzstd = subprocess.Popen(["zstd", "-dc", str(out / "root.ext4.zst")],
-                                      stdout=subprocess.PIPE)
-            subprocess.run(["gzip", "-1"], stdin=unzstd.stdout, stdout=dst, check=True)
-            assert unzstd.wait() == 0
-        part.rename(gz)
-    return gz
+def with_image_vg_kept(sample):
+    """The same document with Fuel's keep_data on the image VG's pv volumes."""
+    doc = copy.deepcopy(sample)
+    for space in doc["ks_meta"]["pm_data"]["ks_spaces"]:
+        for vol in space.get("volumes", []) if space["type"] == "disk" else []:
+            if vol["type"] == "pv" and vol["vg"] == "image":
+                vol["keep_data"] = True
+    return doc
 
 
 def test_fuel_vm_sample_provisions_and_reads_back(make_vm):
-    image = fuel_image()
-    doc = json.loads((REPO_ROOT / "samples" / "provision-vm.json").read_text())
-    vm = make_vm(disks=3, disk_size="4G", serials=["disk0", "disk1", "disk2"])
-    with FileServer(image.parent) as srv:
-        doc["ks_meta"]["image_data"]["/"]["uri"] = srv.guest_url(image.name)
+    sample = json.loads((REPO_ROOT / "samples" / "provision-vm.json").read_text())
+    sizes, bus = demo.machine(sample, "nailgun")
+    vm = make_vm(disks=sizes, bus=bus, serials=["disk0", "disk1", "disk2"])
+    # served as scripts/demo serves it: the sample's own URL, the test OS behind it
+    with contextlib.ExitStack() as stack:
+        served = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        doc, srv = demo.serve_images(sample, served, stack)
         run = vm.provision(doc, ["--data_driver", "nailgun", "--debug"])
         assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
-        assert any(image.name in p for p in srv.requested)
+        assert srv.requested == ["/testos.ext4.gz"]
+        check_first_provisioning(vm)
+        reprovision_keeping_the_image_vg(vm, doc)
 
+
+def reprovision_keeping_the_image_vg(vm, doc):
+    """Fuel's keep_data on the image VG (issue 20): Glance's data survives a re-provision, the
+    VG is not re-created nor its xfs re-made, the OS beside it is written anew."""
+    vm.ssh("mkdir -p /mnt/g && mount /dev/image/glance /mnt/g && "
+           "head -c 8M /dev/urandom > /mnt/g/kept.bin && sha256sum /mnt/g/kept.bin > /tmp/kept "
+           "&& umount /mnt/g && mount /dev/os/root /mnt/r && touch /mnt/r/old-os && umount /mnt/r")
+    uuids = "vgs --noheadings -o vg_name,vg_uuid"
+    before, vgs_before = vm.blkid(), dict(ln.split() for ln in vm.ssh(uuids).stdout.splitlines())
+    run = vm.provision(with_image_vg_kept(doc), ["--data_driver", "nailgun", "--debug"])
+    assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+    assert "keep volume group image" in run.log
+    after, vgs_after = vm.blkid(), dict(ln.split() for ln in vm.ssh(uuids).stdout.splitlines())
+    # the image VG and its xfs are the same objects; the os VG beside them was made anew
+    assert vgs_after["image"] == vgs_before["image"]
+    assert vgs_after["os"] != vgs_before["os"]
+    assert after["/dev/mapper/image-glance"]["UUID"] == before["/dev/mapper/image-glance"]["UUID"]
+    vm.ssh("mount /dev/image/glance /mnt/g && sha256sum -c /tmp/kept && umount /mnt/g")
+    vm.ssh("mount /dev/os/root /mnt/r")
+    try:
+        assert not vm.exists("/mnt/r/old-os")
+        assert "/var/lib/glance" in vm.read_text("/mnt/r/etc/fstab")
+    finally:
+        vm.ssh("umount /mnt/r")
+
+
+def check_first_provisioning(vm):
     lvs = {(lv["vg_name"], lv["lv_name"]): lv for lv in vm.lvs()}
     assert {("os", "root"), ("os", "swap"), ("image", "glance")} <= set(lvs)
     mdstat = vm.mdstat()

@@ -166,23 +166,6 @@ KEEP_LAYOUT = {
                     {"device": "data", "type": "ext4", "mount": "/srv", "label": "data"}]}
 
 
-def test_keep_partition_survives_a_reprovision(vm):
-    provision(vm, KEEP_LAYOUT)
-    vm.ssh("mkdir -p /mnt/d && mount /dev/vda3 /mnt/d && head -c 8M /dev/urandom > /mnt/d/f"
-           " && umount /mnt/d")
-    before = vm.sha256("/dev/vda3")
-
-    again = json.loads(json.dumps(KEEP_LAYOUT))
-    again["disks"][0]["partitions"][2]["keep"] = True
-    again["filesystems"][0]["type"] = "xfs"
-    provision(vm, again)
-
-    assert vm.sha256("/dev/vda3") == before
-    assert vm.blkid()["/dev/vda2"]["TYPE"] == "xfs"
-    rows, _ = fstab_of(vm, "/dev/vda2")
-    assert {r[1] for r in rows} == {"/", "/srv"}
-
-
 def test_missing_or_small_disk_exits_3_before_any_write(vm):
     before = {d: edges_sha(vm, d) for d in ("/dev/vda", "/dev/vdb")}
     missing = json.loads(json.dumps(KEEP_LAYOUT))
