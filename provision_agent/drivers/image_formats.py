@@ -3,6 +3,7 @@ volume, re-reading a written partition table, extracting a tar, converting a qco
 zeroing a target so the writer may skip zero blocks. External tools go through the Runner.
 """
 
+import errno
 import logging
 import os
 import stat
@@ -145,13 +146,25 @@ def spool(reader, chunk, tmp_dir=None):
     a temporary file first (the caller verifies it, then convert_qcow2 writes the target).
     That costs the image's size in tmp_dir (RAM in a ramdisk); raw images avoid it."""
     tmp = tempfile.NamedTemporaryFile(prefix="provision-image-", suffix=".qcow2", dir=tmp_dir)
+    written = 0
     try:
         while True:
             data = reader.read(chunk)
             if not data:
                 break
             tmp.write(data)
+            written += len(data)
         tmp.flush()
+    except OSError as exc:
+        tmp.close()
+        if exc.errno != errno.ENOSPC:
+            raise
+        where = os.path.dirname(tmp.name)
+        raise ImageError(
+            f"a qcow2 image is converted from a temporary copy, and {where} (RAM in the "
+            f"ramdisk) filled up after {written >> 20} MiB of it: give the machine more "
+            f"memory, or provide the image as raw (streamed, no copy; Ironic converts images "
+            f"on the conductor with [DEFAULT]force_raw_images)") from None
     except BaseException:
         tmp.close()
         raise

@@ -287,3 +287,23 @@ def test_gzip_backend_is_the_first_that_imports(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     assert decompressors.gzip_backend() is zlib
     assert decompressors.Gzip(io.BytesIO(b"")).backend is zlib
+
+
+def test_a_qcow2_spool_that_fills_tmp_is_an_image_error_saying_what_to_do(monkeypatch, tmp_path):
+    import errno
+
+    from provision_agent.drivers import image_formats
+
+    class Full(io.BytesIO):
+        name = str(tmp_path / "provision-image-x.qcow2")
+
+        def write(self, data):
+            if self.tell() + len(data) > 3 << 20:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().write(data)
+
+    monkeypatch.setattr(image_formats.tempfile, "NamedTemporaryFile", lambda **kw: Full())
+    with pytest.raises(ImageError) as exc:
+        image_formats.spool(io.BytesIO(bytes(8 << 20)), 1 << 20)
+    assert f"{tmp_path} (RAM in the ramdisk) filled up after 3 MiB" in str(exc.value)
+    assert "provide the image as raw" in str(exc.value)
