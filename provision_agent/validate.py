@@ -86,6 +86,10 @@ def check(layout):
         add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
     _check_configdrive_disk(layout, add)
     _check_configdrive_content(layout, add)
+    bl = layout.bootloader
+    if bl and bl.type != "none" and not layout.images:
+        add(bl, "grub is installed into the system an image brings, and no image is given: "
+                "add one to images, or set bootloader type 'none' for a layout without an OS")
     _check_overlaps(layout, add)
     validate_text.check(layout, add)
     return problems

@@ -20,8 +20,17 @@ MACHINE = {"provision": (["476940M"] * 3, "sata"), "provision-vm": (["4096M"] * 
 
 def test_there_are_samples_with_and_without_images():
     with_images = {n for n in ALL if demo_images.wanted(demo.load(SAMPLES / f"{n}.json")[0])}
-    assert {"ironic-layout", "ironic-whole-disk", "provision"} <= with_images
-    assert {"single-disk", "uefi"}.isdisjoint(with_images)
+    assert {"ironic-layout", "ironic-whole-disk", "provision", "uefi"} <= with_images
+    assert {"single-disk", "two-disk-raid-lvm"}.isdisjoint(with_images)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_sample_with_a_bootloader_brings_an_os_to_boot(name):
+    """grub goes into the installed system: a bootloader with no image to install it into
+    fails at its step, after the disks were written (uefi.json did, under the demo)."""
+    doc = json.loads((SAMPLES / f"{name}.json").read_text())
+    if doc.get("bootloader", {}).get("type", "grub2") != "none" and "bootloader" in doc:
+        assert doc.get("images"), f"{name}: a bootloader but no image"
 
 
 @pytest.mark.parametrize("name", ALL)

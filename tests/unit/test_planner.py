@@ -98,8 +98,8 @@ def test_fstab_entries_and_passes():
 
 
 def test_default_boot_targets_are_all_boot_array_members_disks():
-    doc = mutate(sample("two-disk-raid-lvm"),
-                 lambda d: d.__setitem__("bootloader", {"boot_mode": "bios"}))
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: d.update(
+        bootloader={"boot_mode": "bios"}, images=sample("uefi")["images"]))
     bl = steps(doc, "bootloader")[0]
     assert bl.args["targets"] == ["/dev/vda", "/dev/vdb"]
 

@@ -48,7 +48,8 @@ def test_vfat_label_characters(tmp_path):
 
 
 def test_kernel_params_that_grub_reads_as_words_pass(tmp_path):
-    doc = mutate(sample("two-disk-raid-lvm"), lambda d: d.__setitem__("bootloader", {
-        "kernel_params": 'console=ttyS0,115200n8 acpi_osi="!Windows 2015" quiet'}))
+    doc = mutate(sample("two-disk-raid-lvm"), lambda d: d.update(bootloader={
+        "kernel_params": 'console=ttyS0,115200n8 acpi_osi="!Windows 2015" quiet'},
+        images=sample("uefi")["images"]))
     rc, _, err = run_cli(tmp_path, doc)
     assert rc == 0, err

@@ -246,3 +246,13 @@ def test_kept_partition_in_a_new_volume_group_is_refused():
     _, found = problems_of(mutate(sample("single-disk"), change))
     assert any("partition 'pv-data' is kept, so it cannot become a physical volume of a new "
                "volume group" in p for p in found), found
+
+
+def test_a_bootloader_needs_an_image_to_install_into(tmp_path):
+    doc = mutate(sample("uefi"), lambda d: d.pop("images"))
+    rc, out, err = run_cli(tmp_path, doc)
+    assert rc == 2 and out == ""
+    assert "$.bootloader: grub is installed into the system an image brings" in err
+    doc["bootloader"]["type"] = "none"
+    rc, out, err = run_cli(tmp_path, doc)
+    assert rc == 0, err

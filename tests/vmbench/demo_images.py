@@ -15,6 +15,7 @@ IMAGE_PORT = 8080
 
 # name suffix -> the test-OS shape served under it (functions of tests/vmbench/testos.py)
 SHAPES = ((".ext4.zst", "ext4_zst", "zstd ext4 root image"),
+          (".tar.zst", "tar_zst", "zstd tar of the root filesystem"),
           (".ext4.gz", "ext4_gz", "gzip ext4 root image"),
           (".img.gz", "ext4_gz", "gzip ext4 root image"),
           (".qcow2", "disk_qcow2", "qcow2 whole-disk image (GPT, ext4 root)"),

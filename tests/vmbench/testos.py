@@ -1,5 +1,6 @@
 """The bootable test OS (tests/images/build-debian.sh, cached outside the clone) in the shapes
-images come in: a zstd or gzip ext4 root image, a qcow2 whole-disk image, its kernel and initrd.
+images come in: a zstd or gzip ext4 root image, a zstd tar, a qcow2 whole-disk image, its
+kernel and initrd.
 
 Each shape is made once per test-OS build and kept next to it, so a second demo or test run
 only pays for the first.
@@ -45,6 +46,10 @@ def _pipe(first, second, out):
 
 def ext4_zst():
     return build_dir() / "root.ext4.zst"
+
+
+def tar_zst():
+    return build_dir() / "root.tar.zst"
 
 
 def ext4_gz():
