@@ -1,8 +1,8 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
-Order: wipe → tables and partitions → settle → md → LVM (kept VGs activated) → mkfs → block-level images → mount →
-tar images → fstab/mdadm.conf → bootloader → configdrive → umount. Everything a step needs is
-in its arguments, so the printed plan is what runs.
+Order: wipe → tables and partitions → settle → md → LVM (kept VGs only activated) → mkfs →
+block-level images → mount → tar images → fstab/mdadm.conf → bootloader → configdrive → umount.
+Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import parttypes, redact

@@ -168,7 +168,7 @@ def _check_kept(layout, parts, add):
         for ref in sorted(set(vg.pvs) & kept):
             add(vg, f"partition {ref!r} is kept, so it cannot become a physical volume of a "
                     f"new volume group (keep the volume group too, if it is one already)")
-    kept_lvs = {lv.id for vg, lv in layout.logical_volumes() if vg.keep}
+    kept_lvs = layout.kept_ids() - kept
     for im in layout.images:
         if im.target in kept:
             add(im, f"partition {im.target!r} is kept, so no image can be written to it")
