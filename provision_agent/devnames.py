@@ -1,8 +1,21 @@
 """Kernel device names the plan can know before anything exists."""
 
+import re
+
+
+MULTIPATH_LINK = "/dev/disk/by-id/dm-uuid-mpath-"
+MULTIPATH_PART = re.compile(r"/dev/disk/by-id/dm-uuid-part([0-9]+)-mpath-")
+
+
+def multipath_link(wwid):
+    return MULTIPATH_LINK + wwid
+
 
 def partition_device(disk, number):
-    """/dev/sda + 1 -> /dev/sda1; /dev/nvme0n1 + 1 -> /dev/nvme0n1p1 (names ending in a digit)."""
+    """/dev/sda + 1 -> /dev/sda1; /dev/nvme0n1 + 1 -> /dev/nvme0n1p1 (names ending in a digit);
+    a multipath map's by-id link -> the link udev makes for kpartx's map of that partition."""
+    if disk.startswith(MULTIPATH_LINK):
+        return f"/dev/disk/by-id/dm-uuid-part{number}-mpath-{disk[len(MULTIPATH_LINK):]}"
     sep = "p" if disk[-1].isdigit() else ""
     return f"{disk}{sep}{number}"
 
@@ -16,7 +29,10 @@ def lv_device(vg, lv):
 
 
 def partition_number(device):
-    """/dev/sda12 -> 12, /dev/nvme0n1p3 -> 3."""
+    """/dev/sda12 -> 12, /dev/nvme0n1p3 -> 3, /dev/mapper/mpatha-part2 -> 2."""
+    m = MULTIPATH_PART.match(device)
+    if m:
+        return int(m.group(1))
     digits = ""
     for ch in reversed(device):
         if not ch.isdigit():

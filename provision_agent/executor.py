@@ -163,6 +163,17 @@ class Executor:
             fstab.write(self.root, text, "etc/mdadm/mdadm.conf")
         return {"mdadm_conf": text}
 
+    def do_multipath_conf(self, args):
+        if not self._root_mounted("/etc/multipath/wwids"):
+            return None
+        from provision_agent.drivers import multipath
+        text = multipath.write_wwids(self.root, args["wwids"])
+        if not any(os.path.exists(os.path.join(self.root, d, "multipath"))
+                   for d in ("usr/sbin", "sbin")):
+            LOG.warning("the image has no multipath-tools: the installed system will use one "
+                        "path of %s, not the multipath device", ", ".join(args["wwids"]))
+        return {"wwids": text}
+
     def do_bootloader(self, args):
         from provision_agent.drivers import bootloader
         return {"boot_mode": bootloader.install(self.runner, self.root, args)}
@@ -174,7 +185,7 @@ class Executor:
             number = partitions.append_at_end(self.runner, disk, args["size_bytes"],
                                               blockinfo.size_bytes(disk), name="config-2")
             udev.reread_partitions(self.runner, disk)
-            device = partition_device(disk, number)
+            device = partition_device(args.get("partitions_of") or disk, number)
             udev.wait_for_devices(self.runner, [device])
             args = dict(args, device=device)
         return {"device": args["device"],

@@ -38,11 +38,13 @@ def usable_range(disk_bytes, table):
     return ALIGN, align_down(last + 1, ALIGN)
 
 
-def place(disk_name, disk_bytes, table, partitions):
+def place(disk_name, disk_bytes, table, partitions, partitions_of=None):
     """Place `partitions` (model.Partition) on a disk. Returns (placed list, problems list of str).
 
     The placed list also holds the msdos extended container (part_id None) when one is needed.
+    Partition devices are named after partitions_of (a multipath disk's map link) or the disk.
     """
+    base = partitions_of or disk_name
     first, end = usable_range(disk_bytes, table)
     usable = max(0, (end - first) * SECTOR)
     logical = table == "msdos" and len(partitions) > 4
@@ -71,7 +73,7 @@ def place(disk_name, disk_bytes, table, partitions):
     cursor = first
     for i, (p, size) in enumerate(zip(partitions, sizes)):
         if logical and i == 3:
-            placed.append(Placed(None, 4, partition_device(disk_name, 4), cursor, end - 1,
+            placed.append(Placed(None, 4, partition_device(base, 4), cursor, end - 1,
                                  "extended"))
         if logical and i >= 3:
             cursor += ALIGN                     # room for this logical partition's EBR
@@ -79,7 +81,7 @@ def place(disk_name, disk_bytes, table, partitions):
         else:
             number, kind = i + 1, ("primary" if table == "msdos" else None)
         sectors = size // SECTOR
-        placed.append(Placed(p.id, number, partition_device(disk_name, number), cursor,
+        placed.append(Placed(p.id, number, partition_device(base, number), cursor,
                              cursor + sectors - 1, kind))
         cursor += sectors
     if table == "msdos" and placed and placed[-1].end > MSDOS_MAX_SECTOR:

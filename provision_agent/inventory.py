@@ -2,7 +2,9 @@
 
 The format is ironic-python-agent's (what Ironic stores from inspection): either
 {"inventory": {"disks": [...]}} or the bare {"disks": [...]}. Disk fields: name, size (bytes),
-model, serial, wwn, vendor, rotational, by_path, hctl, and optionally by_id (a list of links).
+model, serial, wwn, vendor, rotational, by_path, hctl, and optionally by_id (a list of links)
+and, for a multipath disk, multipath: {"wwid", "paths": [{"name", "by_path", "hctl"}]}.
+A disk listed as one path of a multipath disk is not a disk of its own here.
 """
 
 import json
@@ -45,13 +47,27 @@ def from_document(doc, where="inventory"):
         result.append(normalize(d))
     if problems:
         raise InputError(problems)
-    return result
+    # an inventory that lists the paths next to their multipath device (fuel-agent's did)
+    paths = {p for d in result for p in path_names(d)}
+    return [d for d in result if d["name"] not in paths]
+
+
+def path_names(disk):
+    """The kernel names of a multipath disk's paths (none for a plain disk)."""
+    mp = disk.get("multipath")
+    if not isinstance(mp, dict) or not isinstance(mp.get("paths"), list):
+        return []
+    return [normalize_name(p["name"]) for p in mp["paths"]
+            if isinstance(p, dict) and isinstance(p.get("name"), str)]
+
+
+def normalize_name(name):
+    return name if name.startswith("/dev/") else "/dev/" + name
 
 
 def normalize(disk):
     d = dict(disk)
-    if not d["name"].startswith("/dev/"):
-        d["name"] = "/dev/" + d["name"]
+    d["name"] = normalize_name(d["name"])
     by_id = d.get("by_id") or []
     d["by_id"] = [by_id] if isinstance(by_id, str) else list(by_id)
     return d
@@ -96,4 +112,31 @@ def match(disks, hints):
     candidates = [d for d in disks if by_id is None or _matches_by_id(d, by_id)]
     if not hints:
         return candidates
-    return list(il_utils.find_devices_by_hints(candidates, hints))
+    return [d for d in candidates
+            if any(True for _ in il_utils.find_devices_by_hints(_views(d, hints), hints))]
+
+
+def _views(disk, hints):
+    """The disk as hints may see it: a multipath disk answers to the by-path link and SCSI
+    address of each of its paths, as a root device hint written for one path expects."""
+    views = [disk]
+    mp = disk.get("multipath") or {}
+    if "by_path" in hints or "hctl" in hints:
+        for p in mp.get("paths") or []:
+            if isinstance(p, dict):
+                views.append(dict(disk, by_path=p.get("by_path"), hctl=p.get("hctl")))
+    if "name" in hints and isinstance(mp.get("dm"), str):
+        views.append(dict(disk, name=mp["dm"]))     # the map's kernel name, dm-N
+    return views
+
+
+def path_named(disks, hints):
+    """(path name, multipath disk) when the name hint names one path of a multipath disk."""
+    name = hints.get("name")
+    if not isinstance(name, str) or name.startswith(("s==", "s!=", "<")):
+        return None
+    name = normalize_name(name)
+    for d in disks:
+        if name in path_names(d):
+            return name, d
+    return None

@@ -1,11 +1,13 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
 Order: wipe → tables and partitions → settle → md → LVM (kept VGs only activated) → mkfs →
-block-level images → mount → tar images → fstab/mdadm.conf → bootloader → configdrive → umount.
+block-level images → mount → tar images → fstab/mdadm.conf/multipath wwids → bootloader →
+configdrive → umount.
 Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import parttypes, redact
+from provision_agent.resolve import partition_base
 from provision_agent.steps import Step
 from provision_agent.units import human
 
@@ -49,6 +51,16 @@ def esp_copies(layout, res):
     targets = set(boot_targets(layout, res))
     return [p.id for d, p in layout.partitions()
             if d.id in targets and p.type == "esp" and p.id not in used]
+
+
+def multipath_wwids(layout, res):
+    """WWIDs of the multipath disks the layout uses, in layout order."""
+    found = []
+    for disk in layout.disks:
+        mp = res.disks.get(disk.id, {}).get("multipath")
+        if isinstance(mp, dict) and mp.get("wwid"):
+            found.append(mp["wwid"])
+    return list(dict.fromkeys(found))
 
 
 def plan(res):
@@ -167,6 +179,10 @@ def plan(res):
     if layout.raids:
         steps.append(Step("mdadm_conf", {"arrays": [dev(r.id) for r in layout.raids]},
                           "write /etc/mdadm/mdadm.conf"))
+    wwids = multipath_wwids(layout, res)
+    if wwids and layout.filesystems:
+        steps.append(Step("multipath_conf", {"wwids": wwids},
+                          f"add {', '.join(wwids)} to /etc/multipath/wwids"))
     bl = layout.bootloader
     if bl and bl.type != "none":
         targets = [dev(t) for t in boot_targets(layout, res)]
@@ -187,8 +203,10 @@ def plan(res):
         if device is None:
             # the disk holds a whole-disk image: its table exists only once the image is
             # written, so the partition is added then, behind the image's own
-            disk = dev(cd.disk or layout.disks[0].id)
-            args.update(device=None, append_to=disk, size_bytes=CONFIGDRIVE_BYTES)
+            disk_id = cd.disk or layout.disks[0].id
+            disk = dev(disk_id)
+            args.update(device=None, append_to=disk, size_bytes=CONFIGDRIVE_BYTES,
+                        partitions_of=partition_base(res.disks[disk_id]))
             where = f"a new {CONFIGDRIVE_BYTES >> 20}MiB partition at the end of {disk}"
         steps.append(Step("configdrive", args, f"{cd.format} configdrive on {where}"))
     if mounted:

@@ -7,7 +7,7 @@ its partitions, volume groups too small for their volumes): they exit 3, not 2.
 from dataclasses import dataclass, field
 
 from provision_agent import geometry, inventory
-from provision_agent.devnames import lv_device, md_device
+from provision_agent.devnames import lv_device, md_device, multipath_link
 from provision_agent.errors import Problem
 from provision_agent.units import MiB, align_up, human
 
@@ -26,6 +26,16 @@ class Resolved:
     lv_sizes: dict = field(default_factory=dict)    # lv id -> (size_bytes | None, extents | None)
     matched_by: dict = field(default_factory=dict)  # disk id -> the hints that found the disk
     warnings: list = field(default_factory=list)    # shown with the plan
+
+
+def partition_base(disk):
+    """What partition device names are derived from: the disk itself, or for a multipath disk
+    the by-id link of its map, since kpartx names partition maps by a delimiter the
+    distribution picks but always gives them the UUID part<N>-mpath-<wwid>."""
+    mp = disk.get("multipath")
+    if isinstance(mp, dict) and isinstance(mp.get("wwid"), str) and mp["wwid"]:
+        return multipath_link(mp["wwid"])
+    return disk["name"]
 
 
 def md_reserve(member_bytes):
@@ -60,6 +70,15 @@ def resolve(layout, disks):
             problems.append(Problem(disk.origin or disk.id, f"bad disk hint: {exc}"))
             continue
         names = ", ".join(d["name"] for d in found)
+        path = inventory.path_named(disks, hints)
+        if path:
+            name, mp = path
+            problems.append(Problem(disk.origin or disk.id,
+                                    f"{name} is one path of multipath disk {mp['name']} (paths "
+                                    f"{', '.join(inventory.path_names(mp))}); writing to one "
+                                    f"path behind multipathd's back corrupts the disk: name "
+                                    f"{mp['name']}, or give its wwn or serial"))
+            continue
         if not found:
             problems.append(Problem(disk.origin or disk.id,
                                     f"no disk matches {_all_hints(disk)}; the machine has "
@@ -85,7 +104,8 @@ def resolve(layout, disks):
         res.sizes[disk.id] = dev["size"]
         if sum(p.size.remaining for p in disk.partitions) > 1:
             continue    # validation reports it; there is no single way to place them
-        placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions)
+        placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions,
+                                      partitions_of=partition_base(dev))
         problems += [Problem(disk.origin or disk.id, e) for e in errs]
         res.placed[disk.id] = placed
         for p in placed:

@@ -32,6 +32,8 @@ Kinds, in the order a plan uses them, and their args:
   fstab            entries: list of {device, mount_point, fs_type, options, dump, pass}; the
                    executor writes each by UUID read from the device
   mdadm_conf       arrays: list of md device paths
+  multipath_conf   wwids: the multipath disks' WWIDs, added to the target's
+                   /etc/multipath/wwids so that the installed system assembles them
   bootloader       see the bootloader module
   configdrive      see the configdrive module
   umount           mount_points (deepest first)
@@ -41,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 
 KINDS = (
     "wipe", "partition_table", "partition", "settle", "md_create", "pv_create", "vg_create",
-    "lv_create", "vg_activate", "mkfs", "write_image", "mount", "fstab", "mdadm_conf", "bootloader",
+    "lv_create", "vg_activate", "mkfs", "write_image", "mount", "fstab", "mdadm_conf", "multipath_conf", "bootloader",
     "configdrive", "umount",
 )
 

@@ -62,6 +62,7 @@ done
 install -D -m 755 "$here/init" "$stage/init"
 install -D -m 755 "$here/poweroff" "$stage/usr/local/sbin/poweroff"
 install -D -m 644 "$here/sshd_config" "$stage/etc/ssh/sshd_config.d/provision.conf"
+install -D -m 644 "$here/multipath.conf" "$stage/etc/multipath.conf"
 if [ -f "$hostkeys/ssh_host_ed25519_key" ]; then
   install -D -m 600 "$hostkeys/ssh_host_ed25519_key" "$stage/etc/ssh/ssh_host_ed25519_key"
   install -D -m 644 "$hostkeys/ssh_host_ed25519_key.pub" "$stage/etc/ssh/ssh_host_ed25519_key.pub"

@@ -57,6 +57,8 @@ def _hint(ident):
         return {"by_path": "/dev/" + ident}
     if ident.startswith("disk/"):
         return {"by_id": "/dev/" + ident}
+    if ident.startswith("mapper/"):
+        return {"name": "/dev/" + ident}        # a multipath disk, as fuel-agent named it
     if KERNEL_NAME.fullmatch(ident):
         return {"name": "/dev/" + ident}        # sda, nvme0n1, md123: a name, not a link
     return {"by_id": "/dev/disk/by-id/" + ident}

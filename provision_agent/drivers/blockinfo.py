@@ -27,22 +27,38 @@ def descendants(node):
     return out
 
 
-def disks_under(runner, device):
-    """The whole disks that device is built on (itself if it is one), via lsblk's inverse tree."""
+def disks_under(runner, device, sys_block="/sys/class/block"):
+    """The whole disks that device is built on (itself if it is one), via lsblk's inverse tree.
+    A multipath map is the disk, not the paths below it: that is the device a plan names."""
     res = runner.run(["lsblk", "--json", "--inverse", "-o", "PATH,TYPE", device], check=False)
     if res.returncode != 0 or not res.stdout.strip():
         return []
     found = []
 
+    maps = []
+
     def walk(node):
         if node.get("type") == "disk":
             found.append(node["path"])
+        elif node.get("type") == "mpath":
+            maps.append(node["path"])
         for below in node.get("children") or []:
             walk(below)
 
     for node in json.loads(res.stdout).get("blockdevices", []):
         walk(node)
-    return list(dict.fromkeys(found))
+    # lsblk lists a map's paths next to it, not below it: drop the disks a map holds
+    held = {os.path.basename(os.path.realpath(m)) for m in maps}
+    found = [d for d in found if not held & set(holders(d, sys_block))]
+    return list(dict.fromkeys(maps + found))
+
+
+def holders(device, sys_block="/sys/class/block"):
+    name = os.path.basename(os.path.realpath(device))
+    try:
+        return os.listdir(os.path.join(sys_block, name, "holders"))
+    except OSError:
+        return []
 
 
 def uuid(runner, device):

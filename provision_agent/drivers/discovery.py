@@ -1,10 +1,13 @@
 """This machine's disks through udev, as ironic-python-agent's inventory describes them.
 
 Only whole disks a provisioner could write to are listed: no loop, ram, zram, optical, md or
-device-mapper devices, nothing of size 0.
+device-mapper devices, nothing of size 0. A multipath disk is listed once, as its dm-multipath
+device, with its paths under "multipath": writing to one path behind multipathd's back
+corrupts the disk, so the paths are never disks of their own.
 """
 
 import logging
+import os
 
 import pyudev
 
@@ -56,11 +59,67 @@ def describe(device):
     }
 
 
+def is_multipath_map(device):
+    return device.sys_name.startswith("dm-") and \
+        (device.get("DM_UUID") or _attr(device, "dm/uuid") or "").startswith("mpath-")
+
+
+def _holders(device):
+    try:
+        return os.listdir(os.path.join(device.sys_path, "holders"))
+    except OSError:
+        return []
+
+
+def describe_multipath(device, paths):
+    """One disk dict for a dm-multipath map: identity from its paths (they are one LUN), the
+    name multipathd gave it, and each path's name, by-path link and SCSI address."""
+    sectors = _attr(device, "size")
+    size = int(sectors) * 512 if sectors and sectors.isdigit() else 0
+    described = [d for d in (describe(p) for p in paths) if d]
+    if size == 0 or not described:
+        return None
+    first = described[0]
+    dm_name = device.get("DM_NAME") or _attr(device, "dm/name") or device.sys_name
+    uuid = device.get("DM_UUID") or _attr(device, "dm/uuid")
+    by_id = set(_links(device, "/dev/disk/by-id/"))
+    for d in described:
+        by_id.update(d["by_id"])
+    return {
+        "name": f"/dev/mapper/{dm_name}",
+        "size": size,
+        "model": first["model"],
+        "vendor": first["vendor"],
+        "serial": first["serial"],
+        "wwn": first["wwn"],
+        "rotational": first["rotational"],
+        "removable": False,
+        "read_only": _attr(device, "ro") == "1",
+        "hctl": None,
+        "by_path": None,
+        "by_id": sorted(by_id),
+        "multipath": {"wwid": uuid.removeprefix("mpath-"), "dm": f"/dev/{device.sys_name}",
+                      "paths": [{"name": d["name"], "by_path": d["by_path"], "hctl": d["hctl"]}
+                                for d in sorted(described, key=lambda d: d["name"])]},
+    }
+
+
 def discover_disks(context=None):
     context = context or pyudev.Context()
+    devices = list(context.list_devices(subsystem="block", DEVTYPE="disk"))
+    maps = {d.sys_name: d for d in devices if is_multipath_map(d)}
+    paths = {name: [] for name in maps}
     disks = []
-    for device in context.list_devices(subsystem="block", DEVTYPE="disk"):
+    for device in devices:
+        owner = next((h for h in _holders(device) if h in maps), None)
+        if owner:
+            paths[owner].append(device)
+            continue
         d = describe(device)
+        if d:
+            disks.append(d)
+    for name, device in maps.items():
+        d = describe_multipath(device, paths[name])
         if d:
             disks.append(d)
     LOG.debug("discovered disks: %s", ", ".join(d["name"] for d in disks) or "none")

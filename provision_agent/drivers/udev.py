@@ -35,9 +35,22 @@ def _reread(runner, disk):
         runner.run(["blockdev", "--rereadpt", disk])
 
 
+def is_device_mapper(device):
+    return os.path.basename(os.path.realpath(device)).startswith("dm-")
+
+
 def reread_partitions(runner, disk):
-    """Make the kernel see disk's new partition table (partprobe, else blockdev --rereadpt)."""
-    _reread(runner, disk)
+    """Make the kernel see disk's new partition table (partprobe, else blockdev --rereadpt).
+
+    A multipath map has no kernel partitions: its partitions are dm maps that the
+    distribution's kpartx udev rule keeps in step with the table on a change event (partprobe
+    would add a second set under its own names, which the kernel refuses as busy).
+    """
+    if is_device_mapper(disk):
+        settle(runner)
+        runner.run(["udevadm", "trigger", "--action=change", disk])
+    else:
+        _reread(runner, disk)
     settle(runner)
 
 

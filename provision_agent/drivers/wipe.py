@@ -8,7 +8,7 @@ untouched, and then so is the partition table itself (it is edited, not replaced
 import logging
 import os
 
-from provision_agent.drivers import blockinfo, lvm
+from provision_agent.drivers import blockinfo, lvm, udev
 from provision_agent.devnames import partition_number
 
 LOG = logging.getLogger(__name__)
@@ -58,6 +58,12 @@ def wipe(runner, disk, keep=()):
         LOG.info("wipe %s: partition table and partitions %s left intact", disk, sorted(keep))
         return
     _clear_signatures(runner, disk, top.get("fstype"))
+    if udev.is_device_mapper(disk):
+        # a multipath disk's partitions are dm maps that outlive its table: kpartx removes
+        # stale ones only when it finds a new table, and until then they hold the disk
+        for node in reversed(parts):
+            if os.path.exists(node["path"]):
+                runner.run(["dmsetup", "remove", "--retry", node["path"]])
     runner.run(["sgdisk", "--zap-all", disk], ok_codes=(0, 2))
     zero_edges(disk)
 

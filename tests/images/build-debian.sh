@@ -1,7 +1,8 @@
 #!/bin/bash
 # Small bootable Debian bookworm test OS for the boot e2e tests, cached outside the clone keyed
 # by this script's hash: prints the cache directory holding root.ext4.zst and root.tar.zst.
-# The marker unit prints PROVISION-BOOT-OK and the configdrive label to the serial console.
+# The marker unit prints PROVISION-BOOT-OK, the configdrive label, the multipath maps and the
+# chain of devices under / to the serial console.
 # MODULES=dep (set after the shipped initrd was built): provisioning regenerates the initramfs in
 # the VM, and MODULES=most copies ~3000 modules one shell call at a time — over 5 min under TCG;
 # dep takes what the VM's own devices need, and the test boots the same VM hardware.
@@ -23,7 +24,7 @@ fi
 work=$(mktemp -d "$cache/test-os-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mmdebstrap --variant=minbase --skip=check/empty \
-  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,initramfs-tools,util-linux,udev,e2fsprogs,dosfstools \
+  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,multipath-tools,multipath-tools-boot,initramfs-tools,util-linux,udev,e2fsprogs,dosfstools \
   --dpkgopt=path-exclude=/usr/share/doc/* --dpkgopt=path-exclude=/usr/share/man/* \
   --dpkgopt=path-exclude=/usr/share/locale/* \
   --customize-hook='mkdir -p "$1/etc/default" && echo "GRUB_TERMINAL=serial" >> "$1/etc/default/grub" && echo "GRUB_TIMEOUT=1" >> "$1/etc/default/grub"' \
@@ -33,7 +34,7 @@ Description=print the provision boot marker
 After=local-fs.target systemd-udev-settle.service
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c "echo PROVISION-BOOT-OK cd=\$(blkid -L config-2 || blkid -L cidata || echo none) > /dev/ttyS0"
+ExecStart=/bin/sh -c "echo PROVISION-BOOT-OK cd=\$(blkid -L config-2 || blkid -L cidata || echo none) mpath=\$(dmsetup ls --target multipath 2>/dev/null | cut -f1 | paste -sd, | grep . || echo none) root=\$(lsblk -nrs -o NAME,TYPE \$(findmnt -n -o SOURCE /) | tr \" \" : | paste -sd,) > /dev/ttyS0"
 [Install]
 WantedBy=multi-user.target
 UNIT

@@ -4,9 +4,10 @@ from provision_agent.drivers import discovery
 
 
 class FakeDevice(dict):
-    def __init__(self, sys_name, props, attrs, links=(), scsi=None):
+    def __init__(self, sys_name, props, attrs, links=(), scsi=None, sys_path=None):
         super().__init__(props)
         self.sys_name = sys_name
+        self.sys_path = sys_path or f"/nonexistent/{sys_name}"
         self.device_node = f"/dev/{sys_name}"
         self.attributes = {k: v.encode() for k, v in attrs.items()}
         self.device_links = list(links)
@@ -24,13 +25,14 @@ class FakeContext:
         return iter(self.devices)
 
 
-def disk(name, sectors="8388608", **props):
+def disk(name, sectors="8388608", sys_path=None, links=None, **props):
     base = {"DEVTYPE": "disk", "ID_MODEL": "QEMU_HARDDISK", "ID_SERIAL_SHORT": f"S-{name}"}
     base.update(props)
     return FakeDevice(name, base, {"size": sectors, "queue/rotational": "1", "removable": "0",
                                    "ro": "0"},
-                      links=[f"/dev/disk/by-path/pci-0000:00:0{len(name)}.0",
-                             f"/dev/disk/by-id/virtio-S-{name}"])
+                      links=links or [f"/dev/disk/by-path/pci-0000:00:0{len(name)}.0",
+                                      f"/dev/disk/by-id/virtio-S-{name}"],
+                      sys_path=sys_path)
 
 
 def test_disks_with_ipa_fields_and_non_disks_left_out():
@@ -50,3 +52,42 @@ def test_disks_with_ipa_fields_and_non_disks_left_out():
     assert vda["by_path"].startswith("/dev/disk/by-path/")
     assert vda["by_id"] == ["/dev/disk/by-id/virtio-S-vda"]
     assert vdb["wwn"] == "0x5000c500a1b2c3d4"
+
+
+WWID = "35979ac49e6cbd706"
+
+
+def test_multipath_disk_listed_once_with_its_paths(tmp_path):
+    """Two SCSI paths held by one dm-multipath map (what the VM bench's qemu shows): one disk,
+    named after the map, identity from the paths, the paths' by-path links under multipath."""
+    def sys_dir(name, holders=()):
+        (tmp_path / name / "holders").mkdir(parents=True)
+        for h in holders:
+            (tmp_path / name / "holders" / h).touch()
+        return str(tmp_path / name)
+
+    paths = []
+    for name, hba in (("sda", "03"), ("sdb", "04")):
+        d = disk(name, sys_path=sys_dir(name, ["dm-0"]), ID_SERIAL_SHORT=WWID[1:],
+                 ID_WWN="0x" + WWID[1:],
+                 links=[f"/dev/disk/by-path/pci-0000:00:{hba}.0-scsi-0:0:0:0",
+                        "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_mp0"])
+        d._scsi = type("P", (), {"sys_name": f"{int(hba) - 1}:0:0:0"})()
+        paths.append(d)
+    mpath = disk("dm-0", sys_path=sys_dir("dm-0"), DM_UUID=f"mpath-{WWID}", DM_NAME="mpatha",
+                 links=[f"/dev/disk/by-id/dm-uuid-mpath-{WWID}", "/dev/disk/by-id/dm-name-mpatha",
+                        f"/dev/disk/by-id/wwn-0x{WWID[1:]}", "/dev/mapper/mpatha"])
+    other = disk("dm-1", DM_UUID="LVM-abc", DM_NAME="os-root")
+    found = discovery.discover_disks(FakeContext([paths[0], disk("vda"), mpath, other, paths[1]]))
+    assert [d["name"] for d in found] == ["/dev/mapper/mpatha", "/dev/vda"]
+    mp = found[0]
+    assert mp["size"] == 4 << 30 and mp["wwn"] == "0x" + WWID[1:] and mp["serial"] == WWID[1:]
+    assert mp["by_path"] is None and mp["hctl"] is None
+    assert f"/dev/disk/by-id/dm-uuid-mpath-{WWID}" in mp["by_id"]
+    assert "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_mp0" in mp["by_id"]
+    assert mp["multipath"]["wwid"] == WWID and mp["multipath"]["dm"] == "/dev/dm-0"
+    assert mp["multipath"]["paths"] == [
+        {"name": "/dev/sda", "by_path": "/dev/disk/by-path/pci-0000:00:03.0-scsi-0:0:0:0",
+         "hctl": "2:0:0:0"},
+        {"name": "/dev/sdb", "by_path": "/dev/disk/by-path/pci-0000:00:04.0-scsi-0:0:0:0",
+         "hctl": "3:0:0:0"}]

@@ -6,6 +6,7 @@ is kept under artifacts/.
 """
 
 import base64
+import hashlib
 import ctypes
 import json
 import os
@@ -41,6 +42,12 @@ def parse_size(size):
     if not m:
         raise ValueError(f"bad size {size!r}")
     return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def scsi_wwn(serial):
+    """A NAA-5 WWN derived from the serial, so a disk keeps its WWN (and multipath WWID) when it
+    is booted again with a path less."""
+    return "0x5" + hashlib.sha256(serial.encode()).hexdigest()[:15]
 
 
 def free_port():
@@ -171,7 +178,7 @@ class VM(GuestQueries):
                 "-serial", f"file:{self.console_log}", "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
                 "-device", "virtio-net-pci,netdev=n0"]
-        if self.bus == "sata":
+        if "sata" in self.buses():
             # q35's ICH9 AHCI sits at 0000:00:1f.2, the by-path names Fuel documents use
             argv += ["-machine", "q35"]
         argv += self.extra_args
@@ -185,24 +192,52 @@ class VM(GuestQueries):
             cmdline = f"console=ttyS0 rdinit=/init panic=-1 sshkey={key} {self.append}".strip()
             argv += ["-kernel", str(self.ramdisk.kernel), "-initrd", str(self.ramdisk.initramfs),
                      "-append", cmdline]
-        if self.bus == "scsi":
+        buses = self.buses()
+        if {"scsi", "multipath"} & set(buses):
             argv += ["-device", "virtio-scsi-pci,id=scsi0"]
-        for i, disk in enumerate(self.disks):
-            argv += ["-drive", f"file={disk.path},format=raw,if=none,id=d{i},cache=unsafe,discard=unmap"]
-            argv += ["-device", self._disk_device(i, disk)]
+        if "multipath" in buses:
+            # the second path through its own HBA, as a dual-ported SAS disk or a SAN LUN has
+            argv += ["-device", "virtio-scsi-pci,id=scsi1"]
+        for i, (disk, bus) in enumerate(zip(self.disks, buses)):
+            drive = f"file={disk.path},format=raw,if=none,cache=unsafe,discard=unmap"
+            if bus == "multipath":
+                # Two SCSI devices with one serial and WWN over one image file: the guest sees
+                # the same LUN twice (sdX, sdY), as multipathd must group it.
+                for path, hba in (("a", "scsi0"), ("b", "scsi1")):
+                    argv += ["-drive", f"{drive},id=d{i}{path},file.locking=off"]
+                    argv += ["-device", self._scsi_device(f"d{i}{path}", hba, disk, i if path == "a" else None)
+                             + ",share-rw=on"]
+                continue
+            argv += ["-drive", f"{drive},id=d{i}"]
+            argv += ["-device", self._disk_device(i, disk, bus)]
         return argv
 
-    def _disk_device(self, i, disk):
-        boot = f",bootindex={i + 1}" if self.boot == "disk" else ""
-        if self.bus == "virtio":
+    def buses(self):
+        """The bus of each disk: `bus` is one name for all, or a list with one per disk."""
+        if isinstance(self.bus, (list, tuple)):
+            if len(self.bus) != len(self.disks or self.bus):
+                raise ValueError("one bus per disk")
+            return list(self.bus)
+        return [self.bus] * len(self.disks)
+
+    def _boot_index(self, i):
+        return f",bootindex={i + 1}" if self.boot == "disk" and i is not None else ""
+
+    def _scsi_device(self, drive, hba, disk, i):
+        return (f"scsi-hd,drive={drive},bus={hba}.0,serial={disk.serial},wwn={scsi_wwn(disk.serial)}"
+                f"{self._boot_index(i)}")
+
+    def _disk_device(self, i, disk, bus):
+        boot = self._boot_index(i)
+        if bus == "virtio":
             return f"virtio-blk-pci,drive=d{i},serial={disk.serial}{boot}"
-        if self.bus == "scsi":
-            return f"scsi-hd,drive=d{i},bus=scsi0.0,serial={disk.serial}{boot}"
-        if self.bus == "nvme":
+        if bus == "scsi":
+            return self._scsi_device(f"d{i}", "scsi0", disk, i)
+        if bus == "nvme":
             return f"nvme,drive=d{i},serial={disk.serial}{boot}"
-        if self.bus == "sata":
+        if bus == "sata":
             return f"ide-hd,drive=d{i},bus=ide.{i},serial={disk.serial}{boot}"
-        raise ValueError(f"unknown disk bus {self.bus!r}")
+        raise ValueError(f"unknown disk bus {bus!r}")
 
     def _make_disks(self, images, count, size, serials):
         if images:
