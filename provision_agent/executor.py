@@ -156,7 +156,8 @@ class Executor:
         return {"fstab": text}
 
     def do_mdadm_conf(self, args):
-        lines = md.conf_lines(self.runner, args["arrays"])
+        lines = md.device_lines(self.runner, args.get("device_members") or []) + \
+            md.conf_lines(self.runner, args["arrays"])
         text = ("# written by provision-agent\nHOMEHOST <ignore>\nMAILADDR root\n"
                 + "".join(line + "\n" for line in lines))
         if self._root_mounted("mdadm.conf"):

@@ -11,6 +11,8 @@ from provision_agent.resolve import partition_base
 from provision_agent.steps import Step
 from provision_agent.units import human
 
+MULTIPATH_PARTITION = "/dev/disk/by-id/dm-uuid-part"
+
 CONFIGDRIVE_ID = "configdrive"
 CONFIGDRIVE_BYTES = 64 << 20
 
@@ -177,8 +179,14 @@ def plan(res):
                                                 if fs.mount or fs.type == "swap"]},
                           "write /etc/fstab by UUID"))
     if layout.raids:
-        steps.append(Step("mdadm_conf", {"arrays": [dev(r.id) for r in layout.raids]},
-                          "write /etc/mdadm/mdadm.conf"))
+        args = {"arrays": [dev(r.id) for r in layout.raids]}
+        members = [dev(m) for r in layout.raids for m in r.members + r.spares]
+        if any(m.startswith(MULTIPATH_PARTITION) for m in members):
+            # md must not take a path's copy of a member before multipath assembles the disk
+            args["device_members"] = members
+        steps.append(Step("mdadm_conf", args, "write /etc/mdadm/mdadm.conf"
+                          + (" with DEVICE lines naming each member once"
+                             if "device_members" in args else "")))
     wwids = multipath_wwids(layout, res)
     if wwids and layout.filesystems:
         steps.append(Step("multipath_conf", {"wwids": wwids},

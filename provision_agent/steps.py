@@ -31,7 +31,9 @@ Kinds, in the order a plan uses them, and their args:
   mount            device, mount_point (path inside the target root, "/" first), fs_type, options
   fstab            entries: list of {device, mount_point, fs_type, options, dump, pass}; the
                    executor writes each by UUID read from the device
-  mdadm_conf       arrays: list of md device paths
+  mdadm_conf       arrays: list of md device paths; device_members (when a member is on a
+                   multipath disk): every member, each written as a DEVICE line by a stable
+                   link so md never assembles from one path's copy of a partition
   multipath_conf   wwids: the multipath disks' WWIDs, added to the target's
                    /etc/multipath/wwids so that the installed system assembles them
   bootloader       see the bootloader module

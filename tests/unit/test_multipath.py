@@ -10,7 +10,7 @@ from provision_agent import inventory, pipeline
 from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.data_drivers.nailgun import NailgunDriver
 from provision_agent.devnames import partition_device, partition_number
-from provision_agent.drivers import blockinfo, multipath, udev, wipe
+from provision_agent.drivers import blockinfo, md, multipath, udev, wipe
 from provision_agent.errors import MachineMismatch
 from tests.unit.fakes import FakeRunner
 from tests.unit.test_nailgun import fuel
@@ -216,3 +216,22 @@ def test_a_multipath_disk_rereads_through_udev_not_partprobe(monkeypatch):
     lines = runner.lines()
     assert "udevadm trigger --action=change /dev/mapper/mpatha" in lines
     assert "partprobe /dev/sdc" in lines and "partprobe /dev/mapper/mpatha" not in lines
+
+
+def test_md_on_a_multipath_disk_names_each_member_once_in_mdadm_conf():
+    """In the installed system's initramfs, udev's incremental assembly took a path's copy of
+    the /boot member (sda2) before multipath ran, multipath failed with EBUSY and root was
+    never found (seen in the VM): DEVICE lines keep md to the map's partition."""
+    res = build(layout({"serial": "SN-LUN0"}))
+    step = next(s for s in res.steps if s.kind == "mdadm_conf")
+    assert step.args["device_members"] == [f"/dev/disk/by-id/dm-uuid-part2-mpath-{WWID}",
+                                           "/dev/vda2"]
+    runner = FakeRunner({"udevadm info --query=symlink --name=/dev/vda2":
+                         "disk/by-path/pci-0000:00:05.0-part2 disk/by-id/virtio-disk1-part2 "
+                         "disk/by-partuuid/0d6b disk/by-uuid/1a2b"})
+    assert md.device_lines(runner, step.args["device_members"]) == [
+        f"DEVICE /dev/disk/by-id/dm-uuid-part2-mpath-{WWID}",
+        "DEVICE /dev/disk/by-id/virtio-disk1-part2"]
+    single_path = dict({k: v for k, v in MPATH.items() if k != "multipath"}, name="/dev/sdc")
+    plain = build(layout({"serial": "SN-LUN0"}), disks()[1:] + [single_path])
+    assert "device_members" not in next(s for s in plain.steps if s.kind == "mdadm_conf").args
