@@ -11,9 +11,9 @@ is measured). Contenders, all reading the same URL and writing the same loop dev
 
   shell     curl -s URL | gzip -dc | dd of=DEV bs=4M iflag=fullblock oflag=direct conv=fsync
             (no checksum, no resize)
-  ours      provision_agent.drivers.image_writer.write_to(..., fmt='raw', grow=False) with a
+  ours      provision_agent.drivers.images.writer.write_to(..., fmt='raw', grow=False) with a
             sha256 of the compressed stream checked; target not pre-zeroed: every byte written
-  ours+z    the same after provision's own cheap zeroing (image_formats.zero_device:
+  ours+z    the same after provision's own cheap zeroing (images.formats.zero_device:
             fallocate --punch-hole, i.e. write-zeroes by unmapping); zeroing time shown
             separately and also added in the 'incl. zeroing' column
   ipa       ironic-python-agent's StandbyExtension._stream_raw_image_onto_device (its path for
@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from provision_agent.drivers import image_formats, image_writer
+from provision_agent.drivers.images import formats, writer
 from provision_agent.runner import Runner
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,7 +173,7 @@ def main():
                 subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], check=True)
 
             def ours(zeroed=False):
-                image_writer.write_to(url, dev, fmt="raw", checksum=comp_sha,
+                writer.write_to(url, dev, fmt="raw", checksum=comp_sha,
                                       target_zeroed=zeroed, runner=runner, grow=False)
 
             zero_times = []
@@ -182,7 +182,7 @@ def main():
                 start = time.monotonic()
                 # what provision does before a raw write (the loop device says rotational,
                 # hence 'always'); fails loudly rather than timing a write that skips nothing
-                if not image_formats.zero_device(runner, dev, "always"):
+                if not formats.zero_device(runner, dev, "always"):
                     raise SystemExit(f"{dev} cannot be zeroed by unmapping")
                 zero_times.append(time.monotonic() - start)
                 start = time.monotonic()

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 import zstandard
 
-from provision_agent.drivers import image_writer
+from provision_agent.drivers.images import writer
 from provision_agent.errors import ImageError
 from provision_agent.events import Events
 from provision_agent.runner import Runner
@@ -63,7 +63,7 @@ def test_raw_combinations(tmp_path, http_server, kind, compression, algo, checks
     hashed = packed if checksum_of == "compressed" else RAW
     checksum = f"{algo}:{hashlib.new(algo, hashed).hexdigest()}"
     target = tmp_path / "target"
-    report = image_writer.write_to(uri, str(target), fmt="raw", checksum=checksum,
+    report = writer.write_to(uri, str(target), fmt="raw", checksum=checksum,
                                    checksum_of=checksum_of, runner=None, grow=False)
     assert target.read_bytes() == RAW
     assert report.bytes_written == len(RAW)
@@ -78,7 +78,7 @@ def test_explicit_compression_and_checksum_mismatch(tmp_path):
     path.write_bytes(gzip.compress(RAW))
     bad = "sha256:" + "0" * 64
     with pytest.raises(ImageError, match="mismatch: expected 0+, got [0-9a-f]{64}"):
-        image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", compression="gzip",
+        writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", compression="gzip",
                               checksum=bad, runner=None, grow=False)
 
 
@@ -86,8 +86,8 @@ def test_no_checksum_needs_permission(tmp_path):
     path = tmp_path / "i"
     path.write_bytes(RAW)
     with pytest.raises(ImageError, match="no checksum"):
-        image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None)
-    report = image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None,
+        writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None)
+    report = writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None,
                                    allow_no_checksum=True, grow=False)
     assert report.checksum_actual is None and (tmp_path / "t").read_bytes() == RAW
 
@@ -97,7 +97,7 @@ def test_truncated_archive_over_http(tmp_path, http_server, compression):
     packed = COMPRESS[compression](RAW)
     http_server.files["x"] = packed[:len(packed) - 100]
     with pytest.raises(ImageError, match="truncated|corrupt"):
-        image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+        writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
                               allow_no_checksum=True, runner=None, grow=False)
 
 
@@ -106,7 +106,7 @@ def test_drop_mid_stream_resumes_and_verifies(tmp_path, http_server):
     http_server.files["x"] = packed
     http_server.rules["x"] = {"drop_after": len(packed) // 2}
     checksum = "sha256:" + hashlib.sha256(packed).hexdigest()
-    report = image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+    report = writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
                                    checksum=checksum, runner=None, grow=False)
     assert (tmp_path / "t").read_bytes() == RAW and report.checksum_actual == checksum
 
@@ -116,7 +116,7 @@ def test_drop_without_range_fails(tmp_path, http_server):
     http_server.files["x"] = packed
     http_server.rules["x"] = {"drop_after": len(packed) // 2, "ranges": False}
     with pytest.raises(ImageError, match="Range"):
-        image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+        writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
                               allow_no_checksum=True, runner=None, grow=False)
 
 
@@ -124,7 +124,7 @@ def test_drop_without_range_fails(tmp_path, http_server):
 def test_http_errors(tmp_path, http_server, status):
     http_server.rules["x"] = {"status": status}
     with pytest.raises(ImageError, match=str(status)):
-        image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+        writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
                               allow_no_checksum=True, runner=None)
 
 
@@ -139,12 +139,12 @@ def test_wrong_format_for_target(tmp_path):
              (plain, "disk", "partition table"), (plain, "qcow2", "no qcow2 header")]
     for path, fmt, message in cases:
         with pytest.raises(ImageError, match=message):
-            image_writer.write_to(str(path), str(tmp_path / "t"), fmt=fmt, runner=Runner(),
+            writer.write_to(str(path), str(tmp_path / "t"), fmt=fmt, runner=Runner(),
                                   allow_no_checksum=True, mount_dir=str(tmp_path))
     packed = tmp_path / "double.gz"
     packed.write_bytes(gzip.compress(gzip.compress(RAW)))
     with pytest.raises(ImageError, match="still gzip-compressed"):
-        image_writer.write_to(str(packed), str(tmp_path / "t"), fmt="raw", runner=None,
+        writer.write_to(str(packed), str(tmp_path / "t"), fmt="raw", runner=None,
                               allow_no_checksum=True)
 
 
@@ -158,7 +158,7 @@ def test_raw_ext4_is_grown(tmp_path):
     packed.write_bytes(lzma.compress(img.read_bytes(), preset=1))
     target = tmp_path / "target"
     # A regular file takes the image's size; growing is then a checked no-op that must pass.
-    image_writer.write_to(str(packed), str(target), fmt="raw", fs_type="ext4",
+    writer.write_to(str(packed), str(target), fmt="raw", fs_type="ext4",
                           allow_no_checksum=True, runner=Runner())
     subprocess.run(["e2fsck", "-fn", str(target)], check=True, capture_output=True)
 
@@ -167,7 +167,7 @@ def test_raw_without_filesystem_is_refused(tmp_path):
     path = tmp_path / "i"
     path.write_bytes(RAW)
     with pytest.raises(ImageError, match="no filesystem"):
-        image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=Runner(),
+        writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=Runner(),
                               allow_no_checksum=True)
 
 
@@ -185,7 +185,7 @@ def test_tar_extract_and_checksum(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
-    report = image_writer.write_to(str(packed), None, fmt="tar", mount_dir=str(out),
+    report = writer.write_to(str(packed), None, fmt="tar", mount_dir=str(out),
                                    checksum=checksum, checksum_of="raw", runner=Runner())
     assert (out / "d" / "f").read_bytes() == b"hello"
     assert os.stat(out / "d" / "f").st_mode & 0o7777 == 0o4751
@@ -204,7 +204,7 @@ def test_qcow2_to_file(tmp_path):
     packed = tmp_path / "q.gz"
     packed.write_bytes(gzip.compress(qcow.read_bytes()))
     target = tmp_path / "t"
-    image_writer.write_to(str(packed), str(target), fmt="qcow2", allow_no_checksum=True,
+    writer.write_to(str(packed), str(target), fmt="qcow2", allow_no_checksum=True,
                           runner=Runner())
     assert target.read_bytes()[:len(RAW)] == RAW
 
@@ -218,7 +218,7 @@ def test_executor_entry_and_progress_events(tmp_path, http_server):
             "format": "raw", "compression": "auto", "checksum": None,
             "checksum_of": "compressed", "allow_no_checksum": True, "fs_type": None}
     with pytest.raises(ImageError, match="no filesystem"):
-        image_writer.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
+        writer.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
                                  options={"image_auth_token": "s3cret"})
     assert http_server.requests[0][1]["Authorization"] == "Bearer s3cret"
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
