@@ -56,7 +56,7 @@ def test_gzip_ext4_grown_on_loop(tmp_path, loop):
     runner = Runner()
     assert formats.zero_device(runner, dev, "always")   # loop: rotational 1
     report = writer.write_to(str(packed), dev, fmt="raw", checksum=checksum,
-                                   target_zeroed=True, runner=runner)
+                             target_zeroed=True, runner=runner)
     assert report.bytes_written == 64 << 20 and report.zero_bytes_skipped > 32 << 20
     assert block_count(dev) == (256 << 20) // 4096
     sh("e2fsck", "-fn", dev)
@@ -93,7 +93,7 @@ def test_zstd_tar_into_mounted_ext4(tmp_path, loop):
                 "compression": "auto", "checksum": None, "checksum_of": "compressed",
                 "allow_no_checksum": True, "fs_type": "ext4"}
         report = writer.write_image(args, runner=Runner(), events=None,
-                                          target_root=str(root))
+                                    target_root=str(root))
         out = root / "srv"
         st = os.stat(out / "etc" / "shadow")
         assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o640, 0, 42)

@@ -50,7 +50,7 @@ def drip():
 
 def test_a_dripping_server_is_cut_by_the_stall_deadline(drip):
     src = sources.open_source(drip + "/image.img?sig=SECRET", stall_bytes=1000,
-                                    stall_seconds=1, retries=1)
+                              stall_seconds=1, retries=1)
     with pytest.raises(ImageError) as exc:
         while src.read(1 << 20):
             pass

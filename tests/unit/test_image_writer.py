@@ -64,7 +64,7 @@ def test_raw_combinations(tmp_path, http_server, kind, compression, algo, checks
     checksum = f"{algo}:{hashlib.new(algo, hashed).hexdigest()}"
     target = tmp_path / "target"
     report = writer.write_to(uri, str(target), fmt="raw", checksum=checksum,
-                                   checksum_of=checksum_of, runner=None, grow=False)
+                             checksum_of=checksum_of, runner=None, grow=False)
     assert target.read_bytes() == RAW
     assert report.bytes_written == len(RAW)
     assert report.bytes_in == len(packed)
@@ -79,7 +79,7 @@ def test_explicit_compression_and_checksum_mismatch(tmp_path):
     bad = "sha256:" + "0" * 64
     with pytest.raises(ImageError, match="mismatch: expected 0+, got [0-9a-f]{64}"):
         writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", compression="gzip",
-                              checksum=bad, runner=None, grow=False)
+                        checksum=bad, runner=None, grow=False)
 
 
 def test_no_checksum_needs_permission(tmp_path):
@@ -88,7 +88,7 @@ def test_no_checksum_needs_permission(tmp_path):
     with pytest.raises(ImageError, match="no checksum"):
         writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None)
     report = writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None,
-                                   allow_no_checksum=True, grow=False)
+                             allow_no_checksum=True, grow=False)
     assert report.checksum_actual is None and (tmp_path / "t").read_bytes() == RAW
 
 
@@ -98,7 +98,7 @@ def test_truncated_archive_over_http(tmp_path, http_server, compression):
     http_server.files["x"] = packed[:len(packed) - 100]
     with pytest.raises(ImageError, match="truncated|corrupt"):
         writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                              allow_no_checksum=True, runner=None, grow=False)
+                        allow_no_checksum=True, runner=None, grow=False)
 
 
 def test_drop_mid_stream_resumes_and_verifies(tmp_path, http_server):
@@ -107,7 +107,7 @@ def test_drop_mid_stream_resumes_and_verifies(tmp_path, http_server):
     http_server.rules["x"] = {"drop_after": len(packed) // 2}
     checksum = "sha256:" + hashlib.sha256(packed).hexdigest()
     report = writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                                   checksum=checksum, runner=None, grow=False)
+                             checksum=checksum, runner=None, grow=False)
     assert (tmp_path / "t").read_bytes() == RAW and report.checksum_actual == checksum
 
 
@@ -117,7 +117,7 @@ def test_drop_without_range_fails(tmp_path, http_server):
     http_server.rules["x"] = {"drop_after": len(packed) // 2, "ranges": False}
     with pytest.raises(ImageError, match="Range"):
         writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                              allow_no_checksum=True, runner=None, grow=False)
+                        allow_no_checksum=True, runner=None, grow=False)
 
 
 @pytest.mark.parametrize("status", [404, 500])
@@ -125,7 +125,7 @@ def test_http_errors(tmp_path, http_server, status):
     http_server.rules["x"] = {"status": status}
     with pytest.raises(ImageError, match=str(status)):
         writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                              allow_no_checksum=True, runner=None)
+                        allow_no_checksum=True, runner=None)
 
 
 def test_wrong_format_for_target(tmp_path):
@@ -140,12 +140,12 @@ def test_wrong_format_for_target(tmp_path):
     for path, fmt, message in cases:
         with pytest.raises(ImageError, match=message):
             writer.write_to(str(path), str(tmp_path / "t"), fmt=fmt, runner=Runner(),
-                                  allow_no_checksum=True, mount_dir=str(tmp_path))
+                            allow_no_checksum=True, mount_dir=str(tmp_path))
     packed = tmp_path / "double.gz"
     packed.write_bytes(gzip.compress(gzip.compress(RAW)))
     with pytest.raises(ImageError, match="still gzip-compressed"):
         writer.write_to(str(packed), str(tmp_path / "t"), fmt="raw", runner=None,
-                              allow_no_checksum=True)
+                        allow_no_checksum=True)
 
 
 def test_raw_ext4_is_grown(tmp_path):
@@ -159,7 +159,7 @@ def test_raw_ext4_is_grown(tmp_path):
     target = tmp_path / "target"
     # A regular file takes the image's size; growing is then a checked no-op that must pass.
     writer.write_to(str(packed), str(target), fmt="raw", fs_type="ext4",
-                          allow_no_checksum=True, runner=Runner())
+                    allow_no_checksum=True, runner=Runner())
     subprocess.run(["e2fsck", "-fn", str(target)], check=True, capture_output=True)
 
 
@@ -168,7 +168,7 @@ def test_raw_without_filesystem_is_refused(tmp_path):
     path.write_bytes(RAW)
     with pytest.raises(ImageError, match="no filesystem"):
         writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=Runner(),
-                              allow_no_checksum=True)
+                        allow_no_checksum=True)
 
 
 def test_tar_extract_and_checksum(tmp_path):
@@ -186,7 +186,7 @@ def test_tar_extract_and_checksum(tmp_path):
     out.mkdir()
     checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
     report = writer.write_to(str(packed), None, fmt="tar", mount_dir=str(out),
-                                   checksum=checksum, checksum_of="raw", runner=Runner())
+                             checksum=checksum, checksum_of="raw", runner=Runner())
     assert (out / "d" / "f").read_bytes() == b"hello"
     assert os.stat(out / "d" / "f").st_mode & 0o7777 == 0o4751
     assert os.stat(out / "d" / "f").st_ino == os.stat(out / "d" / "hard").st_ino
@@ -205,7 +205,7 @@ def test_qcow2_to_file(tmp_path):
     packed.write_bytes(gzip.compress(qcow.read_bytes()))
     target = tmp_path / "t"
     writer.write_to(str(packed), str(target), fmt="qcow2", allow_no_checksum=True,
-                          runner=Runner())
+                    runner=Runner())
     assert target.read_bytes()[:len(RAW)] == RAW
 
 
@@ -219,7 +219,7 @@ def test_executor_entry_and_progress_events(tmp_path, http_server):
             "checksum_of": "compressed", "allow_no_checksum": True, "fs_type": None}
     with pytest.raises(ImageError, match="no filesystem"):
         writer.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
-                                 options={"image_auth_token": "s3cret"})
+                           options={"image_auth_token": "s3cret"})
     assert http_server.requests[0][1]["Authorization"] == "Bearer s3cret"
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     last = [e for e in lines if e["event"] == "progress"][-1]

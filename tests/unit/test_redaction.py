@@ -70,7 +70,7 @@ def test_image_errors_reach_the_operator_redacted(tmp_path, capsys):
     from provision_agent import cli
     try:
         sources.open_source(f"http://user:{PASSWORD}@127.0.0.1:9/x.img?sig={SIG}",
-                                  retries=1, timeout=1)
+                            retries=1, timeout=1)
     except ImageError as exc:
         message = redact.text(str(exc))
     assert_clean(message)

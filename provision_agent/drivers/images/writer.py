@@ -76,7 +76,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
 
     start = time.monotonic()
     source = sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
-                                       headers=headers, **(stall or {}))
+                                 headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
     try:
