@@ -12,11 +12,12 @@ import json
 import lzma
 import os
 import subprocess
+import sys
 
 import pytest
 import zstandard
 
-from provision_agent.drivers.images import writer
+from provision_agent.drivers.images import decompressors, writer
 from provision_agent.errors import ImageError
 from provision_agent.events import Events
 from provision_agent.runner import Runner
@@ -224,3 +225,36 @@ def test_executor_entry_and_progress_events(tmp_path, http_server):
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     last = [e for e in lines if e["event"] == "progress"][-1]
     assert last["step"] == 7 and last["bytes"] == last["total"] == len(http_server.files["x"])
+
+
+# (packages made unimportable, the library that must then inflate the image)
+GZIP_CHOICES = [((), "zlib_ng.zlib_ng"), (("isal",), "zlib_ng.zlib_ng"),
+                (("zlib_ng",), "isal.isal_zlib"), (("zlib_ng", "isal"), "zlib")]
+GZIP_MODULES = {"zlib_ng": ("zlib_ng", "zlib_ng.zlib_ng"), "isal": ("isal", "isal.isal_zlib")}
+
+
+@pytest.mark.parametrize("hidden,chosen", GZIP_CHOICES,
+                         ids=[f"without-{'-'.join(h) or 'none'}" for h, _ in GZIP_CHOICES])
+def test_a_gzip_image_inflates_through_the_first_library_that_imports(
+        tmp_path, monkeypatch, hidden, chosen):
+    for package in hidden:
+        for name in GZIP_MODULES[package]:
+            monkeypatch.setitem(sys.modules, name, None)    # import raises ImportError
+    used = []
+    new = decompressors.Gzip._new
+
+    def spy(self):
+        used.append(self.backend.__name__)
+        return new(self)
+
+    monkeypatch.setattr(decompressors.Gzip, "_new", spy)
+    # two members, as pigz -i or `cat a.gz b.gz` make: each restart takes the same library
+    packed = gzip.compress(RAW[:3 << 20]) + gzip.compress(RAW[3 << 20:])
+    path = tmp_path / "i.gz"
+    path.write_bytes(packed)
+    target = tmp_path / "t"
+    report = writer.write_to(str(path), str(target), fmt="raw",
+                             checksum="sha256:" + hashlib.sha256(packed).hexdigest(),
+                             runner=None, grow=False)
+    assert target.read_bytes() == RAW and report.compression == "gzip"
+    assert used == [chosen, chosen]
