@@ -18,6 +18,8 @@ is measured). Contenders, all reading the same URL and writing the same loop dev
             separately and also added in the 'incl. zeroing' column
   ipa       ironic-python-agent's StandbyExtension._stream_raw_image_onto_device (its path for
             raw images); it cannot decompress, so it only runs on the uncompressed image
+  limit     each stage alone (image_limits.py): decompress, download, write; ours is compared
+            with the slowest of the three, measured in the same run
 """
 
 import argparse
@@ -31,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import image_limits
 from provision_agent.drivers.images import formats, writer
 from provision_agent.runner import Runner
 
@@ -140,6 +143,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices, mount)")
     t0 = time.monotonic()
+    load = [sh("uptime").strip()]
     work = Path(opts.work)
     work.mkdir(parents=True, exist_ok=True)
     images = prepare(work, opts.size_mib)
@@ -174,7 +178,7 @@ def main():
 
             def ours(zeroed=False):
                 writer.write_to(url, dev, fmt="raw", checksum=comp_sha,
-                                      target_zeroed=zeroed, runner=runner, grow=False)
+                                target_zeroed=zeroed, runner=runner, grow=False)
 
             zero_times = []
 
@@ -205,13 +209,17 @@ def main():
                 row["ipa"] = run_ipa(opts, url, dev, raw_sha)
                 if row["ipa"]:
                     check("ipa")
+            sh("blkdiscard", "-z", dev)
+            row["limit"] = image_limits.measure(comp, path, raw, url, dev, opts.runs)
+            check("write alone")
             results[comp] = row
     finally:
         server.terminate()
         server.wait()
         subprocess.run(["losetup", "-d", dev])
         backing.unlink()
-    report(results, raw_size, opts, time.monotonic() - t0)
+    load.append(sh("uptime").strip())
+    report(results, raw_size, opts, time.monotonic() - t0, load)
 
 
 def run_ipa(opts, url, dev, raw_sha):
@@ -233,8 +241,9 @@ def fmt(times):
     return f"{min(times):7.2f} {statistics.median(times):7.2f}"
 
 
-def report(results, raw_size, opts, total):
+def report(results, raw_size, opts, total, load):
     mib = raw_size / (1 << 20)
+    print(f"\nload at start: {load[0]}\nload at end:   {load[1]}")
     print(f"\n{mib:.0f} MiB ext4 image (half files, half zeros) onto a loop device backed by "
           f"{opts.target_dir}, {opts.runs} runs each; "
           f"seconds min / median; MB/s of image bytes on the median")
@@ -246,13 +255,28 @@ def report(results, raw_size, opts, total):
                 continue
             rate = raw_size / 1e6 / statistics.median(times)
             print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f}")
-        med = {k: statistics.median(v) for k, v in row.items() if v}
+        med = {k: statistics.median(v) for k, v in row.items() if v and k != "limit"}
         print(f"{comp:6s} speed-up vs shell: ours {med['shell'] / med['ours']:.2f}x, "
               f"ours+z {med['shell'] / med['ours+z']:.2f}x, ours+z incl. zeroing "
               f"{med['shell'] / (med['ours+z'] + med['zeroing']):.2f}x"
               + (f"; vs ipa: ours {med['ipa'] / med['ours']:.2f}x, ours+z "
                  f"{med['ipa'] / med['ours+z']:.2f}x" if "ipa" in med else ""))
+    print("\nlimit: each stage alone, medians; ours / limit = the slowest stage's time over ours "
+          "(1.00x: ours is as fast as its slowest stage alone)")
+    for comp, row in results.items():
+        print(limit_line(comp, row))
     print(f"whole benchmark: {total:.0f} s")
+
+
+def limit_line(comp, row):
+    med = {k: statistics.median(v) for k, v in row["limit"].items()}
+    slowest = max((s for s in image_limits.STAGES if s in med), key=med.get)
+    ours = statistics.median(row["ours"])
+    parts = ", ".join(f"{s} {med[s]:.2f} s" for s in (*image_limits.STAGES, "sha256") if s in med)
+    lib = f" (gzip library {image_limits.gzip_library()})" if comp == "gzip" else ""
+    shell = statistics.median(row["shell"])
+    return (f"{comp:6s} {parts}{lib}; slowest: {slowest}; ours {ours:.2f} s = "
+            f"{med[slowest] / ours:.2f}x the limit; shell / ours {shell / ours:.2f}x")
 
 
 if __name__ == "__main__":
