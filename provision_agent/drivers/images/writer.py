@@ -146,11 +146,9 @@ def _write(fmt, head, data, target, mount_dir, zeroed, runner, hashed, expected,
         return counter.count, 0
     writer = BlockWriter(target, target_zeroed=zeroed)
     try:
-        while True:
-            block = stream.read(BLOCK)
-            if not block:
-                break
-            writer.write(block)
+        writer.write(head)
+        while len(head) == BLOCK and (n := data.readinto(writer.buffer)):
+            writer.write_buffer(n)
         writer.finish()
     finally:
         writer.close()
