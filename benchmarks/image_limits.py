@@ -11,6 +11,7 @@ to. Used by image_write.py, which runs these in the same minutes as the writes t
 """
 
 import hashlib
+import os
 import subprocess
 import time
 
@@ -20,9 +21,16 @@ from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
 STAGES = ("decompress", "download", "write")
 
 
-def _clock(fn):
-    start = time.monotonic()
+def cpu_seconds():
+    """This process's CPU time and its waited-for children's (curl, the shell pipeline)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _clock(fn, cpu):
+    start, cpu_start = time.monotonic(), cpu_seconds()
     fn()
+    cpu.append(cpu_seconds() - cpu_start)
     return time.monotonic() - start
 
 
@@ -59,17 +67,18 @@ def sha256(path):
 
 
 def measure(comp, path, raw, url, dev, runs):
-    """{stage: [seconds per run]}; no decompress stage for an uncompressed image."""
-    times = {"download": [], "write": [], "sha256": []}
+    """({stage: [wall seconds per run]}, {stage: [CPU seconds per run]}); no decompress stage
+    for an uncompressed image."""
+    stages = {"download": lambda: download(url), "write": lambda: write(raw, dev),
+              "sha256": lambda: sha256(path)}
     if comp != "none":
-        times["decompress"] = []
+        stages["decompress"] = lambda: decompress(path, comp)
+    times = {name: [] for name in stages}
+    cpu = {name: [] for name in stages}
     for _ in range(runs):
-        if comp != "none":
-            times["decompress"].append(_clock(lambda: decompress(path, comp)))
-        times["download"].append(_clock(lambda: download(url)))
-        times["write"].append(_clock(lambda: write(raw, dev)))
-        times["sha256"].append(_clock(lambda: sha256(path)))
-    return times
+        for name, fn in stages.items():
+            times[name].append(_clock(fn, cpu[name]))
+    return times, cpu
 
 
 def gzip_library():

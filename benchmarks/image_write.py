@@ -120,12 +120,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def timed(fn, runs):
+def timed(fn, runs, cpu):
+    """Wall seconds per run; CPU seconds (this process and its children) appended to cpu."""
     times = []
     for _ in range(runs):
-        start = time.monotonic()
+        start, cpu_start = time.monotonic(), image_limits.cpu_seconds()
         extra = fn()
         times.append(extra if isinstance(extra, float) else time.monotonic() - start)
+        cpu.append(image_limits.cpu_seconds() - cpu_start)
     return times
 
 
@@ -198,11 +200,11 @@ def main():
                 if got != raw_sha:
                     raise SystemExit(f"{name} ({comp}) wrote a wrong image: {got}")
 
-            row = {}
+            row = {"cpu": {}}
             for name, fn in (("shell", shell), ("ours", ours), ("ours+z", ours_zeroed)):
                 if name != "ours+z":
                     sh("blkdiscard", "-z", dev)     # same starting state; ignored by these two
-                row[name] = timed(fn, opts.runs)
+                row[name] = timed(fn, opts.runs, row["cpu"].setdefault(name, []))
                 check(name)
             row["zeroing"] = zero_times
             if comp == "none":
@@ -247,15 +249,20 @@ def report(results, raw_size, opts, total, load):
     print(f"\n{mib:.0f} MiB ext4 image (half files, half zeros) onto a loop device backed by "
           f"{opts.target_dir}, {opts.runs} runs each; "
           f"seconds min / median; MB/s of image bytes on the median")
-    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s}")
+    print("CPU s: this process's and its children's, median (the loop device's kernel thread "
+          "and the HTTP server are not in it)")
+    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s} {'CPU s':>7s}")
     for comp, row in results.items():
         for who in ("shell", "ours", "ours+z", "zeroing", "ipa"):
             times = row.get(who)
             if not times:
                 continue
             rate = raw_size / 1e6 / statistics.median(times)
-            print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f}")
-        med = {k: statistics.median(v) for k, v in row.items() if v and k != "limit"}
+            cpu = row["cpu"].get(who)
+            cpu = f"{statistics.median(cpu):7.2f}" if cpu else ""
+            print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f} {cpu}")
+        med = {k: statistics.median(v) for k, v in row.items()
+               if v and k not in ("limit", "cpu")}
         print(f"{comp:6s} speed-up vs shell: ours {med['shell'] / med['ours']:.2f}x, "
               f"ours+z {med['shell'] / med['ours+z']:.2f}x, ours+z incl. zeroing "
               f"{med['shell'] / (med['ours+z'] + med['zeroing']):.2f}x"
@@ -269,10 +276,12 @@ def report(results, raw_size, opts, total, load):
 
 
 def limit_line(comp, row):
-    med = {k: statistics.median(v) for k, v in row["limit"].items()}
+    times, cpu = row["limit"]
+    med = {k: statistics.median(v) for k, v in times.items()}
     slowest = max((s for s in image_limits.STAGES if s in med), key=med.get)
     ours = statistics.median(row["ours"])
-    parts = ", ".join(f"{s} {med[s]:.2f} s" for s in (*image_limits.STAGES, "sha256") if s in med)
+    parts = ", ".join(f"{s} {med[s]:.2f} s ({statistics.median(cpu[s]):.2f} CPU s)"
+                      for s in (*image_limits.STAGES, "sha256") if s in med)
     lib = f" (gzip library {image_limits.gzip_library()})" if comp == "gzip" else ""
     shell = statistics.median(row["shell"])
     return (f"{comp:6s} {parts}{lib}; slowest: {slowest}; ours {ours:.2f} s = "
