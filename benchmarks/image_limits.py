@@ -27,6 +27,18 @@ def cpu_seconds():
     return t.user + t.system + t.children_user + t.children_system
 
 
+def idle_jiffies():
+    """(idle, total) CPU jiffies of the whole machine so far, all cores (/proc/stat)."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    return idle + iowait, user + nice + system + idle + iowait + irq + softirq + steal
+
+
+def idle_share(before, after):
+    """The machine's idle share between two idle_jiffies() readings: 0.5 is one core of two."""
+    return (after[0] - before[0]) / max(after[1] - before[1], 1)
+
+
 def _clock(fn, cpu):
     start, cpu_start = time.monotonic(), cpu_seconds()
     fn()

@@ -120,14 +120,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def timed(fn, runs, cpu):
-    """Wall seconds per run; CPU seconds (this process and its children) appended to cpu."""
+def timed(fn, runs, cpu, idle):
+    """Wall seconds per run; CPU seconds (this process and its children) appended to cpu,
+    the machine's idle share during the run to idle."""
     times = []
     for _ in range(runs):
         start, cpu_start = time.monotonic(), image_limits.cpu_seconds()
+        idle_start = image_limits.idle_jiffies()
         extra = fn()
         times.append(extra if isinstance(extra, float) else time.monotonic() - start)
         cpu.append(image_limits.cpu_seconds() - cpu_start)
+        idle.append(image_limits.idle_share(idle_start, image_limits.idle_jiffies()))
     return times
 
 
@@ -200,11 +203,12 @@ def main():
                 if got != raw_sha:
                     raise SystemExit(f"{name} ({comp}) wrote a wrong image: {got}")
 
-            row = {"cpu": {}}
+            row = {"cpu": {}, "idle": {}}
             for name, fn in (("shell", shell), ("ours", ours), ("ours+z", ours_zeroed)):
                 if name != "ours+z":
                     sh("blkdiscard", "-z", dev)     # same starting state; ignored by these two
-                row[name] = timed(fn, opts.runs, row["cpu"].setdefault(name, []))
+                row[name] = timed(fn, opts.runs, row["cpu"].setdefault(name, []),
+                                  row["idle"].setdefault(name, []))
                 check(name)
             row["zeroing"] = zero_times
             if comp == "none":
@@ -249,27 +253,31 @@ def report(results, raw_size, opts, total, load):
     print(f"\n{mib:.0f} MiB ext4 image (half files, half zeros) onto a loop device backed by "
           f"{opts.target_dir}, {opts.runs} runs each; "
           f"seconds min / median; MB/s of image bytes on the median")
-    print("CPU s: this process's and its children's, median (the loop device's kernel thread "
-          "and the HTTP server are not in it)")
-    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s} {'CPU s':>7s}")
+    print(f"CPU s: this process's and its children's, median (the loop device's kernel thread "
+          f"and the HTTP server are not in it); idle: the machine's idle share while it ran, "
+          f"median, of {os.cpu_count()} cores")
+    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s} {'CPU s':>7s} "
+          f"{'idle':>5s}")
     for comp, row in results.items():
         for who in ("shell", "ours", "ours+z", "zeroing", "ipa"):
             times = row.get(who)
             if not times:
                 continue
             rate = raw_size / 1e6 / statistics.median(times)
-            cpu = row["cpu"].get(who)
-            cpu = f"{statistics.median(cpu):7.2f}" if cpu else ""
+            cpu, idle = row["cpu"].get(who), row["idle"].get(who)
+            cpu = f"{statistics.median(cpu):7.2f} {statistics.median(idle):5.0%}" if cpu else ""
             print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f} {cpu}")
         med = {k: statistics.median(v) for k, v in row.items()
-               if v and k not in ("limit", "cpu")}
+               if v and k not in ("limit", "cpu", "idle")}
         print(f"{comp:6s} speed-up vs shell: ours {med['shell'] / med['ours']:.2f}x, "
               f"ours+z {med['shell'] / med['ours+z']:.2f}x, ours+z incl. zeroing "
               f"{med['shell'] / (med['ours+z'] + med['zeroing']):.2f}x"
               + (f"; vs ipa: ours {med['ipa'] / med['ours']:.2f}x, ours+z "
                  f"{med['ipa'] / med['ours+z']:.2f}x" if "ipa" in med else ""))
     print("\nlimit: each stage alone, medians; ours / limit = the slowest stage's time over ours "
-          "(1.00x: ours is as fast as its slowest stage alone)")
+          "(1.00x: ours is as fast as its slowest stage alone); ours / sum = the stages' times "
+          "added up (sha256 included) over ours: what ours can reach when no second core is free "
+          "to overlap them")
     for comp, row in results.items():
         print(limit_line(comp, row))
     print(f"whole benchmark: {total:.0f} s")
@@ -285,7 +293,8 @@ def limit_line(comp, row):
     lib = f" (gzip library {image_limits.gzip_library()})" if comp == "gzip" else ""
     shell = statistics.median(row["shell"])
     return (f"{comp:6s} {parts}{lib}; slowest: {slowest}; ours {ours:.2f} s = "
-            f"{med[slowest] / ours:.2f}x the limit; shell / ours {shell / ours:.2f}x")
+            f"{med[slowest] / ours:.2f}x the limit, {sum(med.values()) / ours:.2f}x the sum; "
+            f"shell / ours {shell / ours:.2f}x")
 
 
 if __name__ == "__main__":
