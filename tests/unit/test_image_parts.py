@@ -12,9 +12,12 @@ import threading
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from provision_agent.drivers.images import checksums, decompressors, formats, sources
 from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.images.pipeline import ReadAhead
 from provision_agent.drivers.images.progress import Progress
 from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
@@ -109,6 +112,71 @@ def test_block_writer_file_is_sparse_and_exact(tmp_path):
     assert target.read_bytes() == b"".join(blocks)
     assert writer.zero_bytes_skipped == BLOCK + (1 << 20) * 2
     assert os.stat(target).st_blocks * 512 < 2 * BLOCK      # the zero runs are holes
+
+
+class _Chunks:
+    """A stage that hands out its data in the given sizes, then fails if told to."""
+
+    def __init__(self, data, sizes, fail=None):
+        self._data, self._sizes, self._fail = data, list(sizes), fail
+
+    def read(self, n):
+        if not self._data and self._fail:
+            raise self._fail
+        size = min(n, self._sizes.pop(0) if self._sizes else n)
+        out, self._data = self._data[:size], self._data[size:]
+        return out
+
+    def close(self):
+        pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(0, 5000), sizes=st.lists(st.integers(1, 700), max_size=30),
+       reads=st.lists(st.tuples(st.booleans(), st.integers(1, 900)), min_size=1, max_size=40))
+def test_read_ahead_read_and_readinto_give_the_stream_back_in_order(size, sizes, reads):
+    data = bytes(i % 251 for i in range(size))     # every offset tells itself apart
+    ahead = ReadAhead(_Chunks(data, sizes), 512, depth=2)
+    got, i = bytearray(), 0
+    while True:
+        into, n = reads[i % len(reads)]
+        i += 1
+        if into:
+            buf = bytearray(n)
+            k = ahead.readinto(memoryview(buf))
+            assert k == n or len(got) + k == len(data)     # short only at the end
+            got += buf[:k]
+        else:
+            k = len(chunk := ahead.read(n))
+            assert k <= n
+            got += chunk
+        if not k:
+            break
+    ahead.close()
+    assert bytes(got) == data
+
+
+def test_read_ahead_readinto_raises_the_stage_error_after_the_data_before_it():
+    ahead = ReadAhead(_Chunks(b"x" * 1000, [300], fail=ImageError("zstd data is corrupt")), 300)
+    buf = memoryview(bytearray(4096))
+    with pytest.raises(ImageError, match="corrupt"):
+        ahead.readinto(buf)
+    assert bytes(buf[:1000]) == b"x" * 1000
+    ahead.close()
+
+
+def test_block_writer_writes_its_buffer_filled_in_place(tmp_path):
+    target = tmp_path / "t"
+    writer = BlockWriter(str(target))
+    data = os.urandom(1 << 20) + bytes(2 << 20) + os.urandom(1 << 20)
+    writer.buffer[:BLOCK] = data
+    writer.write_buffer(BLOCK)
+    writer.buffer[:5] = b"tail!"
+    writer.write_buffer(5)
+    writer.finish()
+    writer.close()
+    assert target.read_bytes() == data + b"tail!"
+    assert writer.zero_bytes_skipped == 2 << 20
 
 
 def test_block_writer_refuses_oversized_image(tmp_path):
