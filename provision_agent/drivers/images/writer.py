@@ -132,14 +132,13 @@ class _Rest:
 
 
 def _write(fmt, head, data, target, mount_dir, zeroed, runner, hashed, expected, uri, tmp_dir):
-    stream = _Rest(head, data)
     if fmt == "tar":
-        counter = Counting(stream)
+        counter = Counting(_Rest(head, data))
         formats.extract_tar(runner, counter, mount_dir, BLOCK)
         _verify(expected, hashed, uri)
         return counter.count, 0
     if fmt == "qcow2":
-        counter = Counting(stream)
+        counter = Counting(_Rest(head, data))
         with formats.spool(counter, BLOCK, tmp_dir) as tmp:
             _verify(expected, hashed, uri)
             formats.convert_qcow2(runner, tmp.name, target)
