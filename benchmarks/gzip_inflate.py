@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from provision_agent.drivers import decompressors
+from provision_agent.drivers.images import decompressors
 
 CHUNK = 4 << 20
 

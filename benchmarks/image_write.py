@@ -11,13 +11,15 @@ is measured). Contenders, all reading the same URL and writing the same loop dev
 
   shell     curl -s URL | gzip -dc | dd of=DEV bs=4M iflag=fullblock oflag=direct conv=fsync
             (no checksum, no resize)
-  ours      provision_agent.drivers.image_writer.write_to(..., fmt='raw', grow=False) with a
+  ours      provision_agent.drivers.images.writer.write_to(..., fmt='raw', grow=False) with a
             sha256 of the compressed stream checked; target not pre-zeroed: every byte written
-  ours+z    the same after provision's own cheap zeroing (image_formats.zero_device:
+  ours+z    the same after provision's own cheap zeroing (images.formats.zero_device:
             fallocate --punch-hole, i.e. write-zeroes by unmapping); zeroing time shown
             separately and also added in the 'incl. zeroing' column
   ipa       ironic-python-agent's StandbyExtension._stream_raw_image_onto_device (its path for
             raw images); it cannot decompress, so it only runs on the uncompressed image
+  limit     each stage alone (image_limits.py): decompress, download, write; ours is compared
+            with the slowest of the three, measured in the same run
 """
 
 import argparse
@@ -31,7 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from provision_agent.drivers import image_formats, image_writer
+from benchmarks import image_limits
+from provision_agent.drivers.images import formats, writer
 from provision_agent.runner import Runner
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,12 +120,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def timed(fn, runs):
+def timed(fn, runs, cpu, idle):
+    """Wall seconds per run; CPU seconds (this process and its children) appended to cpu,
+    the machine's idle share during the run to idle."""
     times = []
     for _ in range(runs):
-        start = time.monotonic()
+        start, cpu_start = time.monotonic(), image_limits.cpu_seconds()
+        idle_start = image_limits.idle_jiffies()
         extra = fn()
         times.append(extra if isinstance(extra, float) else time.monotonic() - start)
+        cpu.append(image_limits.cpu_seconds() - cpu_start)
+        idle.append(image_limits.idle_share(idle_start, image_limits.idle_jiffies()))
     return times
 
 
@@ -140,6 +148,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("needs root (loop devices, mount)")
     t0 = time.monotonic()
+    load = [sh("uptime").strip()]
     work = Path(opts.work)
     work.mkdir(parents=True, exist_ok=True)
     images = prepare(work, opts.size_mib)
@@ -173,8 +182,8 @@ def main():
                 subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], check=True)
 
             def ours(zeroed=False):
-                image_writer.write_to(url, dev, fmt="raw", checksum=comp_sha,
-                                      target_zeroed=zeroed, runner=runner, grow=False)
+                writer.write_to(url, dev, fmt="raw", checksum=comp_sha,
+                                target_zeroed=zeroed, runner=runner, grow=False)
 
             zero_times = []
 
@@ -182,7 +191,7 @@ def main():
                 start = time.monotonic()
                 # what provision does before a raw write (the loop device says rotational,
                 # hence 'always'); fails loudly rather than timing a write that skips nothing
-                if not image_formats.zero_device(runner, dev, "always"):
+                if not formats.zero_device(runner, dev, "always"):
                     raise SystemExit(f"{dev} cannot be zeroed by unmapping")
                 zero_times.append(time.monotonic() - start)
                 start = time.monotonic()
@@ -194,24 +203,29 @@ def main():
                 if got != raw_sha:
                     raise SystemExit(f"{name} ({comp}) wrote a wrong image: {got}")
 
-            row = {}
+            row = {"cpu": {}, "idle": {}}
             for name, fn in (("shell", shell), ("ours", ours), ("ours+z", ours_zeroed)):
                 if name != "ours+z":
                     sh("blkdiscard", "-z", dev)     # same starting state; ignored by these two
-                row[name] = timed(fn, opts.runs)
+                row[name] = timed(fn, opts.runs, row["cpu"].setdefault(name, []),
+                                  row["idle"].setdefault(name, []))
                 check(name)
             row["zeroing"] = zero_times
             if comp == "none":
                 row["ipa"] = run_ipa(opts, url, dev, raw_sha)
                 if row["ipa"]:
                     check("ipa")
+            sh("blkdiscard", "-z", dev)
+            row["limit"] = image_limits.measure(comp, path, raw, url, dev, opts.runs)
+            check("write alone")
             results[comp] = row
     finally:
         server.terminate()
         server.wait()
         subprocess.run(["losetup", "-d", dev])
         backing.unlink()
-    report(results, raw_size, opts, time.monotonic() - t0)
+    load.append(sh("uptime").strip())
+    report(results, raw_size, opts, time.monotonic() - t0, load)
 
 
 def run_ipa(opts, url, dev, raw_sha):
@@ -233,26 +247,54 @@ def fmt(times):
     return f"{min(times):7.2f} {statistics.median(times):7.2f}"
 
 
-def report(results, raw_size, opts, total):
+def report(results, raw_size, opts, total, load):
     mib = raw_size / (1 << 20)
+    print(f"\nload at start: {load[0]}\nload at end:   {load[1]}")
     print(f"\n{mib:.0f} MiB ext4 image (half files, half zeros) onto a loop device backed by "
           f"{opts.target_dir}, {opts.runs} runs each; "
           f"seconds min / median; MB/s of image bytes on the median")
-    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s}")
+    print(f"CPU s: this process's and its children's, median (the loop device's kernel thread "
+          f"and the HTTP server are not in it); idle: the machine's idle share while it ran, "
+          f"median, of {os.cpu_count()} cores")
+    print(f"{'input':6s} {'who':8s} {'min':>7s} {'median':>7s} {'MB/s':>7s} {'CPU s':>7s} "
+          f"{'idle':>5s}")
     for comp, row in results.items():
         for who in ("shell", "ours", "ours+z", "zeroing", "ipa"):
             times = row.get(who)
             if not times:
                 continue
             rate = raw_size / 1e6 / statistics.median(times)
-            print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f}")
-        med = {k: statistics.median(v) for k, v in row.items() if v}
+            cpu, idle = row["cpu"].get(who), row["idle"].get(who)
+            cpu = f"{statistics.median(cpu):7.2f} {statistics.median(idle):5.0%}" if cpu else ""
+            print(f"{comp:6s} {who:8s} {fmt(times)} {rate if who != 'zeroing' else 0:7.0f} {cpu}")
+        med = {k: statistics.median(v) for k, v in row.items()
+               if v and k not in ("limit", "cpu", "idle")}
         print(f"{comp:6s} speed-up vs shell: ours {med['shell'] / med['ours']:.2f}x, "
               f"ours+z {med['shell'] / med['ours+z']:.2f}x, ours+z incl. zeroing "
               f"{med['shell'] / (med['ours+z'] + med['zeroing']):.2f}x"
               + (f"; vs ipa: ours {med['ipa'] / med['ours']:.2f}x, ours+z "
                  f"{med['ipa'] / med['ours+z']:.2f}x" if "ipa" in med else ""))
+    print("\nlimit: each stage alone, medians; ours / limit = the slowest stage's time over ours "
+          "(1.00x: ours is as fast as its slowest stage alone); ours / sum = the stages' times "
+          "added up (sha256 included) over ours: what ours can reach when no second core is free "
+          "to overlap them")
+    for comp, row in results.items():
+        print(limit_line(comp, row))
     print(f"whole benchmark: {total:.0f} s")
+
+
+def limit_line(comp, row):
+    times, cpu = row["limit"]
+    med = {k: statistics.median(v) for k, v in times.items()}
+    slowest = max((s for s in image_limits.STAGES if s in med), key=med.get)
+    ours = statistics.median(row["ours"])
+    parts = ", ".join(f"{s} {med[s]:.2f} s ({statistics.median(cpu[s]):.2f} CPU s)"
+                      for s in (*image_limits.STAGES, "sha256") if s in med)
+    lib = f" (gzip library {image_limits.gzip_library()})" if comp == "gzip" else ""
+    shell = statistics.median(row["shell"])
+    return (f"{comp:6s} {parts}{lib}; slowest: {slowest}; ours {ours:.2f} s = "
+            f"{med[slowest] / ours:.2f}x the limit, {sum(med.values()) / ours:.2f}x the sum; "
+            f"shell / ours {shell / ours:.2f}x")
 
 
 if __name__ == "__main__":

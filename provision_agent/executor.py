@@ -127,9 +127,9 @@ class Executor:
     # images and the target system
 
     def do_write_image(self, args):
-        from provision_agent.drivers import image_writer    # heavy; only runs with images
-        return image_writer.write_image(args, runner=self.runner, events=self.events,
-                                        target_root=self.root, options=self.options)
+        from provision_agent.drivers.images import writer     # heavy; only runs with images
+        return writer.write_image(args, runner=self.runner, events=self.events,
+                                  target_root=self.root, options=self.options)
 
     def do_mount(self, args):
         made_here = any(fs["device"] == args["device"] for fs in self.filesystems)

@@ -19,7 +19,7 @@ def test_python_dependencies_import(shared_vm):
     shared_vm.ssh(f"python3 -c 'import {mods.replace(' ', ',')}'")
     shared_vm.ssh("python3 -c 'import provision_agent.cli'")
     # gzip images inflate through zlib-ng (a PyPI wheel in the project layer), not zlib.
-    backend = shared_vm.ssh(["python3", "-c", "from provision_agent.drivers import "
+    backend = shared_vm.ssh(["python3", "-c", "from provision_agent.drivers.images import "
                              "decompressors; print(decompressors.gzip_backend().__name__)"])
     assert backend.stdout.strip() == "zlib_ng.zlib_ng"
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import zstandard
 
-from provision_agent.drivers import image_formats, image_writer
+from provision_agent.drivers.images import formats, writer
 from provision_agent.runner import Runner
 from tests.functional.prereq import require, sh
 
@@ -54,9 +54,9 @@ def test_gzip_ext4_grown_on_loop(tmp_path, loop):
 
     dev = loop(256 << 20)
     runner = Runner()
-    assert image_formats.zero_device(runner, dev, "always")   # loop: rotational 1
-    report = image_writer.write_to(str(packed), dev, fmt="raw", checksum=checksum,
-                                   target_zeroed=True, runner=runner)
+    assert formats.zero_device(runner, dev, "always")   # loop: rotational 1
+    report = writer.write_to(str(packed), dev, fmt="raw", checksum=checksum,
+                             target_zeroed=True, runner=runner)
     assert report.bytes_written == 64 << 20 and report.zero_bytes_skipped > 32 << 20
     assert block_count(dev) == (256 << 20) // 4096
     sh("e2fsck", "-fn", dev)
@@ -92,8 +92,8 @@ def test_zstd_tar_into_mounted_ext4(tmp_path, loop):
         args = {"device": None, "mount_point": "/srv", "uri": str(packed), "format": "tar",
                 "compression": "auto", "checksum": None, "checksum_of": "compressed",
                 "allow_no_checksum": True, "fs_type": "ext4"}
-        report = image_writer.write_image(args, runner=Runner(), events=None,
-                                          target_root=str(root))
+        report = writer.write_image(args, runner=Runner(), events=None,
+                                    target_root=str(root))
         out = root / "srv"
         st = os.stat(out / "etc" / "shadow")
         assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o640, 0, 42)

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from provision_agent.drivers import configdrive, image_sources
+from provision_agent.drivers import configdrive
+from provision_agent.drivers.images import sources
 from provision_agent.errors import ImageError
 
 
@@ -48,8 +49,8 @@ def drip():
 
 
 def test_a_dripping_server_is_cut_by_the_stall_deadline(drip):
-    src = image_sources.open_source(drip + "/image.img?sig=SECRET", stall_bytes=1000,
-                                    stall_seconds=1, retries=1)
+    src = sources.open_source(drip + "/image.img?sig=SECRET", stall_bytes=1000,
+                              stall_seconds=1, retries=1)
     with pytest.raises(ImageError) as exc:
         while src.read(1 << 20):
             pass
@@ -60,7 +61,7 @@ def test_a_dripping_server_is_cut_by_the_stall_deadline(drip):
 
 def test_a_redirect_loop_is_an_image_error_naming_the_url(drip):
     with pytest.raises(ImageError) as exc:
-        image_sources.open_source(drip + "/loop?sig=SECRET", retries=1)
+        sources.open_source(drip + "/loop?sig=SECRET", retries=1)
     assert "TooManyRedirects" in str(exc.value) and "/loop?…" in str(exc.value)
     assert "SECRET" not in str(exc.value)
 

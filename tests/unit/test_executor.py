@@ -81,14 +81,14 @@ def test_partition_table_keeps_partitions_named_keep(tmp_path):
 
 
 def test_write_image_is_handed_the_step_and_its_report_kept(tmp_path, monkeypatch):
-    from provision_agent.drivers import image_writer
+    from provision_agent.drivers.images import writer
     seen = {}
 
     def fake(args, **kw):
         seen.update(args=args, **kw)
         return {"bytes_written": 42}
 
-    monkeypatch.setattr(image_writer, "write_image", fake)
+    monkeypatch.setattr(writer, "write_image", fake)
     ex = Executor(FakeRunner(), Events(), str(tmp_path), options={"image_insecure": False})
     report = ex.execute([Step("write_image", {"device": "/dev/vda1", "uri": "file:///x"})])
     assert seen["args"]["uri"] == "file:///x" and seen["target_root"] == str(tmp_path)

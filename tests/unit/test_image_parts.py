@@ -12,11 +12,14 @@ import threading
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from provision_agent.drivers import checksums, decompressors, image_formats, image_sources
-from provision_agent.drivers.image_blockwrite import BLOCK, BlockWriter
-from provision_agent.drivers.image_progress import Progress
-from provision_agent.drivers.image_zstd_frames import FrameWalker
+from provision_agent.drivers.images import checksums, decompressors, formats, sources
+from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.images.pipeline import ReadAhead
+from provision_agent.drivers.images.progress import Progress
+from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
 from provision_agent.events import Events
 from tests.unit.fakes import FakeRunner
@@ -111,6 +114,71 @@ def test_block_writer_file_is_sparse_and_exact(tmp_path):
     assert os.stat(target).st_blocks * 512 < 2 * BLOCK      # the zero runs are holes
 
 
+class _Chunks:
+    """A stage that hands out its data in the given sizes, then fails if told to."""
+
+    def __init__(self, data, sizes, fail=None):
+        self._data, self._sizes, self._fail = data, list(sizes), fail
+
+    def read(self, n):
+        if not self._data and self._fail:
+            raise self._fail
+        size = min(n, self._sizes.pop(0) if self._sizes else n)
+        out, self._data = self._data[:size], self._data[size:]
+        return out
+
+    def close(self):
+        pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(0, 5000), sizes=st.lists(st.integers(1, 700), max_size=30),
+       reads=st.lists(st.tuples(st.booleans(), st.integers(1, 900)), min_size=1, max_size=40))
+def test_read_ahead_read_and_readinto_give_the_stream_back_in_order(size, sizes, reads):
+    data = bytes(i % 251 for i in range(size))     # every offset tells itself apart
+    ahead = ReadAhead(_Chunks(data, sizes), 512, depth=2)
+    got, i = bytearray(), 0
+    while True:
+        into, n = reads[i % len(reads)]
+        i += 1
+        if into:
+            buf = bytearray(n)
+            k = ahead.readinto(memoryview(buf))
+            assert k == n or len(got) + k == len(data)     # short only at the end
+            got += buf[:k]
+        else:
+            k = len(chunk := ahead.read(n))
+            assert k <= n
+            got += chunk
+        if not k:
+            break
+    ahead.close()
+    assert bytes(got) == data
+
+
+def test_read_ahead_readinto_raises_the_stage_error_after_the_data_before_it():
+    ahead = ReadAhead(_Chunks(b"x" * 1000, [300], fail=ImageError("zstd data is corrupt")), 300)
+    buf = memoryview(bytearray(4096))
+    with pytest.raises(ImageError, match="corrupt"):
+        ahead.readinto(buf)
+    assert bytes(buf[:1000]) == b"x" * 1000
+    ahead.close()
+
+
+def test_block_writer_writes_its_buffer_filled_in_place(tmp_path):
+    target = tmp_path / "t"
+    writer = BlockWriter(str(target))
+    data = os.urandom(1 << 20) + bytes(2 << 20) + os.urandom(1 << 20)
+    writer.buffer[:BLOCK] = data
+    writer.write_buffer(BLOCK)
+    writer.buffer[:5] = b"tail!"
+    writer.write_buffer(5)
+    writer.finish()
+    writer.close()
+    assert target.read_bytes() == data + b"tail!"
+    assert writer.zero_bytes_skipped == 2 << 20
+
+
 def test_block_writer_refuses_oversized_image(tmp_path):
     writer = BlockWriter(str(tmp_path / "t"))
     writer.capacity = BLOCK                         # as a block device of one block would
@@ -153,7 +221,7 @@ def test_progress_bar_on_tty():
 ])
 def test_grow_commands(fs, expect):
     runner = FakeRunner()
-    image_formats.grow_fs(runner, "/dev/x", fs)
+    formats.grow_fs(runner, "/dev/x", fs)
     assert len(runner.calls) == len(expect)
     for call, prefix in zip(runner.calls, expect):
         assert call[:len(prefix)] == prefix
@@ -161,14 +229,14 @@ def test_grow_commands(fs, expect):
 
 def test_grow_detects_type_and_refuses_none():
     runner = FakeRunner({"blkid": "ext4\n"})
-    assert image_formats.grow_fs(runner, "/dev/x") == "ext4"
+    assert formats.grow_fs(runner, "/dev/x") == "ext4"
     with pytest.raises(ImageError, match="no filesystem"):
-        image_formats.grow_fs(FakeRunner({"blkid": ""}), "/dev/x")
+        formats.grow_fs(FakeRunner({"blkid": ""}), "/dev/x")
 
 
 def test_reread_falls_back_to_partprobe():
     runner = FakeRunner(fail=("blockdev --rereadpt",))
-    image_formats.reread_partitions(runner, "/dev/sda")
+    formats.reread_partitions(runner, "/dev/sda")
     assert runner.lines() == ["blockdev --rereadpt /dev/sda", "partprobe /dev/sda",
                               "udevadm settle"]
 
@@ -191,7 +259,7 @@ SIZE = {"blockdev --getsize64": "1073741824\n"}
 
 def test_zero_device_unmaps_a_partition_through_its_disks_queue(tmp_path):
     runner = FakeRunner(SIZE)
-    assert image_formats.zero_device(runner, "/dev/vda2", "auto", fake_sysfs(tmp_path))
+    assert formats.zero_device(runner, "/dev/vda2", "auto", fake_sysfs(tmp_path))
     assert runner.writes() == ["fallocate --punch-hole --offset 0 --length 1073741824 /dev/vda2"]
 
 
@@ -205,18 +273,18 @@ def test_zero_device_unmaps_a_partition_through_its_disks_queue(tmp_path):
 def test_zero_device_policy(tmp_path, policy, write_zeroes, rotational, zeroed):
     runner = FakeRunner(SIZE)
     sysfs = fake_sysfs(tmp_path, write_zeroes, rotational)
-    assert image_formats.zero_device(runner, "/dev/vda", policy, sysfs) is zeroed
+    assert formats.zero_device(runner, "/dev/vda", policy, sysfs) is zeroed
     assert bool(runner.writes()) is zeroed
 
 
 def test_zero_device_failure_means_not_zeroed(tmp_path):
     runner = FakeRunner(SIZE, fail=("fallocate",))
-    assert image_formats.zero_device(runner, "/dev/vda", "auto", fake_sysfs(tmp_path)) is False
+    assert formats.zero_device(runner, "/dev/vda", "auto", fake_sysfs(tmp_path)) is False
 
 
 def test_zero_device_unknown_device_is_not_zeroed(tmp_path):
     runner = FakeRunner(SIZE)
-    assert image_formats.zero_device(runner, "/dev/nope", "always", fake_sysfs(tmp_path)) is False
+    assert formats.zero_device(runner, "/dev/nope", "always", fake_sysfs(tmp_path)) is False
     assert runner.calls == []
 
 
@@ -249,9 +317,9 @@ def _read(src):
 def test_https_verified_by_default_with_ca_bundle_or_insecure(https_server):
     srv, cert = https_server
     with pytest.raises(ImageError, match="TLS verification failed"):
-        image_sources.open_source(srv.url)
-    assert _read(image_sources.open_source(srv.url, ca_bundle=cert)) == DATA
-    assert _read(image_sources.open_source(srv.url, tls_verify=False)) == DATA
+        sources.open_source(srv.url)
+    assert _read(sources.open_source(srv.url, ca_bundle=cert)) == DATA
+    assert _read(sources.open_source(srv.url, tls_verify=False)) == DATA
 
 
 GZIP_BACKENDS = [pytest.param(name, id=name) for name in decompressors.GZIP_BACKENDS]
@@ -292,8 +360,6 @@ def test_gzip_backend_is_the_first_that_imports(monkeypatch):
 def test_a_qcow2_spool_that_fills_tmp_is_an_image_error_saying_what_to_do(monkeypatch, tmp_path):
     import errno
 
-    from provision_agent.drivers import image_formats
-
     class Full(io.BytesIO):
         name = str(tmp_path / "provision-image-x.qcow2")
 
@@ -302,8 +368,8 @@ def test_a_qcow2_spool_that_fills_tmp_is_an_image_error_saying_what_to_do(monkey
                 raise OSError(errno.ENOSPC, "No space left on device")
             return super().write(data)
 
-    monkeypatch.setattr(image_formats.tempfile, "NamedTemporaryFile", lambda **kw: Full())
+    monkeypatch.setattr(formats.tempfile, "NamedTemporaryFile", lambda **kw: Full())
     with pytest.raises(ImageError) as exc:
-        image_formats.spool(io.BytesIO(bytes(8 << 20)), 1 << 20)
+        formats.spool(io.BytesIO(bytes(8 << 20)), 1 << 20)
     assert f"{tmp_path} (RAM in the ramdisk) filled up after 3 MiB" in str(exc.value)
     assert "provide the image as raw" in str(exc.value)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from provision_agent.drivers import image_sources
+from provision_agent.drivers.images import sources
 from provision_agent.errors import ImageError
 
 
@@ -98,19 +98,19 @@ def test_file_source_path_and_file_uri(tmp_path):
     path = tmp_path / "img"
     path.write_bytes(DATA)
     for uri in (str(path), f"file://{path}"):
-        src = image_sources.open_source(uri)
+        src = sources.open_source(uri)
         assert src.size == len(DATA)
         assert read_all(src) == DATA
 
 
 def test_missing_file_is_image_error(tmp_path):
     with pytest.raises(ImageError, match="cannot open"):
-        image_sources.open_source(str(tmp_path / "nope"))
+        sources.open_source(str(tmp_path / "nope"))
 
 
 def test_http_stream_sends_headers(http_server):
     http_server.files["a"] = DATA
-    src = image_sources.open_source(http_server.url + "a", headers={"Authorization": "Bearer t"})
+    src = sources.open_source(http_server.url + "a", headers={"Authorization": "Bearer t"})
     assert src.size == len(DATA)
     assert read_all(src) == DATA
     assert http_server.requests[0][1].get("Authorization") == "Bearer t"
@@ -119,7 +119,7 @@ def test_http_stream_sends_headers(http_server):
 def test_drop_mid_stream_resumes_with_range(http_server):
     http_server.files["a"] = DATA
     http_server.rules["a"] = {"drop_after": 1_000_000, "drops": 2}
-    src = image_sources.open_source(http_server.url + "a")
+    src = sources.open_source(http_server.url + "a")
     assert read_all(src) == DATA
     ranges = [h.get("Range") for _, h in http_server.requests]
     assert ranges[0] is None and ranges[1] == "bytes=1000000-"
@@ -129,7 +129,7 @@ def test_drop_mid_stream_resumes_with_range(http_server):
 def test_drop_without_range_support_fails_clearly(http_server):
     http_server.files["a"] = DATA
     http_server.rules["a"] = {"drop_after": 1_000_000, "ranges": False}
-    src = image_sources.open_source(http_server.url + "a")
+    src = sources.open_source(http_server.url + "a")
     with pytest.raises(ImageError, match="does not support Range") as exc:
         read_all(src)
     assert http_server.url + "a" in str(exc.value)
@@ -139,7 +139,7 @@ def test_drops_forever_give_up_after_retries(http_server):
     http_server.files["a"] = DATA
     http_server.rules["a"] = {"drop_after": 0, "drops": 100}
     with pytest.raises(ImageError):
-        src = image_sources.open_source(http_server.url + "a", retries=3)
+        src = sources.open_source(http_server.url + "a", retries=3)
         read_all(src)
 
 
@@ -147,7 +147,7 @@ def test_drops_forever_give_up_after_retries(http_server):
 def test_http_error_status(http_server, status):
     http_server.rules["a"] = {"status": status}
     with pytest.raises(ImageError, match=f"HTTP {status}") as exc:
-        image_sources.open_source(http_server.url + "a", retries=2)
+        sources.open_source(http_server.url + "a", retries=2)
     assert "127.0.0.1" in str(exc.value)
 
 
@@ -156,16 +156,16 @@ def test_read_timeout(http_server):
     http_server.rules["a"] = {"stall": 3, "ranges": False}
     start = time.monotonic()
     with pytest.raises(ImageError):
-        src = image_sources.open_source(http_server.url + "a", timeout=(2, 0.5), retries=2)
+        src = sources.open_source(http_server.url + "a", timeout=(2, 0.5), retries=2)
         read_all(src)
     assert time.monotonic() - start < 10
 
 
 def test_connection_refused():
     with pytest.raises(ImageError, match="cannot connect"):
-        image_sources.open_source("http://127.0.0.1:9/x", retries=2)
+        sources.open_source("http://127.0.0.1:9/x", retries=2)
 
 
 def test_unknown_scheme():
     with pytest.raises(ImageError, match="not supported"):
-        image_sources.open_source("gopher://127.0.0.1/x")
+        sources.open_source("gopher://127.0.0.1/x")

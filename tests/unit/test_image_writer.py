@@ -12,11 +12,12 @@ import json
 import lzma
 import os
 import subprocess
+import sys
 
 import pytest
 import zstandard
 
-from provision_agent.drivers import image_writer
+from provision_agent.drivers.images import decompressors, writer
 from provision_agent.errors import ImageError
 from provision_agent.events import Events
 from provision_agent.runner import Runner
@@ -63,8 +64,8 @@ def test_raw_combinations(tmp_path, http_server, kind, compression, algo, checks
     hashed = packed if checksum_of == "compressed" else RAW
     checksum = f"{algo}:{hashlib.new(algo, hashed).hexdigest()}"
     target = tmp_path / "target"
-    report = image_writer.write_to(uri, str(target), fmt="raw", checksum=checksum,
-                                   checksum_of=checksum_of, runner=None, grow=False)
+    report = writer.write_to(uri, str(target), fmt="raw", checksum=checksum,
+                             checksum_of=checksum_of, runner=None, grow=False)
     assert target.read_bytes() == RAW
     assert report.bytes_written == len(RAW)
     assert report.bytes_in == len(packed)
@@ -78,17 +79,17 @@ def test_explicit_compression_and_checksum_mismatch(tmp_path):
     path.write_bytes(gzip.compress(RAW))
     bad = "sha256:" + "0" * 64
     with pytest.raises(ImageError, match="mismatch: expected 0+, got [0-9a-f]{64}"):
-        image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", compression="gzip",
-                              checksum=bad, runner=None, grow=False)
+        writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", compression="gzip",
+                        checksum=bad, runner=None, grow=False)
 
 
 def test_no_checksum_needs_permission(tmp_path):
     path = tmp_path / "i"
     path.write_bytes(RAW)
     with pytest.raises(ImageError, match="no checksum"):
-        image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None)
-    report = image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None,
-                                   allow_no_checksum=True, grow=False)
+        writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None)
+    report = writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=None,
+                             allow_no_checksum=True, grow=False)
     assert report.checksum_actual is None and (tmp_path / "t").read_bytes() == RAW
 
 
@@ -97,8 +98,8 @@ def test_truncated_archive_over_http(tmp_path, http_server, compression):
     packed = COMPRESS[compression](RAW)
     http_server.files["x"] = packed[:len(packed) - 100]
     with pytest.raises(ImageError, match="truncated|corrupt"):
-        image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                              allow_no_checksum=True, runner=None, grow=False)
+        writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+                        allow_no_checksum=True, runner=None, grow=False)
 
 
 def test_drop_mid_stream_resumes_and_verifies(tmp_path, http_server):
@@ -106,8 +107,8 @@ def test_drop_mid_stream_resumes_and_verifies(tmp_path, http_server):
     http_server.files["x"] = packed
     http_server.rules["x"] = {"drop_after": len(packed) // 2}
     checksum = "sha256:" + hashlib.sha256(packed).hexdigest()
-    report = image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                                   checksum=checksum, runner=None, grow=False)
+    report = writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+                             checksum=checksum, runner=None, grow=False)
     assert (tmp_path / "t").read_bytes() == RAW and report.checksum_actual == checksum
 
 
@@ -116,16 +117,16 @@ def test_drop_without_range_fails(tmp_path, http_server):
     http_server.files["x"] = packed
     http_server.rules["x"] = {"drop_after": len(packed) // 2, "ranges": False}
     with pytest.raises(ImageError, match="Range"):
-        image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                              allow_no_checksum=True, runner=None, grow=False)
+        writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+                        allow_no_checksum=True, runner=None, grow=False)
 
 
 @pytest.mark.parametrize("status", [404, 500])
 def test_http_errors(tmp_path, http_server, status):
     http_server.rules["x"] = {"status": status}
     with pytest.raises(ImageError, match=str(status)):
-        image_writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
-                              allow_no_checksum=True, runner=None)
+        writer.write_to(http_server.url + "x", str(tmp_path / "t"), fmt="raw",
+                        allow_no_checksum=True, runner=None)
 
 
 def test_wrong_format_for_target(tmp_path):
@@ -139,13 +140,13 @@ def test_wrong_format_for_target(tmp_path):
              (plain, "disk", "partition table"), (plain, "qcow2", "no qcow2 header")]
     for path, fmt, message in cases:
         with pytest.raises(ImageError, match=message):
-            image_writer.write_to(str(path), str(tmp_path / "t"), fmt=fmt, runner=Runner(),
-                                  allow_no_checksum=True, mount_dir=str(tmp_path))
+            writer.write_to(str(path), str(tmp_path / "t"), fmt=fmt, runner=Runner(),
+                            allow_no_checksum=True, mount_dir=str(tmp_path))
     packed = tmp_path / "double.gz"
     packed.write_bytes(gzip.compress(gzip.compress(RAW)))
     with pytest.raises(ImageError, match="still gzip-compressed"):
-        image_writer.write_to(str(packed), str(tmp_path / "t"), fmt="raw", runner=None,
-                              allow_no_checksum=True)
+        writer.write_to(str(packed), str(tmp_path / "t"), fmt="raw", runner=None,
+                        allow_no_checksum=True)
 
 
 def test_raw_ext4_is_grown(tmp_path):
@@ -158,8 +159,8 @@ def test_raw_ext4_is_grown(tmp_path):
     packed.write_bytes(lzma.compress(img.read_bytes(), preset=1))
     target = tmp_path / "target"
     # A regular file takes the image's size; growing is then a checked no-op that must pass.
-    image_writer.write_to(str(packed), str(target), fmt="raw", fs_type="ext4",
-                          allow_no_checksum=True, runner=Runner())
+    writer.write_to(str(packed), str(target), fmt="raw", fs_type="ext4",
+                    allow_no_checksum=True, runner=Runner())
     subprocess.run(["e2fsck", "-fn", str(target)], check=True, capture_output=True)
 
 
@@ -167,8 +168,8 @@ def test_raw_without_filesystem_is_refused(tmp_path):
     path = tmp_path / "i"
     path.write_bytes(RAW)
     with pytest.raises(ImageError, match="no filesystem"):
-        image_writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=Runner(),
-                              allow_no_checksum=True)
+        writer.write_to(str(path), str(tmp_path / "t"), fmt="raw", runner=Runner(),
+                        allow_no_checksum=True)
 
 
 def test_tar_extract_and_checksum(tmp_path):
@@ -185,8 +186,8 @@ def test_tar_extract_and_checksum(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     checksum = "sha256:" + hashlib.sha256(raw).hexdigest()
-    report = image_writer.write_to(str(packed), None, fmt="tar", mount_dir=str(out),
-                                   checksum=checksum, checksum_of="raw", runner=Runner())
+    report = writer.write_to(str(packed), None, fmt="tar", mount_dir=str(out),
+                             checksum=checksum, checksum_of="raw", runner=Runner())
     assert (out / "d" / "f").read_bytes() == b"hello"
     assert os.stat(out / "d" / "f").st_mode & 0o7777 == 0o4751
     assert os.stat(out / "d" / "f").st_ino == os.stat(out / "d" / "hard").st_ino
@@ -204,8 +205,8 @@ def test_qcow2_to_file(tmp_path):
     packed = tmp_path / "q.gz"
     packed.write_bytes(gzip.compress(qcow.read_bytes()))
     target = tmp_path / "t"
-    image_writer.write_to(str(packed), str(target), fmt="qcow2", allow_no_checksum=True,
-                          runner=Runner())
+    writer.write_to(str(packed), str(target), fmt="qcow2", allow_no_checksum=True,
+                    runner=Runner())
     assert target.read_bytes()[:len(RAW)] == RAW
 
 
@@ -218,9 +219,42 @@ def test_executor_entry_and_progress_events(tmp_path, http_server):
             "format": "raw", "compression": "auto", "checksum": None,
             "checksum_of": "compressed", "allow_no_checksum": True, "fs_type": None}
     with pytest.raises(ImageError, match="no filesystem"):
-        image_writer.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
-                                 options={"image_auth_token": "s3cret"})
+        writer.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
+                           options={"image_auth_token": "s3cret"})
     assert http_server.requests[0][1]["Authorization"] == "Bearer s3cret"
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     last = [e for e in lines if e["event"] == "progress"][-1]
     assert last["step"] == 7 and last["bytes"] == last["total"] == len(http_server.files["x"])
+
+
+# (packages made unimportable, the library that must then inflate the image)
+GZIP_CHOICES = [((), "zlib_ng.zlib_ng"), (("isal",), "zlib_ng.zlib_ng"),
+                (("zlib_ng",), "isal.isal_zlib"), (("zlib_ng", "isal"), "zlib")]
+GZIP_MODULES = {"zlib_ng": ("zlib_ng", "zlib_ng.zlib_ng"), "isal": ("isal", "isal.isal_zlib")}
+
+
+@pytest.mark.parametrize("hidden,chosen", GZIP_CHOICES,
+                         ids=[f"without-{'-'.join(h) or 'none'}" for h, _ in GZIP_CHOICES])
+def test_a_gzip_image_inflates_through_the_first_library_that_imports(
+        tmp_path, monkeypatch, hidden, chosen):
+    for package in hidden:
+        for name in GZIP_MODULES[package]:
+            monkeypatch.setitem(sys.modules, name, None)    # import raises ImportError
+    used = []
+    new = decompressors.Gzip._new
+
+    def spy(self):
+        used.append(self.backend.__name__)
+        return new(self)
+
+    monkeypatch.setattr(decompressors.Gzip, "_new", spy)
+    # two members, as pigz -i or `cat a.gz b.gz` make: each restart takes the same library
+    packed = gzip.compress(RAW[:3 << 20]) + gzip.compress(RAW[3 << 20:])
+    path = tmp_path / "i.gz"
+    path.write_bytes(packed)
+    target = tmp_path / "t"
+    report = writer.write_to(str(path), str(target), fmt="raw",
+                             checksum="sha256:" + hashlib.sha256(packed).hexdigest(),
+                             runner=None, grow=False)
+    assert target.read_bytes() == RAW and report.compression == "gzip"
+    assert used == [chosen, chosen]

@@ -4,7 +4,7 @@ text plan, the JSON plan, the events file, validation errors, image errors and t
 import json
 
 from provision_agent import redact
-from provision_agent.drivers import image_sources
+from provision_agent.drivers.images import sources
 from provision_agent.errors import ImageError
 from tests.unit.helpers import CONFIGDRIVE, mutate, run_cli, sample
 from tests.unit.test_input_bounds import watchdog  # noqa: F401  (fixture)
@@ -69,8 +69,8 @@ def test_events_are_redacted(tmp_path):
 def test_image_errors_reach_the_operator_redacted(tmp_path, capsys):
     from provision_agent import cli
     try:
-        image_sources.open_source(f"http://user:{PASSWORD}@127.0.0.1:9/x.img?sig={SIG}",
-                                  retries=1, timeout=1)
+        sources.open_source(f"http://user:{PASSWORD}@127.0.0.1:9/x.img?sig={SIG}",
+                            retries=1, timeout=1)
     except ImageError as exc:
         message = redact.text(str(exc))
     assert_clean(message)

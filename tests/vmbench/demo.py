@@ -77,7 +77,7 @@ def machine(document, driver):
 
 # provision logs every command it runs at INFO; a person watching wants the steps, the image
 # progress and anything that went wrong. Everything is in the log kept in the artefacts.
-_WATCHED = (" provision_agent.executor: ", " provision_agent.drivers.image_progress: ",
+_WATCHED = (" provision_agent.executor: ", " provision_agent.drivers.images.progress: ",
             " WARNING ", " ERROR ")
 
 

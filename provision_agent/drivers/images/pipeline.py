@@ -17,7 +17,8 @@ class ReadAhead:
         self._chunk = chunk
         self._q = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
-        self._buf = b""
+        self._buf = b""         # the chunk being consumed, from _pos on
+        self._pos = 0
         self._eof = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -50,12 +51,32 @@ class ReadAhead:
             raise item
         return item
 
+    def _current(self):
+        """The unread part of the current chunk is non-empty, or the stream has ended."""
+        while self._pos == len(self._buf) and not self._eof:
+            self._buf, self._pos = self._next(), 0
+        return self._pos < len(self._buf)
+
     def read(self, n):
-        """Up to n bytes; a whole queued chunk when n is at least the chunk size."""
-        if not self._buf and not self._eof:
-            self._buf = self._next()
-        data, self._buf = self._buf[:n], self._buf[n:]
-        return data
+        """Up to n bytes; a whole queued chunk, not a copy, when n is at least its size."""
+        if not self._current():
+            return b""
+        start, self._pos = self._pos, min(self._pos + n, len(self._buf))
+        if start == 0 and self._pos == len(self._buf):
+            return self._buf
+        return self._buf[start:self._pos]
+
+    def readinto(self, view):
+        """Fill view, short only at the end of the stream: the chunks are copied once, straight
+        into the caller's buffer, with no joined or sliced bytes in between."""
+        have = 0
+        while have < len(view) and self._current():
+            take = min(len(view) - have, len(self._buf) - self._pos)
+            with memoryview(self._buf) as chunk:
+                view[have:have + take] = chunk[self._pos:self._pos + take]
+            self._pos += take
+            have += take
+        return have
 
     def read_full(self, n):
         """Exactly n bytes unless the stream ends first."""

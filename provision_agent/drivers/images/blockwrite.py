@@ -46,6 +46,12 @@ class BlockWriter:
         self._buf = mmap.mmap(-1, BLOCK)    # page-aligned, as O_DIRECT requires
         self._view = memoryview(self._buf)
 
+    @property
+    def buffer(self):
+        """The aligned block a caller may fill in place and hand to write_buffer(): one copy
+        of the image's bytes fewer than write() makes."""
+        return self._view
+
     def _open(self, path, flags, direct):
         self.direct = False
         if direct:
@@ -64,42 +70,43 @@ class BlockWriter:
 
     def write(self, data):
         """data: at most BLOCK bytes; every call but the last must be a multiple of ALIGN."""
-        n = len(data)
+        self._view[:len(data)] = data
+        self.write_buffer(len(data))
+
+    def write_buffer(self, n):
+        """Write the first n bytes of buffer, under the same rules as write()."""
         if self.capacity is not None and self.offset + n > self.capacity:
             raise ImageError(f"the image is larger than {self.path} ({self.capacity} bytes): "
                              f"it does not fit")
         if self.target_zeroed:
-            self._write_skipping(data)
+            self._write_skipping(n)
         else:
-            self._write_at(data, self.offset)
+            self._write_at(0, n)
         self.offset += n
 
-    def _write_skipping(self, data):
-        n, pos = len(data), 0
+    def _write_skipping(self, n):
         run_start = None
         for pos in range(0, n, ZERO_GRAIN):
-            piece = data[pos:pos + ZERO_GRAIN]
-            if len(piece) == ZERO_GRAIN and piece == _ZERO:
+            # an mmap slice is bytes, so this is a memcmp (see the module docstring)
+            if pos + ZERO_GRAIN <= n and self._buf[pos:pos + ZERO_GRAIN] == _ZERO:
                 if run_start is not None:
-                    self._write_at(data[run_start:pos], self.offset + run_start)
+                    self._write_at(run_start, pos)
                     run_start = None
                 self.zero_bytes_skipped += ZERO_GRAIN
             elif run_start is None:
                 run_start = pos
         if run_start is not None:
-            self._write_at(data[run_start:], self.offset + run_start)
+            self._write_at(run_start, n)
 
-    def _write_at(self, data, offset):
-        n = len(data)
-        aligned = n - n % ALIGN
+    def _write_at(self, start, end):
+        """buffer[start:end] to the target at offset + start."""
+        offset = self.offset + start
+        aligned = start + (end - start) // ALIGN * ALIGN
         try:
-            if self.direct and aligned:
-                self._view[:aligned] = data[:aligned]
-                self._pwrite_all(self._view[:aligned], offset)
-            elif aligned:
-                self._pwrite_all(data[:aligned], offset)
-            if aligned < n:
-                self._tail(data[aligned:], offset + aligned)
+            if aligned > start:
+                self._pwrite_all(self._view[start:aligned], offset)
+            if aligned < end:
+                self._tail(self._view[aligned:end], offset + aligned - start)
         except OSError as exc:
             raise ImageError(f"writing {self.path} at byte {offset} failed: {exc.strerror}") \
                 from exc
@@ -130,6 +137,9 @@ class BlockWriter:
             raise ImageError(f"flushing {self.path} failed: {exc.strerror}") from exc
 
     def close(self):
-        self._view.release()
-        self._buf.close()
         os.close(self.fd)
+        try:
+            self._view.release()
+            self._buf.close()
+        except BufferError:
+            pass    # a caller's view of buffer is still alive (an error unwinding); GC frees it

@@ -15,10 +15,10 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from provision_agent.drivers import checksums, decompressors, image_formats, image_sources
-from provision_agent.drivers.image_blockwrite import BLOCK, BlockWriter
-from provision_agent.drivers.image_pipeline import Counting, Peek, ReadAhead
-from provision_agent.drivers.image_progress import Progress
+from provision_agent.drivers.images import checksums, decompressors, formats, sources
+from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.images.pipeline import Counting, Peek, ReadAhead
+from provision_agent.drivers.images.progress import Progress
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -61,8 +61,8 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
              events=None, tmp_dir=None, grow=True, stall=None):
     """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar)."""
-    if fmt not in image_formats.FORMATS:
-        raise ImageError(f"image format {fmt!r} is not one of {', '.join(image_formats.FORMATS)}")
+    if fmt not in formats.FORMATS:
+        raise ImageError(f"image format {fmt!r} is not one of {', '.join(formats.FORMATS)}")
     if checksum_of not in ("compressed", "raw"):
         raise ImageError(f"checksum_of must be 'compressed' or 'raw', not {checksum_of!r}")
     expected = checksums.parse(checksum)
@@ -75,8 +75,8 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         raise ImageError(f"image {uri}: a {fmt} image needs a target device")
 
     start = time.monotonic()
-    source = image_sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
-                                       headers=headers, **(stall or {}))
+    source = sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
+                                 headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
     try:
@@ -99,11 +99,11 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         if fmt in ("raw", "disk"):
             _verify(expected, hashed, uri)
         if fmt == "raw" and grow:
-            image_formats.grow_fs(runner, target_path, fs_type)
+            formats.grow_fs(runner, target_path, fs_type)
         elif fmt == "disk":
             if head[512:520] == b"EFI PART" and not os.path.isfile(target_path):
-                image_formats.move_gpt_backup_to_end(runner, target_path)
-            image_formats.reread_partitions(runner, target_path)
+                formats.move_gpt_backup_to_end(runner, target_path)
+            formats.reread_partitions(runner, target_path)
     finally:
         top.close()
     seconds = time.monotonic() - start
@@ -132,25 +132,22 @@ class _Rest:
 
 
 def _write(fmt, head, data, target, mount_dir, zeroed, runner, hashed, expected, uri, tmp_dir):
-    stream = _Rest(head, data)
     if fmt == "tar":
-        counter = Counting(stream)
-        image_formats.extract_tar(runner, counter, mount_dir, BLOCK)
+        counter = Counting(_Rest(head, data))
+        formats.extract_tar(runner, counter, mount_dir, BLOCK)
         _verify(expected, hashed, uri)
         return counter.count, 0
     if fmt == "qcow2":
-        counter = Counting(stream)
-        with image_formats.spool(counter, BLOCK, tmp_dir) as tmp:
+        counter = Counting(_Rest(head, data))
+        with formats.spool(counter, BLOCK, tmp_dir) as tmp:
             _verify(expected, hashed, uri)
-            image_formats.convert_qcow2(runner, tmp.name, target)
+            formats.convert_qcow2(runner, tmp.name, target)
         return counter.count, 0
     writer = BlockWriter(target, target_zeroed=zeroed)
     try:
-        while True:
-            block = stream.read(BLOCK)
-            if not block:
-                break
-            writer.write(block)
+        writer.write(head)
+        while len(head) == BLOCK and (n := data.readinto(writer.buffer)):
+            writer.write_buffer(n)
         writer.finish()
     finally:
         writer.close()
@@ -177,7 +174,7 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
     if args.get("format") == "tar":
         mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
     elif args.get("format", "raw") in ("raw", "disk") and not target_zeroed:
-        target_zeroed = image_formats.zero_device(
+        target_zeroed = formats.zero_device(
             runner, args["device"], options.get("image_zero_target") or "auto")
     report = write_to(
         args["uri"], args.get("device"), fmt=args.get("format", "raw"),

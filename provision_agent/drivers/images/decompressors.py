@@ -18,7 +18,7 @@ import zlib
 
 import zstandard
 
-from provision_agent.drivers.image_zstd_frames import FrameWalker
+from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
