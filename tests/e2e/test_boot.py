@@ -4,7 +4,6 @@ Needs the whole chain: executor dispatching bootloader/configdrive, the image pi
 bench. The test OS comes from tests/images/build-debian.sh (cached by script hash).
 """
 
-import hashlib
 import json
 import pathlib
 import re
@@ -46,13 +45,6 @@ def report_times(request):
 def test_os():
     return testos.build_dir()
 
-
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return "sha256:" + h.hexdigest()
 
 
 def _without_grub(test_os):
@@ -101,7 +93,7 @@ def _doc(sample, srv, test_os, root_target, tar=None):
     doc = json.loads((SAMPLES / sample).read_text())
     tar = tar or test_os / "root.tar.zst"
     doc["images"] = [{"uri": srv.guest_url(tar.name), "format": "tar", "target": root_target,
-                      "checksum": _sha256(tar)}]
+                      "checksum": testos.checksum(tar)}]
     doc.setdefault("bootloader", {})["kernel_params"] = "console=ttyS0"
     doc["configdrive"] = {"format": "config-2", "meta_data": {"uuid": "boot-e2e"}}
     return doc

@@ -10,7 +10,6 @@ virtio disk and an NVMe disk. One VM serves the module, in order:
     system boots with one of the two paths removed and finds its root on multipath.
 """
 
-import hashlib
 import shutil
 import time
 
@@ -100,13 +99,6 @@ def _node(nodes, path):
     return None
 
 
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return "sha256:" + h.hexdigest()
-
 
 def test_root_lvm_on_multipath_boots_with_one_path_removed(vm, mpath, ramdisk):
     wwid = mpath["multipath"]["wwid"]
@@ -117,7 +109,7 @@ def test_root_lvm_on_multipath_boots_with_one_path_removed(vm, mpath, ramdisk):
         # a root device hint written for the second path finds the multipath disk
         doc = _layout({"by_path": by_path})
         doc["images"] = [{"uri": srv.guest_url(tar.name), "format": "tar", "target": "/",
-                          "checksum": _sha256(tar)}]
+                          "checksum": testos.checksum(tar)}]
         doc["bootloader"] = {"boot_mode": "bios", "kernel_params": "console=ttyS0"}
         t0 = time.monotonic()
         run = vm.provision(doc, ["--debug"])

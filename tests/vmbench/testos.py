@@ -6,6 +6,7 @@ Each shape is made once per test-OS build and kept next to it, so a second demo 
 only pays for the first.
 """
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -106,3 +107,12 @@ def kernel():
 
 def initrd():
     return _boot_file("initrd.img")
+
+
+def checksum(path):
+    """The "sha256:<hex>" an image entry of a layout carries for a file served to the VM."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
