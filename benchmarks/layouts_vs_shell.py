@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import layout_phases
 from tests.vmbench import VM
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,17 +58,19 @@ def script_of(log):
 
 def main(argv):
     samples = argv or DEFAULT
-    rows = []
+    rows, phases = [], []
     with VM(disks=3, disk_size="4G", serials=["disk0", "disk1", "disk2"],
             name="layouts-vs-shell") as vm:
         for name in samples:
             vm.ssh(BLANK, timeout=600)
             t0 = time.monotonic()
-            run = vm.provision(REPO / "samples" / name, ["--debug"])
+            run = vm.provision(REPO / "samples" / name, ["--debug"], clock=True)
             ours = time.monotonic() - t0
             if run.returncode != 0:
                 print(f"{name}: provision exited {run.returncode}\n{run.stderr}")
                 return 1
+            started, ended = run.clock
+            phases.append((name, layout_phases.breakdown(run.log, started, ended)))
             script = script_of(run.log)
             vm.write_text("/tmp/replay.sh", script)
             vm.ssh(BLANK, timeout=600)
@@ -78,11 +81,14 @@ def main(argv):
                 f"replay exit {res.returncode}: "
                 + vm.ssh("tail -3 /tmp/replay.out", check=False).stdout.strip())
             rows.append((name, ours, shell, script.count("\n") - 2, status))
+            phases[-1] += (shell,)
     print(f"\n{'layout':<40} {'provision s':>11} {'shell s':>8} {'ratio':>6} commands")
     for name, ours, shell, n, status in rows:
         print(f"{name:<40} {ours:>11.1f} {shell:>8.1f} {ours / shell:>6.2f} {n} {status}")
     print("(both timed from the host over SSH, same VM, same blank disks; ratio = provision / "
           "shell; the shell side skips discovery, validation and planning)")
+    print("\nwhere provision's seconds go (guest clock; see benchmarks/layout_phases.py):")
+    print(layout_phases.table(phases))
     return 0
 
 

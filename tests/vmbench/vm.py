@@ -69,6 +69,7 @@ class ProvisionRun:
     stdout: str
     stderr: str
     log: str
+    clock: tuple = None     # (start, end) on the guest's clock, with provision(clock=True)
 
 
 
@@ -341,7 +342,8 @@ class VM(GuestQueries):
         parent = shlex.quote(os.path.dirname(remote) or "/")
         self.ssh(f"mkdir -p {parent} && cat > {shlex.quote(remote)}", input=text)
 
-    def provision(self, document=None, args=(), *, subcommand=None, timeout=3600, echo=None):
+    def provision(self, document=None, args=(), *, subcommand=None, timeout=3600, echo=None,
+                  clock=False):
         """Run /usr/bin/provision in the guest; return ProvisionRun (never raises on its exit code).
 
         document: a dict/list (sent as JSON), a str of JSON text, a local Path, or None.
@@ -365,13 +367,19 @@ class VM(GuestQueries):
         log = f"/tmp/vmbench/provision-{n}.log"
         argv += ["--log_file", log, *args]
         self.ssh("mkdir -p /tmp/vmbench")
+        stamps = f"/tmp/vmbench/clock-{n}"
+        if clock:
+            # the guest's own clock around the process, the clock its log is stamped with
+            argv = ["sh", "-c", f'date +%s.%N > {stamps}; "$@"; rc=$?; date +%s.%N >> {stamps}; '
+                                'exit $rc', "sh", *argv]
         res = self.ssh(argv, check=False, timeout=timeout, echo=echo)
         logtext = self.ssh(["cat", log], check=False).stdout
+        times = tuple(float(t) for t in self.ssh(["cat", stamps]).stdout.split()) if clock else None
         self.last_provision_log = logtext
         (self.artifacts / f"provision-{n}.log").write_text(
             f"$ {res.command}\n# exit {res.returncode}\n--- stdout\n{res.stdout}\n"
             f"--- stderr\n{res.stderr}\n--- log\n{logtext}")
-        return ProvisionRun(res.returncode, res.stdout, res.stderr, logtext)
+        return ProvisionRun(res.returncode, res.stdout, res.stderr, logtext, times)
 
     def inventory(self):
         """`provision inventory` parsed (the machine's disks in ironic-python-agent's format)."""

@@ -1,0 +1,64 @@
+"""Where a provision run's time goes, from its --debug log (issue 17, layouts).
+
+Phases: start-up (interpreter and imports, before the first log line), preparation (input,
+discovery, validation, planning, preflight: first log line to step 1), then within the steps
+the external tools, `udevadm settle`, and what is left: provision's own Python, including the
+sleeps of its waits for devices; last, what follows the last step (report, exit).
+The shell replay of benchmarks/layouts_vs_shell.py spends only the tools' share.
+"""
+
+import re
+from datetime import datetime
+
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+STEP = re.compile(r" INFO provision_agent\.executor: step 1/\d+: ")
+EXIT = re.compile(r" DEBUG provision_agent\.runner: exit -?\d+ after ([0-9.]+)s: (\S+)(?: (\S+))?")
+
+PHASES = ("start-up", "preparation", "tools", "udev settle", "python in steps", "after steps")
+
+
+def _seconds(stamp):
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def breakdown(log, started, ended):
+    """{phase: seconds} for one run: started/ended are the guest clock around the process
+    (epoch seconds); the log's own timestamps place everything between."""
+    stamps, first_step, tools, settle = [], None, 0.0, 0.0
+    for line in log.splitlines():
+        m = STAMP.match(line)
+        if not m:
+            continue            # a continuation line (a traceback, the plan's text)
+        t = _seconds(m.group(1))
+        stamps.append(t)
+        if first_step is None and STEP.search(line):
+            first_step = t
+        e = EXIT.search(line)
+        if e and first_step is not None:
+            took = float(e.group(1))
+            if e.group(2) == "udevadm" and e.group(3) == "settle":
+                settle += took
+            else:
+                tools += took
+    if not stamps:
+        return {"start-up": ended - started}
+    first, last = stamps[0], stamps[-1]
+    first_step = first_step if first_step is not None else last
+    in_steps = last - first_step
+    return {"start-up": max(0.0, first - started),
+            "preparation": first_step - first,
+            "tools": tools,
+            "udev settle": settle,
+            "python in steps": max(0.0, in_steps - tools - settle),
+            "after steps": max(0.0, ended - last)}
+
+
+def table(rows):
+    """rows: [(layout name, {phase: s}, shell replay s)] -> printable text."""
+    head = f"{'layout':<36}" + "".join(f"{p:>16}" for p in PHASES) + f"{'total':>9}{'replay':>9}"
+    out = [head]
+    for name, phases, shell in rows:
+        total = sum(phases.get(p, 0.0) for p in PHASES)
+        out.append(f"{name:<36}" + "".join(f"{phases.get(p, 0.0):>16.1f}" for p in PHASES)
+                   + f"{total:>9.1f}{shell:>9.1f}")
+    return "\n".join(out)

@@ -1,0 +1,35 @@
+"""The layout benchmark's breakdown of a provision run (benchmarks/layout_phases.py): every
+second between the process start and its end lands in exactly one phase."""
+
+from benchmarks import layout_phases
+
+LOG = """\
+2026-11-25 07:50:00,500 INFO provision_agent.cli: provision 0.1.0
+2026-11-25 07:50:01,000 INFO provision_agent.runner: run: lsblk --json /dev/vda
+2026-11-25 07:50:01,200 DEBUG provision_agent.runner: exit 0 after 0.20s: lsblk
+plan text that continues a line
+2026-11-25 07:50:02,000 INFO provision_agent.executor: step 1/3: wipe old signatures on /dev/vda
+2026-11-25 07:50:02,000 INFO provision_agent.runner: run: wipefs --all --force /dev/vda
+2026-11-25 07:50:02,500 DEBUG provision_agent.runner: exit 0 after 0.50s: wipefs
+2026-11-25 07:50:03,000 INFO provision_agent.executor: step 2/3: re-read partition tables
+2026-11-25 07:50:04,000 DEBUG provision_agent.runner: exit 0 after 1.00s: udevadm settle --timeout=120
+2026-11-25 07:50:04,100 DEBUG provision_agent.runner: exit 1 after 0.25s: partprobe /dev/vda
+2026-11-25 07:50:06,000 INFO provision_agent.executor: step 3/3: unmount
+"""
+
+
+def test_every_second_lands_in_one_phase():
+    t = layout_phases._seconds("2026-11-25 07:50:00,000")
+    phases = layout_phases.breakdown(LOG, t, t + 7.0)
+    assert phases["start-up"] == 0.5
+    assert round(phases["preparation"], 3) == 1.5     # the lsblk before step 1 is not a step's
+    assert phases["tools"] == 0.75 and phases["udev settle"] == 1.0
+    assert round(phases["python in steps"], 3) == 2.25
+    assert round(phases["after steps"], 3) == 1.0
+    assert round(sum(phases.values()), 3) == 7.0
+
+
+def test_table_has_a_row_per_layout_with_its_total_and_replay():
+    text = layout_phases.table([("single-disk.json", {"tools": 3.0, "start-up": 1.0}, 2.5)])
+    row = text.splitlines()[1]
+    assert row.startswith("single-disk.json") and row.split()[-2:] == ["4.0", "2.5"]
