@@ -11,7 +11,7 @@ from provision_agent.resolve import partition_base
 from provision_agent.steps import Step
 from provision_agent.units import human
 
-MULTIPATH_PARTITION = "/dev/disk/by-id/dm-uuid-part"
+MULTIPATH_LINKS = "/dev/disk/by-id/dm-uuid-"
 
 CONFIGDRIVE_ID = "configdrive"
 CONFIGDRIVE_BYTES = 64 << 20
@@ -180,8 +180,11 @@ def plan(res):
                           "write /etc/fstab by UUID"))
     if layout.raids:
         args = {"arrays": [dev(r.id) for r in layout.raids]}
-        members = [dev(m) for r in layout.raids for m in r.members + r.spares]
-        if any(m.startswith(MULTIPATH_PARTITION) for m in members):
+        # a whole multipath disk as a member is named by its map's link, as partitions are
+        maps = {dev(d.id): partition_base(res.disks[d.id]) for d in layout.disks
+                if d.id in res.disks and res.disks[d.id].get("multipath")}
+        members = [maps.get(dev(m), dev(m)) for r in layout.raids for m in r.members + r.spares]
+        if any(m.startswith(MULTIPATH_LINKS) for m in members):
             # md must not take a path's copy of a member before multipath assembles the disk
             args["device_members"] = members
         steps.append(Step("mdadm_conf", args, "write /etc/mdadm/mdadm.conf"

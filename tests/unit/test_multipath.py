@@ -235,3 +235,16 @@ def test_md_on_a_multipath_disk_names_each_member_once_in_mdadm_conf():
     single_path = dict({k: v for k, v in MPATH.items() if k != "multipath"}, name="/dev/sdc")
     plain = build(layout({"serial": "SN-LUN0"}), disks()[1:] + [single_path])
     assert "device_members" not in next(s for s in plain.steps if s.kind == "mdadm_conf").args
+
+
+def test_a_whole_multipath_disk_in_an_array_is_named_by_its_map_link():
+    doc = layout({"serial": "SN-LUN0"})
+    doc["disks"][0]["partitions"] = []
+    doc["raids"] = [{"id": "md-data", "name": "data", "level": 1, "members": ["mp", "nv1"],
+                     "metadata": "1.0"}]
+    doc["volume_groups"], doc["bootloader"], doc["images"] = [], {"type": "none"}, []
+    doc["filesystems"] = [{"device": "md-data", "type": "xfs", "mount": "/srv"},
+                          {"device": "boot1", "type": "ext4", "mount": "/"}]
+    step = next(s for s in build(doc).steps if s.kind == "mdadm_conf")
+    assert step.args["device_members"] == [f"/dev/disk/by-id/dm-uuid-mpath-{WWID}",
+                                           "/dev/nvme0n1p1"]
