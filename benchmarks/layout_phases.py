@@ -12,7 +12,9 @@ from datetime import datetime
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 STEP = re.compile(r" INFO provision_agent\.executor: step 1/\d+: ")
-EXIT = re.compile(r" DEBUG provision_agent\.runner: exit -?\d+ after ([0-9.]+)s: (\S+)(?: (\S+))?")
+RUN = re.compile(r" INFO provision_agent\.runner: run: (\S+)(?: (\S+))?")
+# the exit line names only the program; which command it was comes from the run line before
+EXIT = re.compile(r" DEBUG provision_agent\.runner: exit -?\d+ after ([0-9.]+)s: ")
 
 PHASES = ("start-up", "preparation", "tools", "udev settle", "python in steps", "after steps")
 
@@ -24,7 +26,7 @@ def _seconds(stamp):
 def breakdown(log, started, ended):
     """{phase: seconds} for one run: started/ended are the guest clock around the process
     (epoch seconds); the log's own timestamps place everything between."""
-    stamps, first_step, tools, settle = [], None, 0.0, 0.0
+    stamps, first_step, tools, settle, command = [], None, 0.0, 0.0, ()
     for line in log.splitlines():
         m = STAMP.match(line)
         if not m:
@@ -33,10 +35,13 @@ def breakdown(log, started, ended):
         stamps.append(t)
         if first_step is None and STEP.search(line):
             first_step = t
+        r = RUN.search(line)
+        if r:
+            command = r.groups()
         e = EXIT.search(line)
         if e and first_step is not None:
             took = float(e.group(1))
-            if e.group(2) == "udevadm" and e.group(3) == "settle":
+            if command == ("udevadm", "settle"):
                 settle += took
             else:
                 tools += took

@@ -12,8 +12,10 @@ plan text that continues a line
 2026-11-25 07:50:02,000 INFO provision_agent.runner: run: wipefs --all --force /dev/vda
 2026-11-25 07:50:02,500 DEBUG provision_agent.runner: exit 0 after 0.50s: wipefs
 2026-11-25 07:50:03,000 INFO provision_agent.executor: step 2/3: re-read partition tables
-2026-11-25 07:50:04,000 DEBUG provision_agent.runner: exit 0 after 1.00s: udevadm settle --timeout=120
-2026-11-25 07:50:04,100 DEBUG provision_agent.runner: exit 1 after 0.25s: partprobe /dev/vda
+2026-11-25 07:50:03,000 INFO provision_agent.runner: run: udevadm settle --timeout=120
+2026-11-25 07:50:04,000 DEBUG provision_agent.runner: exit 0 after 1.00s: udevadm
+2026-11-25 07:50:04,000 INFO provision_agent.runner: run: partprobe /dev/vda
+2026-11-25 07:50:04,100 DEBUG provision_agent.runner: exit 1 after 0.25s: partprobe
 2026-11-25 07:50:06,000 INFO provision_agent.executor: step 3/3: unmount
 """
 
