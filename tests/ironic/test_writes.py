@@ -1,0 +1,103 @@
+"""The polls record progress one thread at a time (ironic_driver.follow.WRITER), and a look
+at a node always gives that turn back."""
+
+import threading
+import time
+from unittest import mock
+
+import pytest
+from ironic.common import states
+from ironic.objects import node as node_object
+
+from ironic_driver import follow
+from tests.ironic import dbcase
+
+RUNNING = {"exit_code": None, "events_offset": 40, "tail": "",
+           "events": [{"event": "wrapper", "status": "started"}]}
+
+
+def test_one_writer_at_a_time_and_a_thread_may_enter_twice():
+    writer, guard, inside, most, done = follow._Writer(), threading.Lock(), [0], [0], []
+
+    def record(i):
+        writer.enter()
+        writer.enter()      # a save, then a failure, in the same look
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.01)    # widens the window in which a second writer would show
+        with guard:
+            inside[0] -= 1
+        done.append(i)
+        writer.leave()
+
+    threads = [threading.Thread(target=record, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(done) == list(range(8))
+    assert most[0] == 1
+    assert _free(writer)
+
+
+def _free(writer):
+    """True when no thread holds the writer (checked from a thread of its own)."""
+    result = []
+    t = threading.Thread(target=lambda: result.append(writer._lock.acquire(blocking=False)))
+    t.start()
+    t.join(5)
+    if result[0]:
+        writer._lock.release()
+    return result[0]
+
+
+class TestWrites(dbcase.NodeTestCase):
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_node(
+            driver_info={"provision_ssh_address": "192.0.2.10"},
+            instance_info={"image_source": "http://x/img", "provision_layout": {"version": 1}})
+        self.config(data_driver="native", group="provision_agent")
+
+    def _waiting(self, **internal):
+        self.node.provision_state = states.DEPLOYWAIT
+        self.node.target_provision_state = states.ACTIVE
+        info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
+                "provision_events": [], "provision_events_count": 0,
+                "provision_events_offset": 0}
+        info.update(internal)
+        self.node.driver_internal_info = info
+        self.node.save()
+
+    def test_a_start_is_recorded_and_the_turn_given_back(self):
+        self._waiting()
+        with mock.patch.object(follow.WRITER, "enter", wraps=follow.WRITER.enter) as enter:
+            self.follow_once(True, RUNNING)
+        enter.assert_called()
+        self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
+        self.assertTrue(_free(follow.WRITER))
+
+    def test_a_finished_provision_resumes_and_gives_the_turn_back(self):
+        self._waiting(provision_phase="running", provision_events_offset=40)
+        with mock.patch("ironic.conductor.utils.notify_conductor_resume_deploy") as resume:
+            self.follow_once(True, {"exit_code": 0, "events_offset": 80, "tail": "",
+                                    "events": [{"event": "wrapper", "status": "exited"}]})
+        resume.assert_called_once()
+        self.assertEqual("done", self.node.driver_internal_info["provision_phase"])
+        self.assertTrue(_free(follow.WRITER))
+
+    def test_a_save_that_fails_still_gives_the_turn_back(self):
+        self._waiting()
+        with mock.patch.object(node_object.Node, "save", side_effect=RuntimeError("db gone")):
+            with pytest.raises(RuntimeError):
+                self.follow_once(True, RUNNING)
+        self.assertTrue(_free(follow.WRITER))
+
+    def test_a_poll_that_learns_nothing_does_not_wait_for_a_turn(self):
+        self._waiting(provision_phase="running", provision_events_offset=40)
+        with mock.patch.object(follow.WRITER, "enter") as enter:
+            self.follow_once(True, {"exit_code": None, "events": [], "events_offset": 40,
+                                    "tail": ""})
+        enter.assert_not_called()
+
