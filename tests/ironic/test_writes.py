@@ -101,3 +101,15 @@ class TestWrites(dbcase.NodeTestCase):
                                     "tail": ""})
         enter.assert_not_called()
 
+
+def test_paramiko_handshake_debug_is_quieted_unless_the_operator_set_a_level():
+    import logging
+
+    from ironic_driver import ssh
+    unset = logging.getLogger("provision-test.unset")
+    ssh.quiet_paramiko(unset)
+    assert unset.level == logging.WARNING
+    chosen = logging.getLogger("provision-test.chosen")
+    chosen.setLevel(logging.DEBUG)
+    ssh.quiet_paramiko(chosen)
+    assert chosen.level == logging.DEBUG
