@@ -31,6 +31,7 @@ import time
 
 from ironic.common import exception
 from ironic.common import states
+from ironic.conductor import deployments
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
@@ -189,11 +190,13 @@ def _reported_key(path):
     return f"{key.get_name()} {key.get_base64()}"
 
 
-def follow_in_worker(context, node_uuid):
+def follow_in_worker(context, node_uuid, spawn=None):
+    """spawn: the conductor's way to start a worker (its _spawn_worker), for resuming a
+    finished deploy on this task's lock."""
     try:
         with task_manager.acquire(context, node_uuid, shared=True,
                                   purpose="following provision in a ramdisk") as task:
-            follow(task)
+            follow(task, spawn)
     except (exception.NodeNotFound, exception.NodeLocked) as exc:
         LOG.info("Following provision on node %s skipped: %s", node_uuid, exc)
     except Exception:
@@ -213,15 +216,15 @@ def _job(node, o):
             _json(validation.payload(node, o.data_driver)))
 
 
-def follow(task):
+def follow(task, spawn=None):
     """One look at one node; transitions it when its job is done. Safe to call any time."""
     try:
-        _follow(task)
+        _follow(task, spawn)
     finally:
         WRITER.leave()
 
 
-def _follow(task):
+def _follow(task, spawn):
     node = task.node
     if not _waiting(node):
         return
@@ -288,6 +291,11 @@ def _follow(task):
         fail(task, f"provision exited with {st['exit_code']}; last output:\n{st['tail']}")
         return
     updates[PREFIX + "phase"] = "done"
+    if spawn is not None and node.provision_state == states.DEPLOYWAIT:
+        if _take(task, updates):
+            LOG.info("provision finished on node %s; resuming the deploy steps", node.uuid)
+            _resume_deploy(task, spawn)
+        return
     if not _save(task, updates):
         return
     if node.provision_state == states.CLEANWAIT:
@@ -336,6 +344,15 @@ def _save(task, updates):
     if _waiting(task.node) and all(info.get(k) == v for k, v in updates.items()):
         # Most polls of a running provision change nothing: no lock, no database write.
         return True
+    if not _take(task, updates):
+        return False
+    task.node.save()
+    return True
+
+
+def _take(task, updates):
+    """The writer's turn, the exclusive lock and updates set on the node (not saved);
+    False when the node moved on meanwhile."""
     WRITER.enter()
     if task.shared:
         task.upgrade_lock(purpose="recording provision progress")
@@ -344,8 +361,19 @@ def _save(task, updates):
         return False
     for key, value in updates.items():
         node.set_driver_internal_info(key, value)
-    node.save()
     return True
+
+
+def _resume_deploy(task, spawn):
+    """What the conductor's continue_node_deploy does, on the lock this task already holds.
+    notify_conductor_resume_deploy would save our fields, release the lock and have the
+    conductor take it again: three database writes more per node, each one that sqlite
+    may refuse while another writer is in, and at 500 nodes the finished provisions queued
+    up behind them. Here the resume event saves our fields with the new state, and the
+    worker that runs the remaining deploy steps keeps the lock."""
+    task.process_event("resume")
+    task.set_spawn_error_hook(manager_utils.spawn_deploying_error_handler, task.node)
+    task.spawn_after(spawn, deployments.continue_node_deploy, task)
 
 
 def fail(task, message):

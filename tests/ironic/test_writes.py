@@ -7,9 +7,10 @@ from unittest import mock
 
 import pytest
 from ironic.common import states
+from ironic.conductor import deployments
 from ironic.objects import node as node_object
 
-from ironic_driver import follow
+from ironic_driver import follow, remote
 from tests.ironic import dbcase
 
 RUNNING = {"exit_code": None, "events_offset": 40, "tail": "",
@@ -85,6 +86,26 @@ class TestWrites(dbcase.NodeTestCase):
                                     "events": [{"event": "wrapper", "status": "exited"}]})
         resume.assert_called_once()
         self.assertEqual("done", self.node.driver_internal_info["provision_phase"])
+        self.assertTrue(_free(follow.WRITER))
+
+    def test_a_finished_provision_resumes_on_the_lock_it_holds(self):
+        self._waiting(provision_phase="running", provision_events_offset=40)
+        spawn = mock.Mock()
+        exited = {"exit_code": 0, "events_offset": 80, "tail": "",
+                  "events": [{"event": "wrapper", "status": "exited"}]}
+        with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
+                mock.patch.object(remote, "status", return_value=exited), \
+                mock.patch("ironic.conductor.utils.notify_conductor_resume_deploy") as rpc:
+            follow.follow_in_worker(self.context, self.node.uuid, spawn)
+        rpc.assert_not_called()
+        spawn.assert_called_once_with(deployments.continue_node_deploy, mock.ANY)
+        task = spawn.call_args[0][1]
+        self.assertFalse(task.shared)       # the worker gets the lock with the task
+        self.node.refresh()
+        self.assertEqual(states.DEPLOYING, self.node.provision_state)
+        info = self.node.driver_internal_info
+        self.assertEqual(("done", 0, 80), (info["provision_phase"], info["provision_exit_code"],
+                                           info["provision_events_offset"]))
         self.assertTrue(_free(follow.WRITER))
 
     def test_a_save_that_fails_still_gives_the_turn_back(self):
