@@ -61,18 +61,8 @@ class TestWrites(dbcase.NodeTestCase):
             instance_info={"image_source": "http://x/img", "provision_layout": {"version": 1}})
         self.config(data_driver="native", group="provision_agent")
 
-    def _waiting(self, **internal):
-        self.node.provision_state = states.DEPLOYWAIT
-        self.node.target_provision_state = states.ACTIVE
-        info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
-                "provision_events": [], "provision_events_count": 0,
-                "provision_events_offset": 0}
-        info.update(internal)
-        self.node.driver_internal_info = info
-        self.node.save()
-
     def test_a_start_is_recorded_and_the_turn_given_back(self):
-        self._waiting()
+        self.deploy_waiting()
         with mock.patch.object(follow.WRITER, "enter", wraps=follow.WRITER.enter) as enter:
             self.follow_once(True, RUNNING)
         enter.assert_called()
@@ -80,7 +70,7 @@ class TestWrites(dbcase.NodeTestCase):
         self.assertTrue(_free(follow.WRITER))
 
     def test_a_finished_provision_resumes_and_gives_the_turn_back(self):
-        self._waiting(provision_phase="running", provision_events_offset=40)
+        self.deploy_waiting(provision_phase="running", provision_events_offset=40)
         with mock.patch("ironic.conductor.utils.notify_conductor_resume_deploy") as resume:
             self.follow_once(True, {"exit_code": 0, "events_offset": 80, "tail": "",
                                     "events": [{"event": "wrapper", "status": "exited"}]})
@@ -89,7 +79,7 @@ class TestWrites(dbcase.NodeTestCase):
         self.assertTrue(_free(follow.WRITER))
 
     def test_a_finished_provision_resumes_on_the_lock_it_holds(self):
-        self._waiting(provision_phase="running", provision_events_offset=40)
+        self.deploy_waiting(provision_phase="running", provision_events_offset=40)
         spawn = mock.Mock()
         exited = {"exit_code": 0, "events_offset": 80, "tail": "",
                   "events": [{"event": "wrapper", "status": "exited"}]}
@@ -109,14 +99,14 @@ class TestWrites(dbcase.NodeTestCase):
         self.assertTrue(_free(follow.WRITER))
 
     def test_a_save_that_fails_still_gives_the_turn_back(self):
-        self._waiting()
+        self.deploy_waiting()
         with mock.patch.object(node_object.Node, "save", side_effect=RuntimeError("db gone")):
             with pytest.raises(RuntimeError):
                 self.follow_once(True, RUNNING)
         self.assertTrue(_free(follow.WRITER))
 
     def test_a_poll_that_learns_nothing_does_not_wait_for_a_turn(self):
-        self._waiting(provision_phase="running", provision_events_offset=40)
+        self.deploy_waiting(provision_phase="running", provision_events_offset=40)
         with mock.patch.object(follow.WRITER, "enter") as enter:
             self.follow_once(True, {"exit_code": None, "events": [], "events_offset": 40,
                                     "tail": ""})
