@@ -8,7 +8,8 @@ from ironic.conductor import task_manager
 from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import follow, remote
+# deploy: importing it registers [provision_agent] in Ironic's CONF (test_writes.py alone)
+from ironic_driver import deploy, follow, remote  # noqa: F401
 
 API_URL = "http://192.0.2.1:6385"
 

@@ -1,5 +1,5 @@
-"""The polls record progress one thread at a time (ironic_driver.follow.WRITER), and a look
-at a node always gives that turn back."""
+"""The polls record progress a few threads at a time (ironic_driver.follow.WRITER), and a
+look at a node always gives its turn back."""
 
 import threading
 import time
@@ -17,8 +17,9 @@ RUNNING = {"exit_code": None, "events_offset": 40, "tail": "",
            "events": [{"event": "wrapper", "status": "started"}]}
 
 
-def test_one_writer_at_a_time_and_a_thread_may_enter_twice():
-    writer, guard, inside, most, done = follow._Writer(), threading.Lock(), [0], [0], []
+@pytest.mark.parametrize("turns", [1, 3])
+def test_no_more_writers_than_turns_and_a_thread_may_enter_twice(turns):
+    writer, guard, inside, most, done = follow._Writer(turns), threading.Lock(), [0], [0], []
 
     def record(i):
         writer.enter()
@@ -26,7 +27,7 @@ def test_one_writer_at_a_time_and_a_thread_may_enter_twice():
         with guard:
             inside[0] += 1
             most[0] = max(most[0], inside[0])
-        time.sleep(0.01)    # widens the window in which a second writer would show
+        time.sleep(0.05)    # widens the window in which one writer too many would show
         with guard:
             inside[0] -= 1
         done.append(i)
@@ -38,8 +39,28 @@ def test_one_writer_at_a_time_and_a_thread_may_enter_twice():
     for t in threads:
         t.join(10)
     assert sorted(done) == list(range(8))
-    assert most[0] == 1
+    assert 1 <= most[0] <= turns
     assert _free(writer)
+
+
+def test_as_many_writers_as_turns_get_in_together():
+    writer, meet = follow._Writer(3), threading.Barrier(3, timeout=10)
+    passed = []
+
+    def record():
+        writer.enter()
+        try:
+            meet.wait()     # broken (and raising) unless all three are in at once
+            passed.append(1)
+        finally:
+            writer.leave()
+
+    threads = [threading.Thread(target=record) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(15)
+    assert len(passed) == 3
 
 
 def _free(writer):
