@@ -190,7 +190,8 @@ class ProvisionDeploy(base.DeployInterface):
         try:
             return FOLLOWERS.submit(
                 task.node.uuid, manager._spawn_worker, follow.follow_in_worker, context,
-                task.node.uuid, limit=max(1, CONF.conductor.periodic_max_workers),
+                task.node.uuid, manager._spawn_worker,
+                limit=max(1, CONF.conductor.periodic_max_workers),
                 wait=opts.connect_timeout + opts.command_timeout)
         except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
             LOG.warning("Following provision: %s; the rest of this sweep waits for the next "

@@ -1,12 +1,15 @@
 """Ironic's database test case, fitted for pytest and for nodes of our deploy interface."""
 
+import time
 from unittest import mock
 
+from ironic.common import states
 from ironic.conductor import task_manager
 from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import follow, remote
+# deploy: importing it registers [provision_agent] in Ironic's CONF (test_writes.py alone)
+from ironic_driver import deploy, follow, remote  # noqa: F401
 
 API_URL = "http://192.0.2.1:6385"
 
@@ -28,6 +31,18 @@ class NodeTestCase(db_base.DbTestCase):
         fields.setdefault("network_interface", "noop")
         return obj_utils.create_test_node(self.context, driver="fake-hardware",
                                           deploy_interface="provision", **fields)
+
+    def deploy_waiting(self, **internal):
+        """self.node in deploy wait, its provision job at phase wait_ramdisk unless internal
+        says otherwise (driver_internal_info keys with their provision_ prefix)."""
+        self.node.provision_state = states.DEPLOYWAIT
+        self.node.target_provision_state = states.ACTIVE
+        info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
+                "provision_events": [], "provision_events_count": 0,
+                "provision_events_offset": 0}
+        info.update(internal)
+        self.node.driver_internal_info = info
+        self.node.save()
 
     def follow_once(self, started, status):
         """One follow.follow() of self.node with SSH faked: remote.start returns started,

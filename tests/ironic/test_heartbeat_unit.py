@@ -1,7 +1,6 @@
 """The deploy interface's side of lookup/heartbeat, on Ironic's DB fixtures."""
 
 import os
-import time
 from unittest import mock
 
 from ironic.common import states
@@ -20,16 +19,6 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.node = self.make_node(driver_info={},
                                    instance_info={"image_source": "http://x/img"})
 
-    def _waiting(self, **internal):
-        self.node.provision_state = states.DEPLOYWAIT
-        self.node.target_provision_state = states.ACTIVE
-        info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
-                "provision_events": [], "provision_events_count": 0,
-                "provision_events_offset": 0}
-        info.update(internal)
-        self.node.driver_internal_info = info
-        self.node.save()
-
     def _key_file(self, text):
         path = os.path.join(self.useFixture(__import__("fixtures").TempDir()).path, "k.crt")
         with open(path, "w") as f:
@@ -45,7 +34,7 @@ class TestHeartbeat(dbcase.NodeTestCase):
         return follow_once
 
     def test_first_heartbeat_records_address_and_key_and_starts(self):
-        self._waiting()
+        self.deploy_waiting()
         started = self._heartbeat("https://192.0.2.20:2222")
         info = self.node.driver_internal_info
         self.assertEqual("192.0.2.20", info["provision_ssh_address"])
@@ -58,14 +47,14 @@ class TestHeartbeat(dbcase.NodeTestCase):
                          follow.ssh_target(self.node, deploy.OPTS()))
 
     def test_later_heartbeats_do_not_start_again(self):
-        self._waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
+        self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
                       provision_ssh_port=22, provision_host_key=KEY)
         started = self._heartbeat()
         self.assertEqual(0, started.call_count)
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
 
     def test_a_changed_key_fails_the_deploy(self):
-        self._waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
+        self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
                       provision_ssh_port=22, provision_host_key=KEY)
         self._heartbeat(key=OTHER)
         self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
@@ -79,13 +68,13 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.assertEqual(0, started.call_count)
 
     def test_a_callback_without_an_address_fails(self):
-        self._waiting()
+        self.deploy_waiting()
         self._heartbeat("http://ramdisk.example:22")
         self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
         self.assertIn("does not name an IP address", self.node.last_error)
 
     def test_static_address_and_pin_win_over_the_heartbeat(self):
-        self._waiting(provision_ssh_address="192.0.2.20", provision_ssh_port=22,
+        self.deploy_waiting(provision_ssh_address="192.0.2.20", provision_ssh_port=22,
                       provision_host_key=KEY)
         self.node.driver_info = {"provision_ssh_address": "198.51.100.7",
                                  "provision_host_key": OTHER}
@@ -109,7 +98,7 @@ class TestHeartbeat(dbcase.NodeTestCase):
                          deploy.ramdisk_options(self.node))
 
     def test_follow_without_any_address_waits_and_says_why(self):
-        self._waiting()
+        self.deploy_waiting()
         with mock.patch.object(follow, "_connect") as connect:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task)

@@ -84,14 +84,7 @@ class TestWithNode(dbcase.NodeTestCase):
         self.assertIn("must be smaller than deploy_timeout (50)", str(exc))
 
     def _deploy_waiting(self, **internal):
-        self.node.provision_state = states.DEPLOYWAIT
-        self.node.target_provision_state = states.ACTIVE
-        info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
-                "provision_events": [], "provision_events_count": 0,
-                "provision_events_offset": 0}
-        info.update(internal)
-        self.node.driver_internal_info = info
-        self.node.save()
+        self.deploy_waiting(**internal)
         self.config(data_driver="native", group="provision_agent")
 
     def _follow(self, started, status):
