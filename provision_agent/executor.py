@@ -169,8 +169,7 @@ class Executor:
             return None
         from provision_agent.drivers import multipath
         text = multipath.write_wwids(self.root, args["wwids"])
-        if not any(os.path.exists(os.path.join(self.root, d, "multipath"))
-                   for d in ("usr/sbin", "sbin")):
+        if not multipath.has_tools(self.root):
             LOG.warning("the image has no multipath-tools: the installed system will use one "
                         "path of %s, not the multipath device", ", ".join(args["wwids"]))
         return {"wwids": text}

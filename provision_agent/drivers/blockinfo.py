@@ -54,9 +54,13 @@ def disks_under(runner, device, sys_block="/sys/class/block"):
 
 
 def holders(device, sys_block="/sys/class/block"):
-    name = os.path.basename(os.path.realpath(device))
+    return holders_at(os.path.join(sys_block, os.path.basename(os.path.realpath(device))))
+
+
+def holders_at(sys_path):
+    """Kernel names of the devices built on the block device at sys_path (dm maps, md)."""
     try:
-        return os.listdir(os.path.join(sys_block, name, "holders"))
+        return os.listdir(os.path.join(sys_path, "holders"))
     except OSError:
         return []
 

@@ -7,9 +7,10 @@ corrupts the disk, so the paths are never disks of their own.
 """
 
 import logging
-import os
 
 import pyudev
+
+from provision_agent.drivers import blockinfo
 
 LOG = logging.getLogger(__name__)
 
@@ -64,13 +65,6 @@ def is_multipath_map(device):
         (device.get("DM_UUID") or _attr(device, "dm/uuid") or "").startswith("mpath-")
 
 
-def _holders(device):
-    try:
-        return os.listdir(os.path.join(device.sys_path, "holders"))
-    except OSError:
-        return []
-
-
 def describe_multipath(device, paths):
     """One disk dict for a dm-multipath map: identity from its paths (they are one LUN), the
     name multipathd gave it, and each path's name, by-path link and SCSI address."""
@@ -111,7 +105,7 @@ def discover_disks(context=None):
     paths = {name: [] for name in maps}
     disks = []
     for device in devices:
-        owner = next((h for h in _holders(device) if h in maps), None)
+        owner = next((h for h in blockinfo.holders_at(device.sys_path) if h in maps), None)
         if owner:
             paths[owner].append(device)
             continue

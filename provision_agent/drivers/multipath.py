@@ -6,6 +6,8 @@ multipath-tools-boot hook copies the file in). Without the entry the system woul
 one of the paths, behind multipathd's back. Lines the image already has are kept.
 """
 
+import os
+
 from provision_agent.drivers import target
 
 WWIDS = "/etc/multipath/wwids"
@@ -34,3 +36,10 @@ def write_wwids(root, wwids):
     text = merge_wwids(target.read_text(root, WWIDS), wwids)
     target.write_text(root, WWIDS, text)
     return text
+
+
+def has_tools(root):
+    """Whether the image ships multipath-tools; looked up as the target sees its own paths,
+    so a link in the image never answers for the ramdisk's binary."""
+    return any(os.path.exists(target.resolve(root, d + "/multipath"))
+               for d in ("/usr/sbin", "/sbin"))

@@ -248,3 +248,15 @@ def test_a_whole_multipath_disk_in_an_array_is_named_by_its_map_link():
     step = next(s for s in build(doc).steps if s.kind == "mdadm_conf")
     assert step.args["device_members"] == [f"/dev/disk/by-id/dm-uuid-mpath-{WWID}",
                                            "/dev/nvme0n1p1"]
+
+
+def test_the_images_multipath_tools_are_looked_up_inside_the_target(tmp_path):
+    (tmp_path / "usr" / "sbin").mkdir(parents=True)
+    assert not multipath.has_tools(str(tmp_path))
+    outside = tmp_path.parent / "outside-multipath"
+    outside.write_text("")
+    (tmp_path / "usr" / "sbin" / "multipath").symlink_to(outside)   # absolute: the target's /
+    assert not multipath.has_tools(str(tmp_path))
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin" / "multipath").write_text("")
+    assert multipath.has_tools(str(tmp_path))
