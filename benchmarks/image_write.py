@@ -7,7 +7,9 @@ Prepares (once, cached in --work) a raw ext4 image: half of it real files copied
 the rest free space (zeros), compressed with `gzip -6` and `zstd -3`. Serves them from a
 separate `python3 -m http.server` process on 127.0.0.1 and writes each, several times, onto a
 loop device backed by a file in /dev/shm (so the pipeline, not this VM's virtual disk, is what
-is measured). Contenders, all reading the same URL and writing the same loop device:
+is measured) or, with --target-dir on a real disk, in that directory; the loop device does
+direct I/O to its file where the file system allows it (not tmpfs), as a real target disk has
+no page cache under it. Contenders, all reading the same URL and writing the same loop device:
 
   shell     curl -s URL | gzip -dc | dd of=DEV bs=4M iflag=fullblock oflag=direct conv=fsync
             (no checksum, no resize)
@@ -142,6 +144,10 @@ def main():
     ap.add_argument("--target-dir", default="/dev/shm",
                     help="where the loop device's backing file lives: /dev/shm measures the "
                          "pipeline; a directory on a real disk shows what zero-skipping saves")
+    ap.add_argument("--buffered-loop", action="store_true",
+                    help="loop device without direct I/O (before 2026-11-25): its writes land in "
+                         "the backing file's page cache and the final fsync flushes all of it at "
+                         "once, a cost a real disk spreads over the write")
     ap.add_argument("--ipa-python", default=DEFAULT_IPA,
                     help="python of a venv with `pip install ironic-python-agent`")
     opts = ap.parse_args()
@@ -165,7 +171,10 @@ def main():
     backing = Path(opts.target_dir) / "provision-image-bench-target"
     with open(backing, "wb") as f:
         f.truncate(raw_size)
-    dev = sh("losetup", "-f", "--show", str(backing)).strip()
+    dev = sh("losetup", "-f", "--show", "--direct-io=" + ("off" if opts.buffered_loop else "on"),
+             str(backing)).strip()
+    # tmpfs has no O_DIRECT: losetup then leaves direct I/O off without a word, so read it back
+    opts.loop_dio = Path(f"/sys/block/{Path(dev).name}/loop/dio").read_text().strip() == "1"
     runner = Runner()
     results = {}
     try:
@@ -251,7 +260,8 @@ def report(results, raw_size, opts, total, load):
     mib = raw_size / (1 << 20)
     print(f"\nload at start: {load[0]}\nload at end:   {load[1]}")
     print(f"\n{mib:.0f} MiB ext4 image (half files, half zeros) onto a loop device backed by "
-          f"{opts.target_dir}, {opts.runs} runs each; "
+          f"{opts.target_dir} (direct I/O {'on' if opts.loop_dio else 'off'}), "
+          f"{opts.runs} runs each; "
           f"seconds min / median; MB/s of image bytes on the median")
     print(f"CPU s: this process's and its children's, median (the loop device's kernel thread "
           f"and the HTTP server are not in it); idle: the machine's idle share while it ran, "

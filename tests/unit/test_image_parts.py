@@ -1,9 +1,11 @@
 """The image pipeline's parts on their own: zstd frame walking on real `zstd` output, checksum
 parsing, the block writer's zero skipping and sizes, progress output, format commands, TLS."""
 
+import bz2
 import gzip
 import io
 import logging
+import lzma
 import os
 import shutil
 import ssl
@@ -14,10 +16,11 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import zstandard
 
 from provision_agent.drivers.images import checksums, decompressors, formats, sources
 from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
-from provision_agent.drivers.images.pipeline import ReadAhead
+from provision_agent.drivers.images.pipeline import BlockRing, ReadAhead
 from provision_agent.drivers.images.progress import Progress
 from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
@@ -163,6 +166,52 @@ def test_read_ahead_readinto_raises_the_stage_error_after_the_data_before_it():
         ahead.readinto(buf)
     assert bytes(buf[:1000]) == b"x" * 1000
     ahead.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, 5000), sizes=st.lists(st.integers(1, 700), max_size=30),
+       count=st.integers(1, 3))
+def test_block_ring_gives_the_stream_back_in_full_blocks_and_one_short_last(size, sizes, count):
+    data = bytes(i % 251 for i in range(size))
+    ring = BlockRing(_Chunks(data, sizes), 512, count=count)
+    got = bytearray()
+    while True:
+        block, n = ring.next()
+        got += block[:n]
+        if n < 512:
+            break
+        assert n == 512                     # every block but the last is full
+        ring.give_back(block)
+    ring.close()
+    assert bytes(got) == data
+
+
+def test_block_ring_raises_the_stage_error_after_the_blocks_before_it():
+    ring = BlockRing(_Chunks(b"x" * 1024, [300], fail=ImageError("gzip data is corrupt")), 512)
+    for _ in range(2):
+        block, n = ring.next()
+        assert n == 512 and block[:n] == b"x" * 512
+        ring.give_back(block)
+    with pytest.raises(ImageError, match="corrupt"):
+        ring.next()
+    ring.close()
+
+
+def test_block_writer_writes_a_ring_block_as_it_writes_its_own_buffer(tmp_path):
+    target = tmp_path / "t"
+    ring = BlockRing(io.BytesIO(DATA), BLOCK)
+    writer = BlockWriter(str(target), target_zeroed=True)
+    while True:
+        block, n = ring.next()
+        writer.write_block(block, n)
+        if n < BLOCK:
+            break
+        ring.give_back(block)
+    writer.finish()
+    writer.close()
+    ring.close()
+    assert target.read_bytes() == DATA
+    assert writer.zero_bytes_skipped == 3 << 20
 
 
 def test_block_writer_writes_its_buffer_filled_in_place(tmp_path):
@@ -325,24 +374,54 @@ def test_https_verified_by_default_with_ca_bundle_or_insecure(https_server):
 GZIP_BACKENDS = [pytest.param(name, id=name) for name in decompressors.GZIP_BACKENDS]
 
 
+def _drain(reader, into):
+    """Everything reader gives, through readinto() or read()."""
+    if not into:
+        return b"".join(iter(lambda: reader.read(1 << 16), b""))
+    out, view = bytearray(), memoryview(bytearray(1 << 16))
+    while k := reader.readinto(view):
+        out += view[:k]
+    return bytes(out)
+
+
+class _NoReadinto:
+    """A source with read() only, as a plugin's may be."""
+
+    def __init__(self, data):
+        self._f = io.BytesIO(data)
+
+    def read(self, n):
+        return self._f.read(n)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("into", [False, True], ids=["read", "readinto"])
 @pytest.mark.parametrize("name", GZIP_BACKENDS)
-def test_every_gzip_backend_reads_members_and_refuses_truncation_and_corruption(name):
+def test_every_gzip_backend_reads_members_and_refuses_truncation_and_corruption(name, into):
     backend = decompressors.gzip_backend((name,))
     assert backend.__name__ == name, f"{name} must be installed where the tests run"
     two = gzip.compress(DATA) + gzip.compress(b"second member")
-    reader = decompressors.Gzip(io.BytesIO(two), backend=backend)
-    out = b"".join(iter(lambda: reader.read(1 << 16), b""))
-    assert out == DATA + b"second member"
-    with pytest.raises(ImageError, match="truncated"):
-        r = decompressors.Gzip(io.BytesIO(two[:len(two) // 3]), backend=backend)
-        while r.read(1 << 16):
-            pass
+    reader = decompressors.Gzip(_NoReadinto(two), backend=backend)
+    assert _drain(reader, into) == DATA + b"second member"
+    assert reader.bytes_in == len(two)
+    for cut, why in ((two[:len(two) // 3], "truncated"), (two[:-3], "truncated"),
+                     (b"", "truncated"), (two + b"junk after the end", "truncated|corrupt")):
+        with pytest.raises(ImageError, match=why):
+            _drain(decompressors.Gzip(io.BytesIO(cut), backend=backend), into)
     bad = bytearray(gzip.compress(DATA))
     bad[len(bad) // 2] ^= 0xFF
     with pytest.raises(ImageError, match="corrupt"):
-        r = decompressors.Gzip(io.BytesIO(bytes(bad)), backend=backend)
-        while r.read(1 << 16):
-            pass
+        _drain(decompressors.Gzip(io.BytesIO(bytes(bad)), backend=backend), into)
+
+
+@pytest.mark.parametrize("name,packed", [
+    ("xz", lzma.compress(DATA)), ("bzip2", bz2.compress(DATA)),
+    ("zstd", zstandard.ZstdCompressor().compress(DATA)), ("none", DATA)])
+def test_every_decompressor_fills_a_buffer_in_place(name, packed):
+    reader = decompressors.open_decompressor(name, _NoReadinto(packed))
+    assert _drain(reader, True) == DATA
 
 
 def test_gzip_backend_is_the_first_that_imports(monkeypatch):

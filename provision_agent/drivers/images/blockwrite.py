@@ -75,38 +75,44 @@ class BlockWriter:
 
     def write_buffer(self, n):
         """Write the first n bytes of buffer, under the same rules as write()."""
+        self.write_block(self._buf, n)
+
+    def write_block(self, block, n):
+        """Write the first n bytes of block, a page-aligned mmap (pipeline.BlockRing's), under
+        the same rules as write()."""
         if self.capacity is not None and self.offset + n > self.capacity:
             raise ImageError(f"the image is larger than {self.path} ({self.capacity} bytes): "
                              f"it does not fit")
-        if self.target_zeroed:
-            self._write_skipping(n)
-        else:
-            self._write_at(0, n)
+        with memoryview(block) as view:
+            if self.target_zeroed:
+                self._write_skipping(block, view, n)
+            else:
+                self._write_at(view, 0, n)
         self.offset += n
 
-    def _write_skipping(self, n):
+    def _write_skipping(self, block, view, n):
         run_start = None
         for pos in range(0, n, ZERO_GRAIN):
             # an mmap slice is bytes, so this is a memcmp (see the module docstring)
-            if pos + ZERO_GRAIN <= n and self._buf[pos:pos + ZERO_GRAIN] == _ZERO:
+            if pos + ZERO_GRAIN <= n and block[pos:pos + ZERO_GRAIN] == _ZERO:
                 if run_start is not None:
-                    self._write_at(run_start, pos)
+                    self._write_at(view, run_start, pos)
                     run_start = None
                 self.zero_bytes_skipped += ZERO_GRAIN
             elif run_start is None:
                 run_start = pos
         if run_start is not None:
-            self._write_at(run_start, n)
+            self._write_at(view, run_start, n)
 
-    def _write_at(self, start, end):
-        """buffer[start:end] to the target at offset + start."""
+    def _write_at(self, view, start, end):
+        """view[start:end] to the target at offset + start."""
         offset = self.offset + start
         aligned = start + (end - start) // ALIGN * ALIGN
         try:
             if aligned > start:
-                self._pwrite_all(self._view[start:aligned], offset)
+                self._pwrite_all(view[start:aligned], offset)
             if aligned < end:
-                self._tail(self._view[aligned:end], offset + aligned - start)
+                self._tail(view[aligned:end], offset + aligned - start)
         except OSError as exc:
             raise ImageError(f"writing {self.path} at byte {offset} failed: {exc.strerror}") \
                 from exc

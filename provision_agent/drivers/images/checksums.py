@@ -6,6 +6,7 @@ decompression and the disk writes.
 
 import hashlib
 
+from provision_agent.drivers.images.pipeline import read_into
 from provision_agent.errors import ImageError
 
 ALGORITHMS = {"md5": 32, "sha256": 64, "sha512": 128}
@@ -40,6 +41,11 @@ class Hashing:
         data = self._src.read(n)
         self._hash.update(data)
         return data
+
+    def readinto(self, view):
+        n = read_into(self._src, view)
+        self._hash.update(view[:n])
+        return n
 
     def hexdigest(self):
         return self._hash.hexdigest()

@@ -7,17 +7,21 @@ Plugins: stevedore namespace `provision_agent.decompressors` (a callable(reader)
 zlib, lzma, bz2 and zstandard release the GIL, so a decompress thread overlaps the others.
 gzip inflates through zlib-ng (PyPI zlib-ng, a dependency, and in the ramdisk) where it imports,
 else ISA-L (PyPI isal), else the standard zlib: the same stream format at 2.3-2.5x zlib's speed
-(benchmarks/gzip_inflate.py; zlib-ng measured ~8 % ahead of ISA-L in our reader).
+(benchmarks/gzip_inflate.py; zlib-ng measured ~8 % ahead of ISA-L in our reader). Both of those
+have a gzip reader in C whose readinto() inflates straight into the caller's block; every
+reader here has readinto() so the writer's blocks are filled in place (pipeline.BlockRing).
 """
 
 import bz2
 import importlib
+import io
 import logging
 import lzma
 import zlib
 
 import zstandard
 
+from provision_agent.drivers.images.pipeline import read_into
 from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
 
@@ -71,11 +75,13 @@ class _Multi:
     def read(self, n):
         while True:
             if self._obj.eof:
-                rest = self._obj.unused_data or self._src.read(IN_CHUNK)
+                rest = self._obj.unused_data
+                if not rest:
+                    rest = self._src.read(IN_CHUNK)
+                    self.bytes_in += len(rest)
                 if not rest:
                     return b""
                 self._obj, self._pending = self._new(), rest
-                self.bytes_in += len(rest)
             if not self._pending and self._needs_input():
                 self._pending = self._src.read(IN_CHUNK)
                 self.bytes_in += len(self._pending)
@@ -89,20 +95,92 @@ class _Multi:
             if out:
                 return out
 
+    def readinto(self, view):
+        out = self.read(len(view))
+        view[:len(out)] = out
+        return len(out)
+
     def close(self):
         self._src.close()
 
 
-class Gzip(_Multi):
+class _Counted(io.RawIOBase):
+    """The compressed input as a C gzip reader pulls it (readinto), counted. An io.RawIOBase:
+    zlib-ng's reader takes any other object for a bytes-like one and crashes on it (double
+    free, zlib-ng 1.1.0), isal's raises TypeError."""
+
+    def __init__(self, reader):
+        super().__init__()
+        self._src = reader
+        self.bytes_in = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, view):
+        n = read_into(self._src, view)
+        self.bytes_in += n
+        return n
+
+    def close(self):
+        super().close()
+        self._src.close()
+
+
+class Gzip:
+    """gzip through the backend's C reader (multi-member, CRC and length checked, inflating
+    into the caller's buffer) where it has one, else through zlib's decompressobj."""
+
     name = "gzip"
 
     def __init__(self, reader, backend=None):
         self.backend = backend or gzip_backend()
-        self._error = self.backend.error
+        native = getattr(self.backend, "_GzipReader", None)
+        if native is None:
+            self._impl = _ZlibGzip(reader, self.backend)
+            self._counted = self._impl
+        else:
+            self._counted = _Counted(reader)
+            self._impl = native(self._counted, IN_CHUNK)
+
+    @property
+    def bytes_in(self):
+        return self._counted.bytes_in
+
+    def read(self, n):
+        return self._call(self._impl.read, n)
+
+    def readinto(self, view):
+        return self._call(self._impl.readinto, view)
+
+    def _call(self, fn, arg):
+        try:
+            out = fn(arg)
+        except ImageError:
+            raise
+        except EOFError:
+            raise ImageError("gzip stream is truncated: input ended before the end of the "
+                             "compressed data") from None
+        except (self.backend.error, zlib.error, OSError) as exc:
+            raise ImageError(f"gzip data is corrupt: {exc}") from exc
+        if not out and not self.bytes_in:
+            raise ImageError("gzip stream is truncated: the input is empty")
+        return out
+
+    def close(self):
+        self._counted.close()
+
+
+class _ZlibGzip(_Multi):
+    name = "gzip"
+
+    def __init__(self, reader, backend):
+        self._error = backend.error
+        self._backend = backend
         super().__init__(reader)
 
     def _new(self):
-        return self.backend.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        return self._backend.decompressobj(wbits=16 + zlib.MAX_WBITS)
 
     def _needs_input(self):
         return not self._obj.unconsumed_tail
@@ -148,8 +226,14 @@ class Zstd:
 
     def read(self, n):
         """For the caller: decompressed bytes. Truncation is checked at the end of input."""
+        return self._call(self._reader.read, n)
+
+    def readinto(self, view):
+        return self._call(self._reader.readinto, view)
+
+    def _call(self, fn, arg):
         try:
-            out = self._reader.read(n)
+            out = fn(arg)
         except zstandard.ZstdError as exc:
             raise ImageError(f"zstd data is corrupt: {exc}") from exc
         if not out and not self._walker.complete:
@@ -187,6 +271,11 @@ class Passthrough:
         data = self._src.read(n)
         self.bytes_in += len(data)
         return data
+
+    def readinto(self, view):
+        n = read_into(self._src, view)
+        self.bytes_in += n
+        return n
 
     def close(self):
         self._src.close()

@@ -3,8 +3,14 @@
 A bounded queue between stages lets the network, the decompressor and the disk run at once
 (sockets, zlib, lzma, zstandard and hashlib release the GIL) while holding at most a few
 buffers of memory. Errors raised in a stage thread are re-raised in the consumer.
+
+The last hand-off, decompressed bytes to the disk, is a BlockRing: the decompressor fills a
+few preallocated aligned blocks in place and the writer writes from them. Handing 4 MiB bytes
+objects between threads instead cost gzip a quarter of its inflate time (a fresh allocation,
+page faults and one more copy per block: 1.03 s against 0.81 s for 1 GiB, idle machine).
 """
 
+import mmap
 import queue
 import threading
 
@@ -95,6 +101,80 @@ class ReadAhead:
         self._src.close()
 
 
+def read_into(reader, view):
+    """One readinto() on reader, or read() and a copy for a reader that has no readinto."""
+    readinto = getattr(reader, "readinto", None)
+    if readinto is not None:
+        return readinto(view)
+    data = reader.read(len(view))
+    view[:len(data)] = data
+    return len(data)
+
+
+def fill(reader, view):
+    """Fill view from reader, short only at the end of the stream; returns the bytes filled."""
+    have = 0
+    while have < len(view):
+        k = read_into(reader, view[have:])
+        if not k:
+            break
+        have += k
+    return have
+
+
+class BlockRing:
+    """A stage thread fills `count` page-aligned blocks from reader (readinto where the reader
+    has it: nothing allocated, nothing copied); the consumer takes each filled block in order
+    with next(), writes from it and gives it back with give_back(). A block filled short is the
+    stream's last: the consumer must not ask for another after it."""
+
+    def __init__(self, reader, size, count=8, name="image-decompress"):
+        self._src = reader
+        self._free = queue.Queue()
+        self._full = queue.Queue()
+        self._stop = threading.Event()
+        self._blocks = [mmap.mmap(-1, size) for _ in range(count)]
+        for block in self._blocks:
+            self._free.put(block)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                try:
+                    block = self._free.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                with memoryview(block) as view:
+                    n = fill(self._src, view)
+                self._full.put((block, n))
+                if n < len(block):
+                    return
+        except BaseException as exc:    # handed to the consumer, who raises it
+            self._full.put((exc, 0))
+
+    def next(self):
+        """(block, n): the next block (an mmap) and how many of its bytes are the stream's."""
+        block, n = self._full.get()
+        if isinstance(block, BaseException):
+            raise block
+        return block, n
+
+    def give_back(self, block):
+        self._free.put(block)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._src.close()
+        for block in self._blocks:
+            try:
+                block.close()
+            except BufferError:
+                pass    # a view of it is still alive (an error unwinding); GC frees it
+
+
 class Peek:
     """Look at the first bytes (compression magic) without consuming them."""
 
@@ -115,6 +195,13 @@ class Peek:
             data, self._head = self._head[:n], self._head[n:]
             return data
         return self._src.read(n)
+
+    def readinto(self, view):
+        if self._head:
+            data = self.read(len(view))
+            view[:len(data)] = data
+            return len(data)
+        return read_into(self._src, view)
 
     def close(self):
         self._src.close()
