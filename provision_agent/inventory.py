@@ -10,8 +10,7 @@ A disk listed as one path of a multipath disk is not a disk of its own here.
 import json
 import logging
 
-from ironic_lib import utils as il_utils
-
+from provision_agent import ironic_hints
 from provision_agent.errors import InputError, Problem
 
 LOG = logging.getLogger(__name__)
@@ -113,7 +112,7 @@ def match(disks, hints):
     if not hints:
         return candidates
     return [d for d in candidates
-            if any(True for _ in il_utils.find_devices_by_hints(_views(d, hints), hints))]
+            if any(True for _ in ironic_hints.find_devices_by_hints(_views(d, hints), hints))]
 
 
 def _views(disk, hints):

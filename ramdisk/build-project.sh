@@ -43,6 +43,23 @@ rm -rf "$site/bin"
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux_2_28_x86_64 -r "$here/wheels.txt" 2> >(grep -v "^WARNING: Location" >&2)
 
+# Bytecode now, not at the first run: the project layer has no __pycache__ (--no-compile), so a
+# freshly booted ramdisk compiled ~100 modules on every deploy's one and only provision run,
+# seconds under TCG. unchecked-hash: the ramdisk never changes, so no mtime to compare. Needs
+# the ramdisk's Python minor version (bookworm: 3.11; one magic number for all of 3.11.x).
+pyc=""
+for py in "$venv/bin/python" python3.11; do
+  if command -v "$py" >/dev/null && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    pyc=$py
+    break
+  fi
+done
+if [ -n "$pyc" ]; then
+  "$pyc" -m compileall -q -j 0 --invalidation-mode unchecked-hash "$site" >/dev/null
+else
+  echo "build-project: no Python 3.11 here to precompile with; the ramdisk compiles at first run" >&2
+fi
+
 # Console scripts for the ramdisk's python3 (pip would write the build venv's path).
 mkdir -p "$stage/usr/bin"
 for ep in "$site"/*.dist-info/entry_points.txt; do

@@ -92,7 +92,8 @@ def test_a_configdrive_url_uses_the_image_tls_options(monkeypatch):
         seen.update(kw)
         return Resp()
 
-    monkeypatch.setattr(configdrive.requests, "get", get)
+    import requests
+    monkeypatch.setattr(requests, "get", get)
     assert configdrive.fetch("https://h/cd", options={"image_ca_bundle": "/ca.pem"}) == "QUJD"
     assert seen["verify"] == "/ca.pem"
     configdrive.fetch("https://h/cd", options={"image_insecure": True})
