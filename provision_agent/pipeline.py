@@ -4,12 +4,12 @@ Everything that can be wrong with the input or the machine is found here, before
 touches a disk.
 """
 
+import importlib.metadata
 import json
 import logging
 from dataclasses import dataclass
 
 from stevedore import driver as sd_driver
-from stevedore import extension
 
 from provision_agent import input_source, model, planner, redact, resolve, validate
 from provision_agent.data_drivers import detect
@@ -96,7 +96,9 @@ def _depth_exceeds(document, limit):
 
 
 def data_driver_names():
-    return sorted(extension.ExtensionManager(DATA_DRIVER_NAMESPACE).names())
+    # The entry points' names, not stevedore's ExtensionManager: that imports every driver
+    # (nailgun's module alone took 0.4 s in the TCG VM) to say which one exists.
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=DATA_DRIVER_NAMESPACE)})
 
 
 def load_layout(document, driver_name="native"):
