@@ -43,6 +43,21 @@ def test_wipe_tears_down_from_the_top(monkeypatch):
     assert zeroed == ["/dev/vda"]
 
 
+def test_wipe_asks_lvm_only_when_a_volume_group_is_mapped_above_the_disk(monkeypatch):
+    monkeypatch.setattr(wipe, "zero_edges", lambda d: None)
+    r = runner()
+    wipe.wipe(r, "/dev/vda")
+    assert sum(line.startswith("pvs ") for line in r.lines()) == 1
+    # the same disk with no device-mapper node above it: an old PV there is not held by anything
+    plain = {"blockdevices": [dict(TREE["blockdevices"][0], children=[
+        {"name": "vda1", "path": "/dev/vda1", "type": "part", "fstype": "LVM2_member"},
+        {"name": "vda2", "path": "/dev/vda2", "type": "part", "fstype": "ext4"}])]}
+    r = FakeRunner({"lsblk --json": json.dumps(plain), "pvs --reportformat": json.dumps(PVS)})
+    wipe.wipe(r, "/dev/vda")
+    assert not any(line.startswith(("pvs ", "vgchange ")) for line in r.lines())
+    assert "wipefs --all --force /dev/vda1" in r.writes()      # its PV label still goes
+
+
 def test_wipe_with_keep_leaves_the_partition_and_the_table(monkeypatch):
     monkeypatch.setattr(wipe, "zero_edges", lambda d: pytest.fail("zeroed a disk with keep"))
     r = runner()
