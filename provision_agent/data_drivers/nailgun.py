@@ -15,6 +15,7 @@ from provision_agent.data_drivers.nailgun_shape import space_where
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
                                                          wants_configdrive)
+from provision_agent.data_drivers.nailgun_hints import disk_hints
 from provision_agent.errors import InputError, Problem
 
 LOG = logging.getLogger(__name__)
@@ -44,40 +45,6 @@ def _slug(text):
 
 def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-MAX_DISK_HINTS = 16
-KERNEL_NAME = re.compile(r"dm-[0-9]+|[a-z]+[0-9a-z]*")
-
-
-def _hint(ident):
-    """One Fuel identifier as a native hint: a by-path or by-id link, or a kernel name."""
-    ident = ident[len("/dev/"):] if ident.startswith("/dev/") else ident
-    if ident.startswith("disk/by-path/"):
-        return {"by_path": "/dev/" + ident}
-    if ident.startswith("disk/"):
-        return {"by_id": "/dev/" + ident}
-    if ident.startswith("mapper/"):
-        return {"name": "/dev/" + ident}        # a multipath disk, as fuel-agent named it
-    if KERNEL_NAME.fullmatch(ident):
-        return {"name": "/dev/" + ident}        # sda, nvme0n1, md123: a name, not a link
-    return {"by_id": "/dev/disk/by-id/" + ident}
-
-
-def disk_hints(space):
-    """Fuel's identifiers in fuel-agent's order: every `extra` link, the `id`, then the `name`
-    (its fallback). Returns the first as the native match and the rest as fallback_match."""
-    extra = space.get("extra") or []
-    extra = [extra] if isinstance(extra, str) else extra if isinstance(extra, list) else []
-    idents = [e for e in extra[:MAX_DISK_HINTS] if isinstance(e, str) and e.strip()]
-    idents += [v for v in (space.get("id"), space.get("name")) if isinstance(v, str) and v.strip()]
-    hints = []
-    for ident in idents:
-        h = _hint(ident.strip())
-        if h not in hints:
-            hints.append(h)
-    hints = hints[:MAX_DISK_HINTS + 1]
-    return (hints[0] if hints else {}), hints[1:]
 
 
 def _used(volumes):
