@@ -178,6 +178,9 @@ def main():
                     help="the agents' steady heartbeat interval (their default: 60 s)")
     ap.add_argument("--max-wait", type=float, default=900,
                     help="seconds after the first deploy request to give up and report")
+    ap.add_argument("--database", choices=("sqlite", "mariadb"), default="sqlite",
+                    help="Ironic's database: sqlite (the test environment's) or a throwaway "
+                         "MariaDB server (scripts/host-packages.sh --bench; PyMySQL)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ironic-scale-")
     fake = os.path.join(work, "fake-provision")
@@ -185,6 +188,7 @@ def main():
         f.write(f"#!/bin/sh\necho fake provision \"$@\"\nsleep {args.sleep}\nexit 0\n")
     os.chmod(fake, 0o755)
     sshd = realenv.Sshd(work).start()
+    mariadb = realenv.MariaDB(work).start() if args.database == "mariadb" else None
     # Ironic refuses deploy requests beyond [conductor]max_concurrent_deploy (250 by
     # default): a conductor that is to take N at once has to be allowed N.
     ironic = realenv.Ironic(work, {
@@ -193,7 +197,8 @@ def main():
         "remote_dir": os.path.join(work, "remote"),
         "connect_timeout": args.connect_timeout},
         extra_conf=f"[conductor]\nperiodic_max_workers = {args.workers}\n"
-                   f"max_concurrent_deploy = {max(250, args.nodes + args.dead)}\n")
+                   f"max_concurrent_deploy = {max(250, args.nodes + args.dead)}\n",
+        database=mariadb.url if mariadb else None)
     try:
         ironic.start()
         with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
@@ -228,7 +233,7 @@ def main():
             base_connections = sum("Accepted publickey" in line for line in f)
         since = time.strftime("%Y-%m-%d %H:%M:%S")
         cpu0 = (tree_cpu_seconds(ironic.proc.pid), tree_cpu_seconds(sshd.proc.pid),
-                os.getloadavg()[0])
+                os.getloadavg()[0], tree_cpu_seconds(mariadb.proc.pid) if mariadb else 0.0)
         t0, t0_wall = time.monotonic(), time.time()
         stop = threading.Event()
         agents = dict(zip(uuids, range(args.nodes))) if args.heartbeat else {}
@@ -268,7 +273,8 @@ def main():
         stop.set()
         peak = peak[0]
         cpu = (tree_cpu_seconds(ironic.proc.pid) - cpu0[0],
-               tree_cpu_seconds(sshd.proc.pid) - cpu0[1])
+               tree_cpu_seconds(sshd.proc.pid) - cpu0[1],
+               tree_cpu_seconds(mariadb.proc.pid) - cpu0[3] if mariadb else 0.0)
         polls, running, connections, last = log_counts(ironic.log_file, sshd.log.name, since,
                                                        t0_wall)
         with open(ironic.log_file) as f:
@@ -297,13 +303,17 @@ def main():
               f"last node reached (s from the first request): "
               f"{', '.join(f'{k} {v:.1f}' for k, v in last.items())}\n"
               f"ssh_connections={connections - base_connections}\n"
-              f"cpu_seconds ironic={cpu[0]:.1f} sshd={cpu[1]:.1f} "
+              f"database={args.database}\n"
+              f"cpu_seconds ironic={cpu[0]:.1f} sshd={cpu[1]:.1f}"
+              + (f" mariadb={cpu[2]:.1f}" if mariadb else "") + " "
               f"(load average before {cpu0[2]:.1f}, 2 cores shared with other work)\n"
               f"polls_per_node min={per_node[0]} median={per_node[len(per_node) // 2]} "
               f"max={per_node[-1]} total={sum(per_node)}")
     finally:
         ironic.stop()
         sshd.stop()
+        if mariadb:
+            mariadb.stop()
         print(f"workdir {work}")
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the host needs to build the ramdisk, run the VM bench and the
-# functional tests. Idempotent: packages already present are not fetched again.
+# functional tests; with --bench, also what only the benchmarks use. Idempotent: packages
+# already present are not fetched again.
 set -euo pipefail
 
 packages=(
@@ -23,6 +24,10 @@ packages=(
   # a Python to run tox from
   python3 python3-venv python3-pip
 )
+if [ "${1:-}" = "--bench" ]; then
+  # benchmarks/ironic_scale.py --database mariadb: Ironic on what its operators run
+  packages+=(mariadb-server mariadb-client)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
