@@ -182,6 +182,9 @@ def main():
                     help="Ironic's database: sqlite (the test environment's) or a throwaway "
                          "MariaDB server (scripts/host-packages.sh --bench; PyMySQL)")
     args = ap.parse_args()
+    if args.database == "mariadb" and realenv.MariaDB.missing():
+        sys.exit(f"--database mariadb: {', '.join(realenv.MariaDB.missing())} missing "
+                 f"(scripts/host-packages.sh --bench)")
     work = tempfile.mkdtemp(prefix="ironic-scale-")
     fake = os.path.join(work, "fake-provision")
     with open(fake, "w") as f:

@@ -214,14 +214,16 @@ def test_block_writer_writes_a_ring_block_as_it_writes_its_own_buffer(tmp_path):
     assert writer.zero_bytes_skipped == 3 << 20
 
 
-def test_block_writer_writes_its_buffer_filled_in_place(tmp_path):
+def test_block_writer_writes_a_block_filled_in_place(tmp_path):
+    import mmap
     target = tmp_path / "t"
     writer = BlockWriter(str(target))
+    block = mmap.mmap(-1, BLOCK)
     data = os.urandom(1 << 20) + bytes(2 << 20) + os.urandom(1 << 20)
-    writer.buffer[:BLOCK] = data
-    writer.write_buffer(BLOCK)
-    writer.buffer[:5] = b"tail!"
-    writer.write_buffer(5)
+    block[:BLOCK] = data
+    writer.write_block(block, BLOCK)
+    block[:5] = b"tail!"
+    writer.write_block(block, 5)
     writer.finish()
     writer.close()
     assert target.read_bytes() == data + b"tail!"

@@ -46,12 +46,6 @@ class BlockWriter:
         self._buf = mmap.mmap(-1, BLOCK)    # page-aligned, as O_DIRECT requires
         self._view = memoryview(self._buf)
 
-    @property
-    def buffer(self):
-        """The aligned block a caller may fill in place and hand to write_buffer(): one copy
-        of the image's bytes fewer than write() makes."""
-        return self._view
-
     def _open(self, path, flags, direct):
         self.direct = False
         if direct:
@@ -71,11 +65,7 @@ class BlockWriter:
     def write(self, data):
         """data: at most BLOCK bytes; every call but the last must be a multiple of ALIGN."""
         self._view[:len(data)] = data
-        self.write_buffer(len(data))
-
-    def write_buffer(self, n):
-        """Write the first n bytes of buffer, under the same rules as write()."""
-        self.write_block(self._buf, n)
+        self.write_block(self._buf, len(data))
 
     def write_block(self, block, n):
         """Write the first n bytes of block, a page-aligned mmap (pipeline.BlockRing's), under

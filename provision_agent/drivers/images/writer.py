@@ -1,12 +1,12 @@
 """Stream an image from its source to its target: fetch, checksum, decompress, write, verify,
 then fit it to its volume.
 
-Three threads overlap the work: the source is read ahead (network), decompression runs in a
-second thread straight into a few 4 MiB aligned blocks (pipeline.BlockRing), and the caller's
-thread writes those blocks (O_DIRECT where possible, zero blocks skipped when the target is
-known to be zeroed). The checksum is computed on the
-way, on the compressed or the raw stream, and checked before the image is grown or reported:
-a mismatch or a truncated stream is an ImageError, never a success.
+Four threads overlap the work: the source is read ahead (network); the checksum of the
+compressed stream is taken in a second thread (of the decompressed one, in the third);
+decompression runs in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing);
+and the caller's thread writes those blocks (O_DIRECT where possible, zero blocks skipped when
+the target is known to be zeroed). The checksum is checked before the image is grown or
+reported: a mismatch or a truncated stream is an ImageError, never a success.
 
 write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
 """
