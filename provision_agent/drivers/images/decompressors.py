@@ -123,8 +123,9 @@ class _Counted(io.RawIOBase):
         return n
 
     def close(self):
-        super().close()
-        self._src.close()
+        if not self.closed:         # io's finaliser closes again at garbage collection
+            super().close()
+            self._src.close()
 
 
 class Gzip:
