@@ -7,8 +7,11 @@ import textwrap
 
 
 def test_hint_matching_imports_ironic_lib_without_eventlet_or_pkg_resources(tmp_path):
-    # a stand-in eventlet that oslo.concurrency would import if it could
+    # stand-ins, ahead of any real ones on the path (recent setuptools has no pkg_resources):
+    # what oslo.concurrency and ironic_lib would import if they could
     (tmp_path / "eventlet.py").write_text("IMPORTED_BY_HAND = True\n")
+    (tmp_path / "pkg_resources.py").write_text(
+        "IMPORTED_BY_HAND = True\n\ndef declare_namespace(name):\n    pass\n")
     code = textwrap.dedent("""
         import sys
         from provision_agent import cli, inventory
@@ -22,6 +25,7 @@ def test_hint_matching_imports_ironic_lib_without_eventlet_or_pkg_resources(tmp_
         import eventlet                     # visible again once ironic_lib is in
         assert eventlet.IMPORTED_BY_HAND
         import pkg_resources
+        assert pkg_resources.IMPORTED_BY_HAND
         print("ok")
     """)
     env = {"PYTHONPATH": f"{tmp_path}:{':'.join(sys.path)}", "PATH": "/usr/bin:/bin"}
