@@ -18,14 +18,58 @@ E2E_DIR = os.path.dirname(os.path.abspath(__file__))
 TIMINGS = []
 
 
+# With two workers (tox -e e2e) the tests go out longest first, so neither worker is left with a
+# long test at the end: each worker holds its running test and one more (xdist needs the next
+# test to run one), so the order is what each is handed next. A module's tests stay on one worker
+# in file order (test_layouts' tests build on each other), except the boot proofs, which are
+# independent and the longest. Seconds: CI's run of 409f994, one test at a time.
+LONGEST_FIRST = (
+    "test_fuel_sample.py",                                        # 600
+    "test_boot.py::test_uefi_esp_copy_",                          # 381
+    "test_boot.py::test_uefi_esp_on_md_raid1_",                   # 381
+    "test_multipath.py",                                          # 330
+    "test_boot.py::test_bios_raid1_",                             # 341
+    "test_layouts.py",                                            # 330
+    "test_boot.py::test_bios_single_disk",                        # 270
+    "test_images.py",                                             # 84
+)
+APART = ("test_boot.py",)
+
+
+def _rank(nodeid):
+    name = nodeid.rsplit("/", 1)[-1]
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if name.startswith(prefix)),
+                len(LONGEST_FIRST))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: boots the ramdisk in qemu (slow; tox -e e2e)")
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        # Measured on the 2-core host: a 2-vCPU TCG guest running exec-heavy work (what
+        # update-initramfs is) keeps both host cores busy and goes no faster than with one vCPU
+        # (600 execs 27.5 vs 28.3 s), so two such VMs side by side took twice as long each
+        # (53 s); two 1-vCPU VMs side by side took 29 s each.
+        os.environ.setdefault("VMBENCH_CPUS", "1")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if str(item.fspath).startswith(E2E_DIR):
             item.add_marker(pytest.mark.e2e)
+    items.sort(key=lambda item: _rank(item.nodeid))     # stable: file order otherwise
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """A file's tests go to one worker (as --dist loadfile), a test_boot.py test on its own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return nodeid if os.path.basename(path) in APART else path
+
+    return Scheduling(config, log)
 
 
 def _missing_prerequisites():
@@ -103,6 +147,17 @@ def pytest_runtest_makereport(item, call):
     vms += [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, VM)]
     for vm in vms:
         rep.sections.append((f"vmbench {vm.name}", vm.failure_report()))
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:      # an xdist worker: the controller prints them
+        workeroutput["vmbench_timings"] = [list(t) for t in TIMINGS]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    TIMINGS.extend(tuple(t) for t in getattr(node, "workeroutput", {}).get("vmbench_timings", []))
 
 
 def pytest_terminal_summary(terminalreporter):

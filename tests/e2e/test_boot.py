@@ -5,6 +5,7 @@ bench. The test OS comes from tests/images/build-debian.sh (cached by script has
 """
 
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -30,7 +31,9 @@ def report_times(request):
         return
     out = HERE.parent.parent / "artifacts" / "vmbench"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "boot-times.json").write_text(json.dumps(
+    # two workers (tox -e e2e) each write the cases they ran
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    (out / (f"boot-times-{worker}.json" if worker else "boot-times.json")).write_text(json.dumps(
         {case: {"provision_s": p and round(p, 1), "marker_s": round(b, 1)}
          for case, (p, b) in TIMES.items()}, indent=1) + "\n")
     capture = request.config.pluginmanager.get_plugin("capturemanager")

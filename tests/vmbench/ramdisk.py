@@ -1,5 +1,6 @@
 """Finding (or building) the ramdisk the VM boots, and the SSH client key for it."""
 
+import fcntl
 import json
 import os
 import subprocess
@@ -64,8 +65,13 @@ def ensure_ramdisk(rebuild=False):
 def client_key():
     """Path of the bench's SSH private key (made once, kept in the cache); .pub next to it."""
     path = cache_dir() / "vmbench" / "id_ed25519"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "provision-vmbench",
-                        "-f", str(path)], check=True)
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # test workers side by side (xdist) must not both make it: ssh-keygen asks before overwriting
+    with open(path.parent / ".key.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
+                            "provision-vmbench", "-f", str(path)], check=True)
     return path

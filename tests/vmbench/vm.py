@@ -94,7 +94,7 @@ class VM(GuestQueries):
     """
 
     def __init__(self, disks=3, disk_size="4G", *, serials=None, disk_images=None, bus="virtio",
-                 name="vm", memory=2048, cpus=2, boot="ramdisk", firmware="bios", ramdisk=None,
+                 name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
                  extra_args=()):
         if boot not in ("ramdisk", "disk"):
@@ -102,7 +102,7 @@ class VM(GuestQueries):
         self.name = name
         self.bus = bus
         self.memory = memory
-        self.cpus = cpus
+        self.cpus = cpus or int(os.environ.get("VMBENCH_CPUS", 2))
         self.boot = boot
         self.firmware = firmware
         self.append = append
