@@ -55,8 +55,9 @@ class Lab:
     lab.domains[name], lab.bmc, lab.enroll(name, ...)."""
 
     def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
-                 ipmi=False, automated_clean=True, glance=False):
+                 ipmi=False, automated_clean=True, glance=False, cpus=2):
         self.workdir = str(workdir)
+        self.cpus = cpus                    # vCPUs per machine
         self.ramdisk = ramdisk
         self.machines = dict(machines)      # name -> firmware
         self.provision_opts = provision_opts
@@ -88,7 +89,7 @@ class Lab:
         for i, (name, firmware) in enumerate(self.machines.items()):
             dom = Domain(os.path.join(w, name), f"pa-{name}-{os.getpid()}", self.net.bridge,
                          f"52:54:00:5b:{os.getpid() % 256:02x}:{i:02x}", disks=self.disks,
-                         firmware=firmware)
+                         firmware=firmware, cpus=self.cpus)
             dom.define()
             self.stack.callback(dom.remove_disks)
             self.stack.callback(dom.undefine)
