@@ -46,3 +46,41 @@ def test_import_hiding_hides_only_while_importing(tmp_path, monkeypatch):
     assert "hidden_dep" not in sys.modules
     import hidden_dep                       # noqa: F401  importable again
     assert "hidden_dep" in sys.modules
+
+
+def test_an_exact_device_path_matches_as_ironic_lib_does_without_importing_it():
+    import ironic_lib.utils
+    from provision_agent import inventory
+    disks = [inventory.normalize(d) for d in (
+        {"name": "/dev/sda", "size": 10 << 30},
+        {"name": "vdb", "size": 10 << 30},
+        {"name": "/dev/nvme0n1", "size": 10 << 30},
+        {"name": "/dev/sdc", "size": 10 << 30,
+         "multipath": {"dm": "/dev/dm-0", "paths": [{"name": "/dev/sdc"}, {"name": "/dev/sdd"}]}},
+        {"name": "/dev/disk:1+x", "size": 10 << 30})]
+    for name in ("/dev/sda", "sda", "vdb", "/dev/vdb", "/dev/nvme0n1", "/dev/dm-0", "/dev/sdd",
+                 "/dev/disk:1+x", "/dev/none"):
+        ours = [d["name"] for d in inventory.match(disks, {"name": name})]
+        hints = {"name": inventory.normalize_name(name)}
+        theirs = [d["name"] for d in disks if any(
+            True for _ in ironic_lib.utils.find_devices_by_hints(inventory._views(d, hints), hints))]
+        assert ours == theirs, name
+
+
+def test_an_exact_device_path_does_not_load_the_hint_library(monkeypatch):
+    from provision_agent import inventory, ironic_hints
+
+    def refuse(*_args):
+        raise AssertionError("ironic_lib asked for an exact device path")
+
+    monkeypatch.setattr(ironic_hints, "find_devices_by_hints", refuse)
+    disks = [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]
+    assert [d["name"] for d in inventory.match(disks, {"name": "/dev/vdb"})] == ["/dev/vdb"]
+    # anything else still goes to ironic_lib
+    for hints in ({"name": "s== /dev/vdb"}, {"name": "/dev/vdb", "size": 10}, {"serial": "x"}):
+        try:
+            inventory.match(disks, hints)
+        except AssertionError as exc:
+            assert "ironic_lib asked" in str(exc)
+        else:
+            raise AssertionError(f"{hints} did not reach ironic_lib")
