@@ -110,7 +110,7 @@ def _name_clashes(steps, runner, planned_disks):
     vg_names = {s.args["name"] for s in steps if s.kind == "vg_create"}
     md_names = {s.args["name"] for s in steps if s.kind == "md_create" and s.args.get("name")}
     problems = []
-    for pv in lvm.physical_volumes(runner):
+    for pv in lvm.physical_volumes(runner) if vg_names else ():    # no VG made, no clash
         if pv.get("vg_name") in vg_names and pv["pv_name"].startswith("/dev/"):
             others = set(blockinfo.disks_under(runner, pv["pv_name"])) - planned_disks
             if others:

@@ -156,6 +156,14 @@ def test_preflight_refuses_a_vg_name_taken_on_a_disk_outside_the_plan():
                      "rename the volume group in the input, or clear that disk first"]
 
 
+def test_preflight_asks_lvm_about_names_only_when_the_plan_makes_a_volume_group():
+    steps = [Step("partition", {"disk": "/dev/vda", "number": 1})]
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})})
+    preflight.check(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, steps), LIVE, r,
+                    mounted={}, swaps=[])
+    assert not [c for c in r.lines() if c.startswith("pvs")], r.lines()
+
+
 def test_preflight_lets_the_wipe_free_a_vg_name_held_by_planned_disks_only():
     pvs = {"report": [{"pv": [{"pv_name": "/dev/md0", "vg_name": "os"}]}]}
     inverse = {"blockdevices": [{"path": "/dev/md0", "type": "raid1", "children": [
