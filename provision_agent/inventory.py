@@ -9,6 +9,7 @@ A disk listed as one path of a multipath disk is not a disk of its own here.
 
 import json
 import logging
+import re
 
 from provision_agent import ironic_hints
 from provision_agent.errors import InputError, Problem
@@ -111,19 +112,42 @@ def match(disks, hints):
     candidates = [d for d in disks if by_id is None or _matches_by_id(d, by_id)]
     if not hints:
         return candidates
-    if set(hints) == {"name"} and _plain_path(hints["name"]):
-        # ironic_lib's match of a name without operators is string equality (both sides
-        # url-quoted alike); importing it is 1 s of a provision in the TCG VM, and a layout
-        # written by hand names its disks this way
-        return [d for d in candidates
-                if any(view.get("name") == hints["name"] for view in _views(d, hints))]
+    plain = _plain_match(candidates, hints)
+    if plain is not None:
+        return plain
     return [d for d in candidates
             if any(True for _ in ironic_hints.find_devices_by_hints(_views(d, hints), hints))]
 
 
-def _plain_path(value):
-    return isinstance(value, str) and value.startswith("/dev/") and \
-        not any(c.isspace() for c in value)
+# ironic_lib's string hints, and the characters that neither its operator grammar nor its
+# url-quoting give a meaning to
+_STR_HINTS = frozenset({"name", "serial", "wwn", "wwn_with_extension", "wwn_vendor_extension",
+                        "model", "vendor", "hctl", "by_path"})
+_PLAIN = re.compile(r"[a-z0-9/_.:+-]+")
+
+
+def _plain_match(candidates, hints):
+    """What ironic_lib.utils.find_devices_by_hints finds for hints that are all plain string
+    values (no operator): each side stripped and lower-cased, then equal. None when a hint or
+    a device value is anything else. ironic_lib's import (oslo.utils compiles ~570 patterns)
+    is 1 s of a provision in the TCG VM, and hand-written layouts name disks this way."""
+    want = {}
+    for key, value in hints.items():
+        value = value.strip().lower() if isinstance(value, str) else None
+        if key not in _STR_HINTS or not value or not _PLAIN.fullmatch(value):
+            return None
+        want[key] = value
+    found = []
+    for disk in candidates:
+        hit = False
+        for view in _views(disk, hints):
+            have = {k: str(view.get(k)).strip().lower() for k in want}
+            if any(v and not _PLAIN.fullmatch(v) for v in have.values()):
+                return None
+            hit = hit or have == want
+        if hit:
+            found.append(disk)
+    return found
 
 
 def _views(disk, hints):

@@ -5,6 +5,9 @@ import subprocess
 import sys
 import textwrap
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 
 def test_hint_matching_imports_ironic_lib_without_eventlet_or_pkg_resources(tmp_path):
     # stand-ins, ahead of any real ones on the path (recent setuptools has no pkg_resources):
@@ -48,36 +51,60 @@ def test_import_hiding_hides_only_while_importing(tmp_path, monkeypatch):
     assert "hidden_dep" in sys.modules
 
 
-def test_an_exact_device_path_matches_as_ironic_lib_does_without_importing_it():
+DISKS = [
+    {"name": "/dev/sda", "size": 10 << 30, "serial": "S1", "wwn": "0x5000C500A1", "model": "QEMU"},
+    {"name": "vdb", "size": 10 << 30, "serial": "disk1", "model": "QEMU HARDDISK"},
+    {"name": "/dev/nvme0n1", "size": 10 << 30, "serial": " Ab:1+x ", "vendor": None},
+    {"name": "/dev/sdc", "size": 10 << 30, "serial": "", "by_path": "/dev/disk/by-path/pci-0:1",
+     "multipath": {"dm": "/dev/dm-0", "paths": [
+         {"name": "/dev/sdc", "by_path": "/dev/disk/by-path/pci-0:1", "hctl": "0:0:0:0"},
+         {"name": "/dev/sdd", "by_path": "/dev/disk/by-path/pci-1:1", "hctl": "1:0:0:0"}]}}]
+VALUES = ["/dev/sda", "sda", "/dev/SDA", "vdb", "/dev/dm-0", "/dev/sdd", "s1", "S1", "disk1",
+          "ab:1+x", "AB:1+X", "0x5000c500a1", "qemu", "none", "/dev/disk/by-path/pci-1:1",
+          "pci-0:1", "1:0:0:0", "x", " disk1 "]
+
+
+def _theirs(disks, hints):
     import ironic_lib.utils
     from provision_agent import inventory
-    disks = [inventory.normalize(d) for d in (
-        {"name": "/dev/sda", "size": 10 << 30},
-        {"name": "vdb", "size": 10 << 30},
-        {"name": "/dev/nvme0n1", "size": 10 << 30},
-        {"name": "/dev/sdc", "size": 10 << 30,
-         "multipath": {"dm": "/dev/dm-0", "paths": [{"name": "/dev/sdc"}, {"name": "/dev/sdd"}]}},
-        {"name": "/dev/disk:1+x", "size": 10 << 30})]
-    for name in ("/dev/sda", "sda", "vdb", "/dev/vdb", "/dev/nvme0n1", "/dev/dm-0", "/dev/sdd",
-                 "/dev/disk:1+x", "/dev/none"):
-        ours = [d["name"] for d in inventory.match(disks, {"name": name})]
-        hints = {"name": inventory.normalize_name(name)}
-        theirs = [d["name"] for d in disks if any(
-            True for _ in ironic_lib.utils.find_devices_by_hints(inventory._views(d, hints), hints))]
-        assert ours == theirs, name
+    hints = dict(hints)
+    if "name" in hints and not hints["name"].startswith("/dev/"):
+        hints["name"] = "/dev/" + hints["name"]
+    if "by_path" in hints and not hints["by_path"].startswith("/dev/"):
+        hints["by_path"] = "/dev/disk/by-path/" + hints["by_path"]
+    return [d["name"] for d in disks if any(
+        True for _ in ironic_lib.utils.find_devices_by_hints(inventory._views(d, hints), hints))]
 
 
-def test_an_exact_device_path_does_not_load_the_hint_library(monkeypatch):
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["name", "serial", "wwn", "model", "vendor", "by_path",
+                                        "hctl"]), st.sampled_from(VALUES), min_size=1))
+def test_plain_string_hints_match_as_ironic_lib_matches_them(hints):
+    from provision_agent import inventory
+    disks = [inventory.normalize(d) for d in DISKS]
+    ours = inventory._plain_match(disks, dict(
+        hints, **{k: inventory.normalize_name(v) for k, v in hints.items() if k == "name"},
+        **{k: v if v.startswith("/dev/") else "/dev/disk/by-path/" + v
+           for k, v in hints.items() if k == "by_path"}))
+    if ours is not None:
+        assert [d["name"] for d in ours] == _theirs(disks, hints), hints
+    assert [d["name"] for d in inventory.match(disks, hints)] == _theirs(disks, hints), hints
+
+
+def test_plain_hints_do_not_load_the_hint_library_and_the_rest_do(monkeypatch):
     from provision_agent import inventory, ironic_hints
 
     def refuse(*_args):
-        raise AssertionError("ironic_lib asked for an exact device path")
+        raise AssertionError("ironic_lib asked")
 
     monkeypatch.setattr(ironic_hints, "find_devices_by_hints", refuse)
-    disks = [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]
+    disks = [{"name": "/dev/vda", "serial": "disk0", "model": "QEMU HARDDISK"},
+             {"name": "/dev/vdb", "serial": "disk1", "model": "QEMU HARDDISK"}]
     assert [d["name"] for d in inventory.match(disks, {"name": "/dev/vdb"})] == ["/dev/vdb"]
-    # anything else still goes to ironic_lib
-    for hints in ({"name": "s== /dev/vdb"}, {"name": "/dev/vdb", "size": 10}, {"serial": "x"}):
+    assert [d["name"] for d in inventory.match(disks, {"serial": "DISK0"})] == ["/dev/vda"]
+    for hints in ({"name": "s== /dev/vdb"}, {"name": "/dev/vdb", "size": 10},
+                  {"serial": "<in> disk0"}, {"model": "QEMU HARDDISK"}, {"rotational": True},
+                  {"model": "qemu"}):     # a device's value with a blank: ironic_lib decides
         try:
             inventory.match(disks, hints)
         except AssertionError as exc:
