@@ -103,12 +103,7 @@ def match(disks, hints):
     """Disks that satisfy every hint. Raises ValueError for a malformed hint."""
     hints = dict(hints)
     by_id = hints.pop("by_id", None)
-    name = hints.get("name")
-    if isinstance(name, str) and not name.startswith(("/dev/", "s==", "s!=", "<")):
-        hints["name"] = "/dev/" + name
-    by_path = hints.get("by_path")
-    if isinstance(by_path, str) and not by_path.startswith(("/dev/", "s==", "s!=", "<")):
-        hints["by_path"] = "/dev/disk/by-path/" + by_path
+    hints = full_paths(hints)
     candidates = [d for d in disks if by_id is None or _matches_by_id(d, by_id)]
     if not hints:
         return candidates
@@ -117,6 +112,16 @@ def match(disks, hints):
         return plain
     return [d for d in candidates
             if any(True for _ in ironic_hints.find_devices_by_hints(_views(d, hints), hints))]
+
+
+def full_paths(hints):
+    """hints with a short name (sda) or by_path (pci-...) as the full path ironic_lib compares."""
+    hints = dict(hints)
+    for key, prefix in (("name", "/dev/"), ("by_path", "/dev/disk/by-path/")):
+        value = hints.get(key)
+        if isinstance(value, str) and not value.startswith(("/dev/", "s==", "s!=", "<")):
+            hints[key] = prefix + value
+    return hints
 
 
 # ironic_lib's string hints, and the characters that neither its operator grammar nor its
@@ -139,14 +144,13 @@ def _plain_match(candidates, hints):
         want[key] = value
     found = []
     for disk in candidates:
-        hit = False
         for view in _views(disk, hints):
             have = {k: str(view.get(k)).strip().lower() for k in want}
             if any(v and not _PLAIN.fullmatch(v) for v in have.values()):
                 return None
-            hit = hit or have == want
-        if hit:
-            found.append(disk)
+            if have == want:        # one view is enough, as for ironic_lib
+                found.append(disk)
+                break
     return found
 
 

@@ -67,11 +67,7 @@ VALUES = ["/dev/sda", "sda", "/dev/SDA", "vdb", "/dev/dm-0", "/dev/sdd", "s1", "
 def _theirs(disks, hints):
     import ironic_lib.utils
     from provision_agent import inventory
-    hints = dict(hints)
-    if "name" in hints and not hints["name"].startswith("/dev/"):
-        hints["name"] = "/dev/" + hints["name"]
-    if "by_path" in hints and not hints["by_path"].startswith("/dev/"):
-        hints["by_path"] = "/dev/disk/by-path/" + hints["by_path"]
+    hints = inventory.full_paths(hints)
     return [d["name"] for d in disks if any(
         True for _ in ironic_lib.utils.find_devices_by_hints(inventory._views(d, hints), hints))]
 
@@ -82,10 +78,7 @@ def _theirs(disks, hints):
 def test_plain_string_hints_match_as_ironic_lib_matches_them(hints):
     from provision_agent import inventory
     disks = [inventory.normalize(d) for d in DISKS]
-    ours = inventory._plain_match(disks, dict(
-        hints, **{k: inventory.normalize_name(v) for k, v in hints.items() if k == "name"},
-        **{k: v if v.startswith("/dev/") else "/dev/disk/by-path/" + v
-           for k, v in hints.items() if k == "by_path"}))
+    ours = inventory._plain_match(disks, inventory.full_paths(hints))
     if ours is not None:
         assert [d["name"] for d in ours] == _theirs(disks, hints), hints
     assert [d["name"] for d in inventory.match(disks, hints)] == _theirs(disks, hints), hints
