@@ -8,6 +8,7 @@ provision adds: Python start-up, planning, discovery, settling and waiting for d
     python3 -m benchmarks.layouts_vs_shell [sample.json ...]
 """
 
+import json
 import re
 import shlex
 import sys
@@ -32,27 +33,35 @@ BLANK = ("umount -R /tmp/provision-target >/dev/null 2>&1; vgchange -an >/dev/nu
 
 
 EXIT_LINE = re.compile(r" DEBUG provision_agent\.runner: exit (\d+) after ")
+STDIN_LINE = re.compile(r" DEBUG provision_agent\.runner: stdin of \S+: (\".*\")$")
 
 
 def script_of(log):
     """The commands of a --debug provision log as a `sh -e` script; a command that exited
-    non-zero for provision too (a probe finding nothing, say) gets `|| true`."""
+    non-zero for provision too (a probe finding nothing, say) gets `|| true`, and one that
+    was fed a script (sfdisk's) gets it as a here-document."""
     cmds, started = [], False
     for line in log.splitlines():
         started = started or "provision_agent.executor: step " in line
         m = RUN_LINE.search(line)
         if m and started:      # before the first step: releasing an earlier run's mounts
             # argv was logged space-joined; our layouts have no argument with a space in it
-            argv = m.group(1).split(" ")
+            argv = m.group(1).removesuffix(" < stdin").split(" ")
             if argv[0] == "mount":     # provision creates mount points in Python
-                cmds.append([f"mkdir -p {shlex.quote(argv[-1])}", 0])
-            cmds.append([" ".join(shlex.quote(a) for a in argv), 0])
+                cmds.append([f"mkdir -p {shlex.quote(argv[-1])}", 0, None])
+            cmds.append([" ".join(shlex.quote(a) for a in argv), 0, None])
+            continue
+        m = STDIN_LINE.search(line)
+        if m and cmds:
+            cmds[-1][2] = json.loads(m.group(1))
             continue
         m = EXIT_LINE.search(line)
         if m and cmds:
             cmds[-1][1] = int(m.group(1))
     lines = ["set -e", "mkdir -p /tmp/provision-target"]
-    lines += [cmd + (" || true" if rc else "") for cmd, rc in cmds]
+    for cmd, rc, stdin in cmds:
+        line = cmd + (" || true" if rc else "")
+        lines.append(line if stdin is None else f"{line} <<'STDIN'\n{stdin.rstrip()}\nSTDIN")
     return "\n".join(lines) + "\n"
 
 

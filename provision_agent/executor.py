@@ -28,13 +28,13 @@ class Executor:
         self.filesystems = []       # what mkfs made, with UUIDs
         self.results = []
         self.keep_numbers = {}      # disk -> partition numbers the table must keep
+        self.new_parts = {}         # disk -> its new partitions' step args, in plan order
+        self.in_table = set()       # partition devices already written with their table
 
     def execute(self, steps):
         started = time.monotonic()
         os.makedirs(self.root, exist_ok=True)
-        for step in steps:
-            if step.kind == "partition" and step.args.get("keep"):
-                self.keep_numbers.setdefault(step.args["disk"], []).append(step.args["number"])
+        self._look_ahead(steps)
         try:
             for index, step in enumerate(steps, 1):
                 self._one(index, len(steps), step)
@@ -44,6 +44,20 @@ class Executor:
                 LOG.error("still mounted after the run: %s", ", ".join(left))
         return {"status": "ok", "seconds": round(time.monotonic() - started, 2),
                 "steps": self.results, "filesystems": self.filesystems}
+
+    def _look_ahead(self, steps):
+        """What a step needs to know of the ones after it: the partitions a table keeps, the
+        partitions written together with a GPT table, and the disks whose wipe is followed by
+        a new table (which makes the kernel re-read it anyway)."""
+        self.tables_follow = {s.args["disk"] for s in steps if s.kind == "partition_table"}
+        for step in steps:
+            if step.kind != "partition":
+                continue
+            disk = step.args["disk"]
+            if step.args.get("keep"):
+                self.keep_numbers.setdefault(disk, []).append(step.args["number"])
+            else:
+                self.new_parts.setdefault(disk, []).append(step.args)
 
     def _one(self, index, count, step):
         LOG.info("step %d/%d: %s", index, count, step.description or step.kind)
@@ -65,32 +79,43 @@ class Executor:
     # storage
 
     def do_wipe(self, args):
-        wipe.wipe(self.runner, args["disk"], args.get("keep") or [])
+        wipe.wipe(self.runner, args["disk"], args.get("keep") or [],
+                  reread=args["disk"] not in self.tables_follow)
 
     def do_partition_table(self, args):
-        self.labels[args["disk"]] = args["label"]
-        partitions.new_table(self.runner, args["disk"], args["label"],
-                             self.keep_numbers.get(args["disk"], []))
+        disk, keep = args["disk"], self.keep_numbers.get(args["disk"], [])
+        self.labels[disk] = args["label"]
+        parts = self.new_parts.get(disk, [])
+        if args["label"] == "gpt":
+            partitions.write_gpt(self.runner, disk, parts, keep)
+        elif not keep:
+            partitions.write_msdos(self.runner, disk, parts)
+        else:
+            # an msdos table edited around kept partitions: one partition at a time
+            partitions.new_msdos_table(self.runner, disk, keep)
+            return None
+        self.in_table.update(p["device"] for p in parts)
+        return {"partitions": [p["device"] for p in parts]}
 
     def do_partition(self, args):
         if args.get("keep"):
             self.kept.add(args["device"])
             return {"kept": True}
+        if args["device"] in self.in_table:
+            return {"written_with_table": True}
         partitions.create(self.runner, args, self.labels.get(args["disk"], "gpt"))
 
     def do_settle(self, args):
         for disk in args["disks"]:
             udev.reread_partitions(self.runner, disk)
         udev.wait_for_devices(self.runner, args["devices"])
-        for device in args["devices"]:
-            if device not in self.kept:
-                wipe.clear_new(self.runner, device)
+        wipe.clear_new(self.runner, [d for d in args["devices"] if d not in self.kept])
 
     def do_md_create(self, args):
         md.create(self.runner, args)
         udev.settle(self.runner)
         udev.wait_for_devices(self.runner, [args["device"]])
-        wipe.clear_new(self.runner, args["device"])
+        wipe.clear_new(self.runner, [args["device"]])
 
     def do_pv_create(self, args):
         lvm.pv_create(self.runner, args["device"])

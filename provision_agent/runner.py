@@ -5,6 +5,7 @@ a failure raised as CommandError carrying the command, exit code and stderr. Dri
 Runner so unit tests can hand them a fake one.
 """
 
+import json
 import logging
 import os
 import subprocess
@@ -32,12 +33,21 @@ class Runner:
         # A fixed C locale keeps tool output parseable whatever the ramdisk's locale is.
         self.env = dict(os.environ, LC_ALL="C", LANG="C", **(env or {}))
 
-    def run(self, argv, *, check=True, timeout=DEFAULT_TIMEOUT, input=None, ok_codes=(0,)):
-        """Run argv and return a Result; raise CommandError unless its exit code is in ok_codes."""
+    def run(self, argv, *, check=True, timeout=DEFAULT_TIMEOUT, input=None, ok_codes=(0,),
+            log_input=False):
+        """Run argv and return a Result; raise CommandError unless its exit code is in ok_codes.
+
+        input is logged only with log_input (a partition script, say): stdin is where a
+        secret would travel, so by default the log says only how long it was.
+        """
         argv = [str(a) for a in argv]
         if not argv:
             raise ValueError("empty command")
-        LOG.info("run: %s", " ".join(argv))
+        LOG.info("run: %s%s", " ".join(argv), " < stdin" if input is not None else "")
+        if input is not None:
+            # one line, JSON-quoted: the log is read back line by line (benchmarks replay it)
+            LOG.debug("stdin of %s: %s", argv[0],
+                      json.dumps(input) if log_input else f"{len(input)} characters, not logged")
         start = time.monotonic()
         try:
             proc = subprocess.run(

@@ -7,7 +7,10 @@ images, for example) are read by the executor from the device named in the step.
 
 Kinds, in the order a plan uses them, and their args:
   wipe             disk, keep (list of partition numbers left byte-for-byte intact)
-  partition_table  disk, label ("gpt" | "msdos")
+  partition_table  disk, label ("gpt" | "msdos"); the table is written here whole, with the
+                   disk's partition steps that follow (one sgdisk or sfdisk call), and those
+                   steps then only report it; an msdos table around kept partitions is
+                   edited one partition step at a time
   partition        disk, number, device, start, end (sectors, inclusive, 512-byte units),
                    type (GPT type GUID for gpt; MBR type byte as "0x83" for msdos), name (GPT
                    partition name or null), flags (list: "boot", "esp", "bios_grub", "raid",

@@ -6,10 +6,22 @@ import os
 
 def tree(runner, device):
     """lsblk's tree under device (partitions, then md/dm devices built on them)."""
+    return trees(runner, [device])[0]
+
+
+def trees(runner, devices):
+    """tree() of each of devices, in their order, from one lsblk call. lsblk names a device
+    by its own path (/dev/md127 for /dev/md/boot), so a node is matched through links too."""
     res = runner.run(["lsblk", "--json", "--bytes", "-o",
-                      "NAME,PATH,TYPE,FSTYPE,LABEL,MOUNTPOINT,SIZE", device])
+                      "NAME,PATH,TYPE,FSTYPE,LABEL,MOUNTPOINT,SIZE", *devices])
     nodes = json.loads(res.stdout).get("blockdevices", [])
-    return nodes[0] if nodes else {"path": device, "children": []}
+    out = []
+    for device in devices:
+        real = os.path.realpath(device)
+        out.append(next((n for n in nodes if n.get("path") in (device, real)
+                         or os.path.realpath(n.get("path") or "") == real),
+                        {"path": device, "children": []}))
+    return out
 
 
 def descendants(node):

@@ -29,34 +29,72 @@ def _numbers(table):
     return [partition_number(p["node"]) for p in (table or {}).get("partitions", [])]
 
 
-def new_table(runner, disk, label, keep=()):
-    """Write an empty table, or with keep, delete every partition except those numbers."""
+def new_msdos_table(runner, disk, keep=()):
+    """Write an empty msdos table, or with keep, delete every partition except those numbers.
+    (A GPT is written whole by write_gpt.)"""
     keep = set(keep)
     if not keep:
-        if label == "gpt":
-            runner.run(["sgdisk", "--clear", disk])
-        else:
-            runner.run(["parted", "-s", disk, "mklabel", "msdos"])
+        runner.run(["parted", "-s", disk, "mklabel", "msdos"])
         return
     table = read_table(runner, disk)
     for number in sorted(set(_numbers(table)) - keep, reverse=True):
-        if label == "gpt":
-            runner.run(["sgdisk", f"--delete={number}", disk])
-        else:
-            runner.run(["parted", "-s", disk, "rm", str(number)])
+        runner.run(["parted", "-s", disk, "rm", str(number)])
+
+
+def _gpt_options(args):
+    n = args["number"]
+    options = [f"--new={n}:{args['start']}:{args['end']}", f"--typecode={n}:{args['type']}"]
+    if args.get("name"):
+        options.append(f"--change-name={n}:{args['name']}")
+    if args.get("guid"):
+        options.append(f"--partition-guid={n}:{args['guid']}")
+    if "boot" in args.get("flags", []):
+        options.append(f"--attributes={n}:set:{GPT_LEGACY_BOOT_BIT}")
+    return options
 
 
 def gpt_argv(args):
-    n = args["number"]
-    argv = ["sgdisk", f"--new={n}:{args['start']}:{args['end']}",
-            f"--typecode={n}:{args['type']}"]
-    if args.get("name"):
-        argv.append(f"--change-name={n}:{args['name']}")
-    if args.get("guid"):
-        argv.append(f"--partition-guid={n}:{args['guid']}")
-    if "boot" in args.get("flags", []):
-        argv.append(f"--attributes={n}:set:{GPT_LEGACY_BOOT_BIT}")
-    return argv + [args["disk"]]
+    return ["sgdisk", *_gpt_options(args), args["disk"]]
+
+
+def write_gpt(runner, disk, parts, keep=()):
+    """The whole GPT of disk in one sgdisk call: a new empty table (or, with keep, every other
+    partition deleted) and then parts, each the args of a partition step.
+
+    One call, not one per partition: every sgdisk that writes syncs and then sleeps a second
+    before asking the kernel to re-read the table (gdisk's DiskSync), so a disk of five
+    partitions cost six seconds of sleeping, on real hardware as in the VM. sgdisk applies the
+    options in order in memory and writes the table once, or not at all when one fails.
+    """
+    keep = set(keep)
+    if keep:
+        table = read_table(runner, disk)
+        first = [f"--delete={n}" for n in sorted(set(_numbers(table)) - keep, reverse=True)]
+    else:
+        first = ["--clear"]
+    options = [o for args in parts for o in _gpt_options(args)]
+    if keep and not first and not options:
+        return
+    runner.run(["sgdisk", *first, *options, disk])
+
+
+def msdos_script(parts):
+    """sfdisk's input for a new msdos table holding parts (partition step args, the extended
+    container among them): each line names its partition, so the numbers are the plan's."""
+    lines = ["label: dos", "unit: sectors", ""]
+    for args in parts:
+        fields = [f"start={args['start']}", f"size={args['end'] - args['start'] + 1}",
+                  f"type={args['type'].removeprefix('0x')}"]
+        if "boot" in args.get("flags", []):
+            fields.append("bootable")
+        lines.append(f"{args['device']} : {', '.join(fields)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_msdos(runner, disk, parts):
+    """A new msdos table with all of parts in one sfdisk call (parted and sfdisk --part-type
+    each cost 0.65 s a call in the VM: 15 calls for six partitions)."""
+    runner.run(["sfdisk", "--quiet", disk], input=msdos_script(parts), log_input=True)
 
 
 def msdos_argvs(args):

@@ -15,8 +15,11 @@ import pytest
 
 from provision_agent import execution, inventory, pipeline
 from provision_agent.data_drivers.native import NativeDriver
-from provision_agent.drivers import partitions, wipe
+from provision_agent.drivers import wipe
+from provision_agent.events import Events
+from provision_agent.executor import Executor
 from provision_agent.runner import Runner
+from provision_agent.steps import Step
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "mkfs.ext4", "mkfs.xfs", "sgdisk", "parted", "sfdisk", "wipefs",
@@ -112,13 +115,18 @@ def test_partition_table_written_and_read_back(tmp_path, label):
            "filesystems": [{"device": "p0", "type": "ext4", "mount": "/"}]}
     planned = pipeline.build_plan(NativeDriver(doc).layout(),
                                   [inventory.normalize({"name": "/dev/vdz", "size": 64 << 20})])
-    runner = Runner()
-    for step in planned.steps:
-        args = dict(step.args, disk=str(img)) if "disk" in step.args else step.args
-        if step.kind == "partition_table":
-            partitions.new_table(runner, str(img), label)
-        elif step.kind == "partition":
-            partitions.create(runner, args, label)
+    calls = []
+
+    class Counting(Runner):
+        def run(self, argv, **kw):
+            calls.append(argv[0])
+            return super().run(argv, **kw)
+
+    steps = [Step(s.kind, dict(s.args, disk=str(img)), s.description) for s in planned.steps
+             if s.kind in ("partition_table", "partition")]
+    Executor(Counting(), Events(), str(tmp_path / "target")).execute(steps)
+    if label == "gpt":
+        assert calls == ["sgdisk"]      # the table and its six partitions in one call
     table = json.loads(sh("sfdisk", "--json", str(img)))["partitiontable"]
     planned_parts = [s.args for s in planned.steps if s.kind == "partition"]
     got = [(p["start"], p["start"] + p["size"] - 1) for p in table["partitions"]]

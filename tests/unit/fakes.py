@@ -3,7 +3,7 @@
 from provision_agent.errors import CommandError
 from provision_agent.runner import Result
 
-WRITING = ("sgdisk", "parted", "sfdisk --part-type", "wipefs", "mdadm --create",
+WRITING = ("sgdisk", "parted", "sfdisk --part-type", "sfdisk --quiet", "wipefs", "mdadm --create",
            "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove", "vgcreate",
            "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd", "grub-install",
            "fallocate", "blkdiscard")
@@ -15,9 +15,12 @@ class FakeRunner:
         self.answers = answers or {}
         self.fail = fail or ()
         self.calls = []
+        self.inputs = {}            # index in calls -> the stdin that call was given
 
-    def run(self, argv, check=True, timeout=None, input=None, ok_codes=(0,)):
+    def run(self, argv, check=True, timeout=None, input=None, ok_codes=(0,), log_input=False):
         argv = [str(a) for a in argv]
+        if input is not None:
+            self.inputs[len(self.calls)] = input
         self.calls.append(argv)
         line = " ".join(argv)
         for prefix in self.fail:

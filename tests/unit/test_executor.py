@@ -73,11 +73,73 @@ def test_partition_table_keeps_partitions_named_keep(tmp_path):
                                 "flags": [], "guid": None, "kind": None, "keep": False})]
     r = FakeRunner({"sfdisk --json": json.dumps(table)})
     Executor(r, Events(), str(tmp_path)).execute(steps)
-    writes = r.writes()
-    assert "sgdisk --delete=3 /dev/vda" in writes and "sgdisk --delete=1 /dev/vda" in writes
-    assert not any("--delete=2" in w or "--clear" in w for w in writes)
-    assert any(w.startswith("sgdisk --new=3:6144:8191") for w in writes)
-    assert not any(w.startswith("sgdisk --new=2") for w in writes)
+    # one sgdisk call: the others deleted, the new one made, partition 2 never named
+    assert r.writes() == ["sgdisk --delete=3 --delete=1 --new=3:6144:8191 --typecode=3:X "
+                          "/dev/vda"]
+
+
+def test_a_gpt_disk_is_written_in_one_sgdisk_call_after_a_wipe_without_zap(tmp_path,
+                                                                           monkeypatch):
+    from provision_agent.drivers import wipe
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    part = {"disk": "/dev/vda", "type": "T", "name": None, "flags": [], "guid": None,
+            "kind": None, "keep": False}
+    steps = [Step("wipe", {"disk": "/dev/vda", "keep": []}),
+             Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
+             Step("partition", dict(part, number=1, device="/dev/vda1", start=2048, end=4095,
+                                    flags=["boot"])),
+             Step("partition", dict(part, number=2, device="/dev/vda2", start=4096, end=8191,
+                                    name="root"))]
+    stream = io.StringIO()
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
+        {"name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None}]})})
+    report = Executor(r, Events([stream]), str(tmp_path)).execute(steps)
+    # the new table's own write makes the kernel re-read it: no --zap-all and its sleep
+    assert r.writes() == [
+        "wipefs --all --force /dev/vda",
+        "sgdisk --clear --new=1:2048:4095 --typecode=1:T --attributes=1:set:2 "
+        "--new=2:4096:8191 --typecode=2:T --change-name=2:root /dev/vda"]
+    assert [s["result"] for s in report["steps"][1:]] == [
+        {"partitions": ["/dev/vda1", "/dev/vda2"]},
+        {"written_with_table": True}, {"written_with_table": True}]
+    done = [e["index"] for e in map(json.loads, stream.getvalue().splitlines())
+            if e["status"] == "done"]
+    assert done == [1, 2, 3, 4]
+
+
+def test_an_msdos_disk_is_written_in_one_sfdisk_call_numbered_as_planned(tmp_path):
+    part = {"disk": "/dev/vda", "name": None, "flags": [], "guid": None, "keep": False}
+    steps = [Step("partition_table", {"disk": "/dev/vda", "label": "msdos"}),
+             Step("partition", dict(part, number=1, device="/dev/vda1", start=2048, end=4095,
+                                    type="0x83", kind="primary", flags=["boot"])),
+             Step("partition", dict(part, number=4, device="/dev/vda4", start=4096,
+                                    end=20479, type="0x0f", kind="extended")),
+             Step("partition", dict(part, number=5, device="/dev/vda5", start=6144,
+                                    end=20479, type="0x8e", kind="logical"))]
+    r = FakeRunner()
+    Executor(r, Events(), str(tmp_path)).execute(steps)
+    assert r.writes() == ["sfdisk --quiet /dev/vda"]
+    assert r.inputs[0].splitlines() == [
+        "label: dos", "unit: sectors", "",
+        "/dev/vda1 : start=2048, size=2048, type=83, bootable",
+        "/dev/vda4 : start=4096, size=16384, type=0f",
+        "/dev/vda5 : start=6144, size=14336, type=8e"]
+
+
+def test_an_msdos_table_around_kept_partitions_is_edited_a_partition_at_a_time(tmp_path):
+    table = {"partitiontable": {"partitions": [{"node": f"/dev/vda{n}", "start": 2048 * n,
+                                                "size": 2048} for n in (1, 2)]}}
+    steps = [Step("partition_table", {"disk": "/dev/vda", "label": "msdos"}),
+             Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
+                                "start": 2048, "end": 4095, "keep": True}),
+             Step("partition", {"disk": "/dev/vda", "number": 2, "device": "/dev/vda2",
+                                "start": 4096, "end": 8191, "type": "0x83", "name": None,
+                                "flags": [], "guid": None, "kind": "primary", "keep": False})]
+    r = FakeRunner({"sfdisk --json": json.dumps(table)})
+    Executor(r, Events(), str(tmp_path)).execute(steps)
+    assert r.writes() == ["parted -s /dev/vda rm 2",
+                          "parted -s -a none /dev/vda unit s mkpart primary 4096s 8191s",
+                          "sfdisk --part-type /dev/vda 2 83"]
 
 
 def test_write_image_is_handed_the_step_and_its_report_kept(tmp_path, monkeypatch):

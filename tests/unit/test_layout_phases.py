@@ -35,3 +35,19 @@ def test_table_has_a_row_per_layout_with_its_total_and_replay():
     text = layout_phases.table([("single-disk.json", {"tools": 3.0, "start-up": 1.0}, 2.5)])
     row = text.splitlines()[1]
     assert row.startswith("single-disk.json") and row.split()[-2:] == ["4.0", "2.5"]
+
+
+def test_the_replay_feeds_a_logged_stdin_as_a_here_document():
+    from benchmarks.layouts_vs_shell import script_of
+    log = "\n".join([
+        "2026-11-25 19:00:00,000 INFO provision_agent.executor: step 1/2: new table",
+        "2026-11-25 19:00:00,001 INFO provision_agent.runner: run: sfdisk --quiet /dev/vda"
+        " < stdin",
+        '2026-11-25 19:00:00,002 DEBUG provision_agent.runner: stdin of sfdisk: '
+        '"label: dos\\n/dev/vda1 : start=2048, size=2048\\n"',
+        "2026-11-25 19:00:00,500 DEBUG provision_agent.runner: exit 0 after 0.50s: sfdisk",
+        "2026-11-25 19:00:00,600 INFO provision_agent.runner: run: wipefs --all /dev/vda1",
+        "2026-11-25 19:00:00,700 DEBUG provision_agent.runner: exit 1 after 0.10s: wipefs"])
+    assert script_of(log).splitlines()[2:] == [
+        "sfdisk --quiet /dev/vda <<'STDIN'", "label: dos", "/dev/vda1 : start=2048, size=2048",
+        "STDIN", "wipefs --all /dev/vda1 || true"]

@@ -37,8 +37,8 @@ def test_wipe_tears_down_from_the_top(monkeypatch):
     assert writes.index("vgchange --activate n old") < writes.index("mdadm --stop /dev/md0")
     assert writes.index("mdadm --stop /dev/md0") < writes.index(
         "mdadm --zero-superblock /dev/vda1")
-    assert "wipefs --all --force /dev/vda2" in writes
-    assert writes[-2:] == ["wipefs --all --force /dev/vda", "sgdisk --zap-all /dev/vda"]
+    assert writes[-2:] == ["wipefs --all --force /dev/vda1 /dev/vda2 /dev/vda",
+                           "sgdisk --zap-all /dev/vda"]
     assert not any("elsewhere" in w or "sdz" in w for w in writes)
     assert zeroed == ["/dev/vda"]
 
@@ -55,7 +55,7 @@ def test_wipe_asks_lvm_only_when_a_volume_group_is_mapped_above_the_disk(monkeyp
     r = FakeRunner({"lsblk --json": json.dumps(plain), "pvs --reportformat": json.dumps(PVS)})
     wipe.wipe(r, "/dev/vda")
     assert not any(line.startswith(("pvs ", "vgchange ")) for line in r.lines())
-    assert "wipefs --all --force /dev/vda1" in r.writes()      # its PV label still goes
+    assert "wipefs --all --force /dev/vda1 /dev/vda2 /dev/vda" in r.writes()  # its PV label too
 
 
 def test_wipe_with_keep_leaves_the_partition_and_the_table(monkeypatch):
@@ -131,9 +131,31 @@ def test_clear_new_takes_down_what_udev_assembled_from_old_contents():
                               "linux_raid_member", "children": TREE["blockdevices"][0]
                               ["children"][0]["children"]}]}
     r = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": json.dumps(PVS)})
-    wipe.clear_new(r, "/dev/vda1")
+    wipe.clear_new(r, ["/dev/vda1"])
     assert r.writes() == ["vgchange --activate n old", "mdadm --stop /dev/md0",
                           "mdadm --zero-superblock /dev/vda1", "wipefs --all --force /dev/vda1"]
+
+
+def test_new_devices_are_cleared_with_one_lsblk_and_one_wipefs(monkeypatch):
+    # lsblk names /dev/md/boot by its own path; the old member found under vda2 is zeroed
+    # and an old array that udev assembled from two of them is stopped once
+    old = {"path": "/dev/md0", "type": "raid1", "fstype": None}
+    tree = {"blockdevices": [
+        {"path": "/dev/vda1", "type": "part", "fstype": "linux_raid_member", "children": [old]},
+        {"path": "/dev/vda2", "type": "part", "fstype": "linux_raid_member", "children": [old]},
+        {"path": "/dev/md127", "type": "raid1", "fstype": "ext4"}]}
+    monkeypatch.setattr(wipe.blockinfo.os.path, "realpath",
+                        lambda p: "/dev/md127" if p == "/dev/md/boot" else p)
+    r = FakeRunner({"lsblk --json": json.dumps(tree)})
+    wipe.clear_new(r, ["/dev/vda1", "/dev/vda2", "/dev/md/boot"])
+    assert [c for c in r.lines() if c.startswith("lsblk")] == [
+        "lsblk --json --bytes -o NAME,PATH,TYPE,FSTYPE,LABEL,MOUNTPOINT,SIZE /dev/vda1 "
+        "/dev/vda2 /dev/md/boot"]
+    assert r.writes() == ["mdadm --stop /dev/md0", "mdadm --zero-superblock /dev/vda1",
+                          "mdadm --zero-superblock /dev/vda2",
+                          "wipefs --all --force /dev/vda1 /dev/vda2 /dev/md/boot"]
+    assert [n["path"] for n in wipe.blockinfo.trees(r, ["/dev/md/boot", "/dev/vdz"])] == [
+        "/dev/md127", "/dev/vdz"]
 
 
 def test_preflight_refuses_a_vg_name_taken_on_a_disk_outside_the_plan():
@@ -247,4 +269,13 @@ def test_preflight_passes_a_kept_volume_group_as_planned():
                     "lvs --reportformat": _lvs("srv", "glance", "extra")})
     preflight.check(planned({"d0": {"name": "/dev/vda", "size": 4 << 30}}, [KEEP_VG]),
                     LIVE, r, mounted={}, swaps=[])
+    assert r.writes() == []
+
+
+def test_wipe_keeping_the_only_partition_runs_no_empty_wipefs(monkeypatch):
+    monkeypatch.setattr(wipe, "zero_edges", lambda d: pytest.fail("zeroed a disk with keep"))
+    one = {"blockdevices": [dict(TREE["blockdevices"][0], children=[
+        {"name": "vda1", "path": "/dev/vda1", "type": "part", "fstype": "xfs"}])]}
+    r = FakeRunner({"lsblk --json": json.dumps(one)})
+    wipe.wipe(r, "/dev/vda", keep=[1])
     assert r.writes() == []
