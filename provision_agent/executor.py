@@ -30,6 +30,7 @@ class Executor:
         self.keep_numbers = {}      # disk -> partition numbers the table must keep
         self.new_parts = {}         # disk -> its new partitions' step args, in plan order
         self.in_table = set()       # partition devices already written with their table
+        self.tables = {}            # disk -> {number: (start, size)}: the planned table
 
     def execute(self, steps):
         started = time.monotonic()
@@ -54,6 +55,9 @@ class Executor:
             if step.kind != "partition":
                 continue
             disk = step.args["disk"]
+            start, end = step.args["start"], step.args["end"]
+            self.tables.setdefault(disk, {})[step.args["number"]] = (
+                start, None if step.args.get("kind") == "extended" else end - start + 1)
             if step.args.get("keep"):
                 self.keep_numbers.setdefault(disk, []).append(step.args["number"])
             else:
@@ -107,7 +111,7 @@ class Executor:
 
     def do_settle(self, args):
         for disk in args["disks"]:
-            udev.reread_partitions(self.runner, disk)
+            udev.reread_partitions(self.runner, disk, self.tables.get(disk))
         udev.wait_for_devices(self.runner, args["devices"])
         wipe.clear_new(self.runner, [d for d in args["devices"] if d not in self.kept])
 
