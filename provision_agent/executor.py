@@ -47,9 +47,10 @@ class Executor:
                 "steps": self.results, "filesystems": self.filesystems}
 
     def _look_ahead(self, steps):
-        """What a step needs to know of the ones after it: the partitions a table keeps, the
-        partitions written together with a GPT table, and the disks whose wipe is followed by
-        a new table (which makes the kernel re-read it anyway)."""
+        """What a step needs to know of the ones after it: the partitions a table keeps, those
+        written together with their table, the whole planned table (to compare with what the
+        kernel shows), and the disks whose wipe is followed by a new table (whose own write
+        makes the kernel re-read it)."""
         self.tables_follow = {s.args["disk"] for s in steps if s.kind == "partition_table"}
         for step in steps:
             if step.kind != "partition":

@@ -104,8 +104,6 @@ def _clear_members(runner, device, fstype):
         runner.run(["pvremove", "--force", "--force", "--yes", device], check=False)
 
 
-
-
 def zero_edges(device, edge=EDGE):
     """Zero the first and last `edge` bytes (the GPT backup lives in the last 33 sectors)."""
     size = blockinfo.size_bytes(device)
