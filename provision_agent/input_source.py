@@ -7,8 +7,6 @@ fetch failure (its own exit code), not as invalid input: the document was never 
 
 import logging
 
-import tenacity
-
 from provision_agent import redact
 from provision_agent.errors import InputUnreachable
 
@@ -26,8 +24,10 @@ class _Transient(Exception):
 
 
 def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATTEMPTS,
-          wait=tenacity.wait_exponential(multiplier=1, max=8)):
+          wait=None):
     """The document's text. Raises InputUnreachable naming the URL (redacted) and the reason."""
+    import tenacity     # only for a URL: a file input never pays for it (it imports asyncio)
+    wait = wait or tenacity.wait_exponential(multiplier=1, max=8)
     verify = False if insecure else (ca_bundle or True)
     retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(attempts), wait=wait,
                                  retry=tenacity.retry_if_exception_type(_Transient),
