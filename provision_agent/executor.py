@@ -31,6 +31,7 @@ class Executor:
         self.new_parts = {}         # disk -> its new partitions' step args, in plan order
         self.in_table = set()       # partition devices already written with their table
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
+        self.tables_follow = set()  # disks a partition_table step writes
 
     def execute(self, steps):
         started = time.monotonic()
@@ -51,8 +52,9 @@ class Executor:
         written together with their table, the whole planned table (to compare with what the
         kernel shows), and the disks whose wipe is followed by a new table (whose own write
         makes the kernel re-read it)."""
-        self.tables_follow = {s.args["disk"] for s in steps if s.kind == "partition_table"}
         for step in steps:
+            if step.kind == "partition_table":
+                self.tables_follow.add(step.args["disk"])
             if step.kind != "partition":
                 continue
             disk = step.args["disk"]
