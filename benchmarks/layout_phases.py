@@ -2,7 +2,8 @@
 
 Phases: start-up (interpreter and imports, before the first log line), preparation (input,
 discovery, validation, planning, preflight: first log line to step 1), then within the steps
-the external tools, `udevadm settle`, and what is left: provision's own Python, including the
+the external tools (the seconds when at least one ran: tables of several disks are written at
+once), `udevadm settle`, and what is left: provision's own Python, including the
 sleeps of its waits for devices; last, what follows the last step (report, exit).
 The shell replay of benchmarks/layouts_vs_shell.py spends only the tools' share.
 """
@@ -26,7 +27,7 @@ def _seconds(stamp):
 def breakdown(log, started, ended):
     """{phase: seconds} for one run: started/ended are the guest clock around the process
     (epoch seconds); the log's own timestamps place everything between."""
-    stamps, first_step, tools, settle, command = [], None, 0.0, 0.0, ()
+    stamps, first_step, tools, settle, command = [], None, [], 0.0, ()
     for line in log.splitlines():
         m = STAMP.match(line)
         if not m:
@@ -44,18 +45,33 @@ def breakdown(log, started, ended):
             if command == ("udevadm", "settle"):
                 settle += took
             else:
-                tools += took
+                tools.append((t - took, t))
     if not stamps:
         return {"start-up": ended - started}
     first, last = stamps[0], stamps[-1]
     first_step = first_step if first_step is not None else last
     in_steps = last - first_step
+    tools = _covered(tools)
     return {"start-up": max(0.0, first - started),
             "preparation": first_step - first,
             "tools": tools,
             "udev settle": settle,
             "python in steps": max(0.0, in_steps - tools - settle),
             "after steps": max(0.0, ended - last)}
+
+
+def _covered(intervals):
+    """Seconds during which at least one of the (start, end) intervals ran: tables of several
+    disks are written at once, and their tools' seconds must not count twice."""
+    total, reach = 0.0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
 
 
 def table(rows):

@@ -1,6 +1,7 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
-Order: wipe → tables and partitions → settle → md → LVM (kept VGs only activated) → mkfs →
+Order: wipes → tables (one after another, so that the executor writes them at once) →
+partitions → settle → md → LVM (kept VGs only activated) → mkfs →
 block-level images → mount → tar images → fstab/mdadm.conf/multipath wwids → bootloader →
 configdrive → umount.
 Everything a step needs is in its arguments, so the printed plan is what runs.
@@ -71,19 +72,23 @@ def plan(res):
     dev = res.devices.get
     image_targets = {im.target for im in layout.images if im.format in ("raw", "qcow2")}
 
+    # Every disk's wipe before any table: an old array or VG spanning two disks is gone before
+    # either disk gets its new table.
     for disk in layout.disks:
-        name = dev(disk.id)
-        placed = res.placed.get(disk.id, [])
-        keep = [p.number for p in placed if p.part_id and _part(layout, p.part_id).keep]
         if disk.wipe:
+            name = dev(disk.id)
+            keep = [p.number for p in res.placed.get(disk.id, [])
+                    if p.part_id and _part(layout, p.part_id).keep]
             steps.append(Step("wipe", {"disk": name, "keep": keep},
                               f"wipe old signatures on {name}"
                               + (f" (keeping partitions {keep})" if keep else "")))
-        if not disk.partitions:
-            continue
-        steps.append(Step("partition_table", {"disk": name, "label": disk.table},
-                          f"new {disk.table} partition table on {name}"))
-        for p in placed:
+    tabled = [d for d in layout.disks if d.partitions]
+    for disk in tabled:
+        steps.append(Step("partition_table", {"disk": dev(disk.id), "label": disk.table},
+                          f"new {disk.table} partition table on {dev(disk.id)}"))
+    for disk in tabled:
+        name = dev(disk.id)
+        for p in res.placed.get(disk.id, []):
             part = _part(layout, p.part_id) if p.part_id else None
             steps.append(Step("partition", {
                 "disk": name, "number": p.number, "device": p.device,

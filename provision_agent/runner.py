@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from provision_agent.errors import CommandError
 LOG = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 600
+_LOG_PAIR = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,12 @@ class Runner:
         argv = [str(a) for a in argv]
         if not argv:
             raise ValueError("empty command")
-        LOG.info("run: %s%s", " ".join(argv), " < stdin" if input is not None else "")
-        if input is not None:
-            # one line, JSON-quoted: the log is read back line by line (benchmarks replay it)
-            LOG.debug("stdin of %s: %s", argv[0],
-                      json.dumps(input) if log_input else f"{len(input)} characters, not logged")
+        with _LOG_PAIR:     # a command and its stdin stay together when steps run at once
+            LOG.info("run: %s%s", " ".join(argv), " < stdin" if input is not None else "")
+            if input is not None:
+                # one line, JSON-quoted: the log is read back line by line (benchmarks replay it)
+                LOG.debug("stdin of %s: %s", argv[0], json.dumps(input) if log_input
+                          else f"{len(input)} characters, not logged")
         start = time.monotonic()
         try:
             proc = subprocess.run(

@@ -2,6 +2,7 @@
 
 import io
 import json
+import threading
 
 import pytest
 
@@ -105,6 +106,61 @@ def test_a_gpt_disk_is_written_in_one_sgdisk_call_after_a_wipe_without_zap(tmp_p
     done = [e["index"] for e in map(json.loads, stream.getvalue().splitlines())
             if e["status"] == "done"]
     assert done == [1, 2, 3, 4]
+
+
+TWO_TABLES = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
+              Step("partition_table", {"disk": "/dev/vdb", "label": "gpt"}),
+              *[Step("partition", {"disk": d, "number": 1, "device": f"{d}1", "start": start,
+                                   "end": 8191, "type": "T", "name": None, "flags": [],
+                                   "guid": None, "kind": None, "keep": False})
+                for d, start in (("/dev/vda", 2048), ("/dev/vdb", 4096))]]
+
+
+class MeetingRunner(FakeRunner):
+    """sgdisk returns only once both disks' sgdisk are running: one after the other, the first
+    would wait out the barrier's timeout and fail."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.barrier = threading.Barrier(2, timeout=30)
+
+    def run(self, argv, **kw):
+        if argv[0] == "sgdisk":
+            self.barrier.wait()
+        return super().run(argv, **kw)
+
+
+def test_the_tables_of_several_disks_are_written_at_once_and_reported_in_plan_order(tmp_path):
+    stream = io.StringIO()
+    r = MeetingRunner()
+    report = Executor(r, Events([stream]), str(tmp_path)).execute(TWO_TABLES)
+    assert sorted(r.writes()) == [
+        "sgdisk --clear --new=1:2048:8191 --typecode=1:T /dev/vda",
+        "sgdisk --clear --new=1:4096:8191 --typecode=1:T /dev/vdb"]
+    events = [(e["index"], e["status"]) for e in map(json.loads, stream.getvalue().splitlines())]
+    assert events[:4] == [(1, "start"), (2, "start"), (1, "done"), (2, "done")]
+    assert [(s["index"], s["result"]) for s in report["steps"]] == [
+        (1, {"partitions": ["/dev/vda1"]}), (2, {"partitions": ["/dev/vdb1"]}),
+        (3, {"written_with_table": True}), (4, {"written_with_table": True})]
+
+
+def test_a_failed_table_is_raised_once_the_other_disks_table_is_written(tmp_path):
+    stream = io.StringIO()
+    r = FakeRunner(fail=("sgdisk --clear --new=1:4096",))
+    with pytest.raises(CommandError):
+        Executor(r, Events([stream]), str(tmp_path)).execute(TWO_TABLES)
+    assert len(r.writes()) == 2         # vda's table was written, vdb's failed, nothing after
+    events = [(e["index"], e["status"]) for e in map(json.loads, stream.getvalue().splitlines())]
+    assert events == [(1, "start"), (2, "start"), (1, "done"), (2, "failed")]
+
+
+def test_the_same_disk_twice_is_never_written_at_once(tmp_path):
+    from provision_agent.executor import _tables_at
+    steps = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
+             Step("partition_table", {"disk": "/dev/vdb", "label": "gpt"}),
+             Step("partition_table", {"disk": "/dev/vda", "label": "msdos"})]
+    assert _tables_at(steps, 0) == steps[:2] and _tables_at(steps, 2) == steps[2:]
+    assert _tables_at(STEPS, 0) == STEPS[:1]
 
 
 def test_an_msdos_disk_is_written_in_one_sfdisk_call_numbered_as_planned(tmp_path):

@@ -51,3 +51,9 @@ def test_the_replay_feeds_a_logged_stdin_as_a_here_document():
     assert script_of(log).splitlines()[2:] == [
         "sfdisk --quiet /dev/vda <<'STDIN'", "label: dos", "/dev/vda1 : start=2048, size=2048",
         "STDIN", "wipefs --all /dev/vda1 || true"]
+
+
+def test_tools_running_at_once_count_once():
+    from benchmarks.layout_phases import _covered
+    assert _covered([(0.0, 1.1), (0.05, 1.15), (2.0, 2.5)]) == 1.15 + 0.5
+    assert _covered([(0.0, 3.0), (1.0, 2.0)]) == 3.0 and _covered([]) == 0.0

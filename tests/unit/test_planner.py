@@ -51,6 +51,15 @@ def test_keep_partition_is_passed_to_wipe_and_partition():
     assert steps(doc, "partition")[1].args["keep"] is True
 
 
+def test_every_wipe_comes_before_the_tables_which_come_one_after_another():
+    kinds = [(s.kind, s.args.get("disk")) for s in steps(sample("two-disk-raid-lvm"))
+             if s.kind in ("wipe", "partition_table", "partition")]
+    assert kinds[:4] == [("wipe", "/dev/vda"), ("wipe", "/dev/vdb"),
+                         ("partition_table", "/dev/vda"), ("partition_table", "/dev/vdb")]
+    assert {k for k, _ in kinds[4:]} == {"partition"}
+    assert [d for _, d in kinds[4:]] == sorted(d for _, d in kinds[4:])   # a disk's together
+
+
 def test_wipe_false_skips_wipe():
     doc = mutate(sample("single-disk"), lambda d: d["disks"][0].__setitem__("wipe", False))
     assert steps(doc, "wipe") == []
