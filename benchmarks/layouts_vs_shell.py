@@ -36,20 +36,31 @@ EXIT_LINE = re.compile(r" DEBUG provision_agent\.runner: exit (\d+) after ")
 STDIN_LINE = re.compile(r" DEBUG provision_agent\.runner: stdin of \S+: (\".*\")$")
 
 
-def script_of(log):
+AT_ONCE = re.compile(r" INFO provision_agent\.executor: step \d+/\d+: .* at once\)$")
+
+
+def script_of(log, at_once=False):
     """The commands of a --debug provision log as a `sh -e` script; a command that exited
     non-zero for provision too (a probe finding nothing, say) gets `|| true`, and one that
-    was fed a script (sfdisk's) gets it as a here-document."""
-    cmds, started = [], False
+    was fed a script (sfdisk's) gets it as a here-document. Steps that provision ran at once
+    (several disks' tables) run one after the other, as a plain script would, or with
+    at_once in the background, waited for before the next step."""
+    cmds, started, group = [], False, None
     for line in log.splitlines():
-        started = started or "provision_agent.executor: step " in line
+        if "provision_agent.executor: step " in line:
+            started = True
+            if at_once and AT_ONCE.search(line):
+                group = group if group is not None else len(cmds)
+            elif group is not None:
+                cmds.append(["wait", 0, None, False])
+                group = None
         m = RUN_LINE.search(line)
         if m and started:      # before the first step: releasing an earlier run's mounts
             # argv was logged space-joined; our layouts have no argument with a space in it
             argv = m.group(1).removesuffix(" < stdin").split(" ")
             if argv[0] == "mount":     # provision creates mount points in Python
-                cmds.append([f"mkdir -p {shlex.quote(argv[-1])}", 0, None])
-            cmds.append([" ".join(shlex.quote(a) for a in argv), 0, None])
+                cmds.append([f"mkdir -p {shlex.quote(argv[-1])}", 0, None, False])
+            cmds.append([" ".join(shlex.quote(a) for a in argv), 0, None, group is not None])
             continue
         m = STDIN_LINE.search(line)
         if m and cmds:
@@ -58,11 +69,39 @@ def script_of(log):
         m = EXIT_LINE.search(line)
         if m and cmds:
             cmds[-1][1] = int(m.group(1))
-    lines = ["set -e", "mkdir -p /tmp/provision-target"]
-    for cmd, rc, stdin in cmds:
+    if group is not None:
+        cmds.append(["wait", 0, None, False])
+    lines, pids = ["set -e", "mkdir -p /tmp/provision-target"], []
+    for cmd, rc, stdin, background in cmds:
+        if cmd == "wait":
+            # `wait PID` returns the job's status, which set -e then acts on
+            lines += [f"wait {pid}" for pid in pids]
+            pids = []
+            continue
         line = cmd + (" || true" if rc else "")
-        lines.append(line if stdin is None else f"{line} <<'STDIN'\n{stdin.rstrip()}\nSTDIN")
+        if stdin is not None:
+            line = f"{line} <<'STDIN'\n{stdin.rstrip()}\nSTDIN"
+        if background:
+            line = f"{{ {line}\n}} &\np{len(pids)}=$!" if stdin is not None else \
+                f"{line} &\np{len(pids)}=$!"
+            pids.append(f"$p{len(pids)}")
+        lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def replay(vm, script):
+    """Run script on blank disks: (guest seconds, host seconds, status)."""
+    vm.write_text("/tmp/replay.sh", script)
+    vm.ssh(BLANK, timeout=600)
+    t0 = time.monotonic()
+    res = vm.ssh(["sh", "-c", "date +%s.%N; sh -e /tmp/replay.sh >/tmp/replay.out 2>&1; "
+                              "rc=$?; date +%s.%N; exit $rc"], check=False, timeout=1800)
+    host = time.monotonic() - t0
+    begin, end = map(float, res.stdout.split()[:2])
+    status = "ok" if res.returncode == 0 else (
+        f"replay exit {res.returncode}: "
+        + vm.ssh("tail -3 /tmp/replay.out", check=False).stdout.strip())
+    return end - begin, host, status
 
 
 def main(argv):
@@ -81,28 +120,29 @@ def main(argv):
             started, ended = run.clock
             phases.append((name, layout_phases.breakdown(run.log, started, ended)))
             script = script_of(run.log)
-            vm.write_text("/tmp/replay.sh", script)
-            vm.ssh(BLANK, timeout=600)
-            t0 = time.monotonic()
-            res = vm.ssh(["sh", "-c", "date +%s.%N; sh -e /tmp/replay.sh >/tmp/replay.out 2>&1; "
-                                      "rc=$?; date +%s.%N; exit $rc"], check=False, timeout=1800)
-            shell_host = time.monotonic() - t0
-            begin, end = map(float, res.stdout.split()[:2])
-            status = "ok" if res.returncode == 0 else (
-                f"replay exit {res.returncode}: "
-                + vm.ssh("tail -3 /tmp/replay.out", check=False).stdout.strip())
-            rows.append((name, ended - started, end - begin, ours, shell_host,
+            shell, shell_host, status = replay(vm, script)
+            together = script_of(run.log, at_once=True)
+            if together != script:
+                at_once, _, status_at_once = replay(vm, together)
+                status += "" if status_at_once == "ok" else f"; at once: {status_at_once}"
+            else:
+                at_once = shell
+            rows.append((name, ended - started, shell, at_once, ours, shell_host,
                          script.count("\n") - 2, status))
-            phases[-1] += (end - begin,)
+            phases[-1] += (shell,)
     print(f"\n{'layout':<40} {'provision s':>11} {'shell s':>8} {'ratio':>6} "
+          f"{'at once s':>9} {'ratio':>6} "
           f"{'(host: provision':>16} {'shell':>6} {'ratio)':>6} commands")
-    for name, ours, shell, ours_host, shell_host, n, status in rows:
+    for name, ours, shell, at_once, ours_host, shell_host, n, status in rows:
         print(f"{name:<40} {ours:>11.1f} {shell:>8.1f} {ours / shell:>6.2f} "
+              f"{at_once:>9.1f} {ours / at_once:>6.2f} "
               f"{ours_host:>16.1f} {shell_host:>6.1f} {ours_host / shell_host:>6.2f} {n} {status}")
     print("(same VM, same blank disks; ratio = provision / shell; the shell side skips "
-          "discovery, validation and planning. Timed by the guest's clock around each process; "
-          "the host columns time the SSH calls as well: provision's side makes four more, for "
-          "its input, log and clock files, about 0.7 s each)")
+          "discovery, validation and planning and runs the commands one after the other; "
+          "'at once' runs the commands of the steps provision ran at once (several disks' "
+          "tables) in the background, as provision does. Timed by the guest's clock around each "
+          "process; the host columns time the SSH calls as well: provision's side makes four "
+          "more, for its input, log and clock files, about 0.7 s each)")
     print("\nwhere provision's seconds go (guest clock; see benchmarks/layout_phases.py):")
     print(layout_phases.table(phases))
     return 0

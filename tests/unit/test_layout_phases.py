@@ -57,3 +57,27 @@ def test_tools_running_at_once_count_once():
     from benchmarks.layout_phases import _covered
     assert _covered([(0.0, 1.1), (0.05, 1.15), (2.0, 2.5)]) == 1.15 + 0.5
     assert _covered([(0.0, 3.0), (1.0, 2.0)]) == 3.0 and _covered([]) == 0.0
+
+
+def test_the_replay_runs_tables_written_at_once_one_after_another_or_in_the_background():
+    from benchmarks.layouts_vs_shell import script_of
+    stamp = "2026-11-25 22:00:00,000"
+    log = "\n".join(f"{stamp} {line}" for line in [
+        "INFO provision_agent.executor: step 1/3: new gpt table on /dev/vda (with 1 other "
+        "tables at once)",
+        "INFO provision_agent.executor: step 2/3: new msdos table on /dev/vdb (with 1 other "
+        "tables at once)",
+        "INFO provision_agent.runner: run: sgdisk --clear /dev/vda",
+        "INFO provision_agent.runner: run: sfdisk --quiet /dev/vdb < stdin",
+        'DEBUG provision_agent.runner: stdin of sfdisk: "label: dos\\n"',
+        "DEBUG provision_agent.runner: exit 0 after 1.10s: sgdisk",
+        "DEBUG provision_agent.runner: exit 0 after 0.30s: sfdisk",
+        "INFO provision_agent.executor: step 3/3: re-read partition tables",
+        "INFO provision_agent.runner: run: udevadm settle"])
+    assert script_of(log).splitlines()[2:] == [
+        "sgdisk --clear /dev/vda", "sfdisk --quiet /dev/vdb <<'STDIN'", "label: dos", "STDIN",
+        "udevadm settle"]
+    assert script_of(log, at_once=True).splitlines()[2:] == [
+        "sgdisk --clear /dev/vda &", "p0=$!",
+        "{ sfdisk --quiet /dev/vdb <<'STDIN'", "label: dos", "STDIN", "} &", "p1=$!",
+        "wait $p0", "wait $p1", "udevadm settle"]
