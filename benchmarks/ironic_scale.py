@@ -181,6 +181,9 @@ def main():
     ap.add_argument("--database", choices=("sqlite", "mariadb"), default="sqlite",
                     help="Ironic's database: sqlite (the test environment's) or a throwaway "
                          "MariaDB server (scripts/host-packages.sh --bench; PyMySQL)")
+    ap.add_argument("--split-api", action="store_true",
+                    help="ironic-api and ironic-conductor as two processes over JSON-RPC, as "
+                         "production runs them, instead of the all-in-one `ironic`")
     args = ap.parse_args()
     if args.database == "mariadb" and realenv.MariaDB.missing():
         sys.exit(f"--database mariadb: {', '.join(realenv.MariaDB.missing())} missing "
@@ -201,7 +204,7 @@ def main():
         "connect_timeout": args.connect_timeout},
         extra_conf=f"[conductor]\nperiodic_max_workers = {args.workers}\n"
                    f"max_concurrent_deploy = {max(250, args.nodes + args.dead)}\n",
-        database=mariadb.url if mariadb else None)
+        database=mariadb.url if mariadb else None, split_api=args.split_api)
     try:
         ironic.start()
         with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
@@ -235,8 +238,10 @@ def main():
         with open(sshd.log.name) as f:
             base_connections = sum("Accepted publickey" in line for line in f)
         since = time.strftime("%Y-%m-%d %H:%M:%S")
+        api_pid = ironic.api_proc.pid if ironic.api_proc else None
         cpu0 = (tree_cpu_seconds(ironic.proc.pid), tree_cpu_seconds(sshd.proc.pid),
-                os.getloadavg()[0], tree_cpu_seconds(mariadb.proc.pid) if mariadb else 0.0)
+                os.getloadavg()[0], tree_cpu_seconds(mariadb.proc.pid) if mariadb else 0.0,
+                tree_cpu_seconds(api_pid) if api_pid else 0.0)
         t0, t0_wall = time.monotonic(), time.time()
         stop = threading.Event()
         agents = dict(zip(uuids, range(args.nodes))) if args.heartbeat else {}
@@ -277,7 +282,8 @@ def main():
         peak = peak[0]
         cpu = (tree_cpu_seconds(ironic.proc.pid) - cpu0[0],
                tree_cpu_seconds(sshd.proc.pid) - cpu0[1],
-               tree_cpu_seconds(mariadb.proc.pid) - cpu0[3] if mariadb else 0.0)
+               tree_cpu_seconds(mariadb.proc.pid) - cpu0[3] if mariadb else 0.0,
+               tree_cpu_seconds(api_pid) - cpu0[4] if api_pid else 0.0)
         polls, running, connections, last = log_counts(ironic.log_file, sshd.log.name, since,
                                                        t0_wall)
         with open(ironic.log_file) as f:
@@ -306,8 +312,11 @@ def main():
               f"last node reached (s from the first request): "
               f"{', '.join(f'{k} {v:.1f}' for k, v in last.items())}\n"
               f"ssh_connections={connections - base_connections}\n"
-              f"database={args.database}\n"
-              f"cpu_seconds ironic={cpu[0]:.1f} sshd={cpu[1]:.1f}"
+              f"database={args.database} "
+              f"ironic={'ironic-api + ironic-conductor' if args.split_api else 'all-in-one'}\n"
+              f"cpu_seconds ironic={cpu[0]:.1f}"
+              + (f" (conductor) ironic-api={cpu[3]:.1f}" if api_pid else "") +
+              f" sshd={cpu[1]:.1f}"
               + (f" mariadb={cpu[2]:.1f}" if mariadb else "") + " "
               f"(load average before {cpu0[2]:.1f}, 2 cores shared with other work)\n"
               f"polls_per_node min={per_node[0]} median={per_node[len(per_node) // 2]} "

@@ -203,10 +203,14 @@ def write_ahead_log(path):
 
 class Ironic:
     def __init__(self, workdir, provision_opts, extra_conf="", api_host="127.0.0.1",
-                 database=None):
+                 database=None, split_api=False):
         """api_host: where the API listens, and the address in the ipa-api-url the conductor
         gives ramdisks ([service_catalog]endpoint_override); database: a SQLAlchemy URL
-        instead of the sqlite file (e.g. MariaDB.url)."""
+        instead of the sqlite file (e.g. MariaDB.url); split_api: ironic-api and
+        ironic-conductor as two processes talking JSON-RPC, as a production conductor runs
+        beside its API, instead of the all-in-one `ironic`."""
+        self.split_api = split_api
+        self.api_proc = None
         self.dir = os.path.join(workdir, "ironic")
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
@@ -219,8 +223,10 @@ class Ironic:
         with open(self.conf, "w") as f:
             f.write(f"""[DEFAULT]
 auth_strategy = noauth
-rpc_transport = none
-host = test-conductor
+rpc_transport = {"json-rpc" if split_api else "none"}
+# with JSON-RPC (split_api) the API reaches the conductor by this name: an address needs no
+# resolver
+host = {"127.0.0.1" if split_api else "test-conductor"}
 debug = true
 log_file = {self.log_file}
 enabled_hardware_types = fake-hardware
@@ -257,7 +263,8 @@ automated_clean = false
 require_managed_boot = false
 [oslo_concurrency]
 lock_path = {self.dir}/locks
-[provision_agent]
+{f"[json_rpc]{chr(10)}auth_strategy = noauth{chr(10)}host_ip = 127.0.0.1{chr(10)}"
+ f"port = {free_port()}{chr(10)}" if split_api else ""}[provision_agent]
 {popts}
 # The test's own settings come last: for an option set twice, oslo.config takes the last.
 {extra_conf}
@@ -271,6 +278,14 @@ lock_path = {self.dir}/locks
         if self.database.startswith("sqlite:"):
             write_ahead_log(os.path.join(self.dir, "ironic.sqlite"))
         self.out = open(os.path.join(self.dir, "ironic.out"), "w")
+        if self.split_api:
+            self.proc = subprocess.Popen([bin_path("ironic-conductor"), "--config-file",
+                                          self.conf], stdout=self.out,
+                                         stderr=subprocess.STDOUT, env=env)
+            self.api_proc = subprocess.Popen([bin_path("ironic-api"), "--config-file",
+                                              self.conf], stdout=self.out,
+                                             stderr=subprocess.STDOUT, env=env)
+            return
         self.proc = subprocess.Popen([bin_path("ironic"), "--config-file", self.conf],
                                      stdout=self.out, stderr=subprocess.STDOUT, env=env)
 
@@ -283,8 +298,10 @@ lock_path = {self.dir}/locks
         return self
 
     def _up(self):
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"ironic exited with {self.proc.returncode}; see {self.dir}")
+        for proc in filter(None, (self.proc, self.api_proc)):
+            if proc.poll() is not None:
+                raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}; "
+                                   f"see {self.dir}")
         try:
             return requests.get(self.url, timeout=1).ok
         except requests.RequestException:
@@ -345,5 +362,7 @@ lock_path = {self.dir}/locks
             return f.read()
 
     def stop(self):
+        if self.api_proc:
+            procs.stop(self.api_proc)
         procs.stop(self.proc)
 
