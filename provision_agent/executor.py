@@ -95,8 +95,8 @@ class Executor:
         otherwise wait a second each. Every step is reported, in plan order, once all are over;
         the first failure is raised only then, with no tool left writing."""
         for index, step in enumerate(steps, first):
-            LOG.info("step %d/%d: %s (with %d other tables at once)", index, count,
-                     step.description or step.kind, len(steps) - 1)
+            LOG.info("step %d/%d: %s (one of %d tables written at once)", index, count,
+                     step.description or step.kind, len(steps))
             self.events.step(index, count, step.kind, "start", description=step.description)
 
         def timed(step):

@@ -63,10 +63,10 @@ def test_the_replay_runs_tables_written_at_once_one_after_another_or_in_the_back
     from benchmarks.layouts_vs_shell import script_of
     stamp = "2026-11-25 22:00:00,000"
     log = "\n".join(f"{stamp} {line}" for line in [
-        "INFO provision_agent.executor: step 1/3: new gpt table on /dev/vda (with 1 other "
-        "tables at once)",
-        "INFO provision_agent.executor: step 2/3: new msdos table on /dev/vdb (with 1 other "
-        "tables at once)",
+        "INFO provision_agent.executor: step 1/3: new gpt table on /dev/vda (one of 2 "
+        "tables written at once)",
+        "INFO provision_agent.executor: step 2/3: new msdos table on /dev/vdb (one of 2 "
+        "tables written at once)",
         "INFO provision_agent.runner: run: sgdisk --clear /dev/vda",
         "INFO provision_agent.runner: run: sfdisk --quiet /dev/vdb < stdin",
         'DEBUG provision_agent.runner: stdin of sfdisk: "label: dos\\n"',
