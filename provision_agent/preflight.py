@@ -33,10 +33,10 @@ def _named(layout, disk_id):
     return False
 
 
-def in_use(runner, disk, mounted, swaps):
+def in_use(runner, disk, mounted, swaps, tree=None):
     """Why disk must not be written to (something on it is mounted or swapping, or it holds the
-    medium this ramdisk booted from), or []."""
-    nodes = [blockinfo.tree(runner, disk)]
+    medium this ramdisk booted from), or []. tree: the disk's blockinfo tree, if read already."""
+    nodes = [tree or blockinfo.tree(runner, disk)]
     nodes += blockinfo.descendants(nodes[0])
     paths = {disk} | {n["path"] for n in nodes[1:]}
     real = {os.path.realpath(p) for p in paths}
@@ -59,6 +59,9 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     mounted = blockinfo.mounted_sources() if mounted is None else mounted
     swaps = blockinfo.active_swaps() if swaps is None else swaps
     live = {d["name"]: d for d in live_disks}
+    present = [w["name"] for w in res.disks.values() if w["name"] in live]
+    # one lsblk for all of them (0.07-0.13 s a call in the VM bench)
+    trees = dict(zip(present, blockinfo.trees(runner, present))) if present else {}
     problems = []
     for disk_id, want in res.disks.items():
         where, name = _where(res.layout, disk_id), want["name"]
@@ -78,7 +81,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
             problems.append(Problem(where, f"{name} is removable (a USB stick, a card, virtual "
                                            f"media): name it by serial, wwn, path or name in "
                                            f"the input to write it"))
-        for reason in in_use(runner, name, mounted, swaps):
+        for reason in in_use(runner, name, mounted, swaps, trees.get(name)):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)
     problems += [Problem(f"volume group {step.args['name']}", msg) for step in planned.steps

@@ -113,6 +113,20 @@ def test_preflight_refuses_a_disk_in_use():
     assert "disks[0]: /dev/vda is in use: /dev/vda2 is in use as swap" in found
 
 
+def test_preflight_reads_every_disk_with_one_lsblk_and_finds_use_on_the_second():
+    tree = {"blockdevices": [
+        {"path": "/dev/vda", "type": "disk", "children": [{"path": "/dev/vda1", "type": "part"}]},
+        {"path": "/dev/vdb", "type": "disk", "children": [{"path": "/dev/vdb1", "type": "part"}]}]}
+    r = FakeRunner({"lsblk --json": json.dumps(tree)})
+    with pytest.raises(MachineMismatch) as exc:
+        preflight.check(planned({"d0": {"name": "/dev/vda", "size": 1 << 30},
+                                 "d1": {"name": "/dev/vdb", "size": 1 << 30}}),
+                        LIVE, r, mounted={"/dev/vdb1": "/mnt"}, swaps=[])
+    assert [str(p) for p in exc.value.problems] == [
+        "disks[1]: /dev/vdb is in use: /dev/vdb1 is mounted at /mnt"]
+    assert [c[-2:] for c in r.calls if c[0] == "lsblk"] == [["/dev/vda", "/dev/vdb"]]
+
+
 def test_preflight_checks_kept_partitions_against_the_disk():
     step = Step("partition", {"disk": "/dev/vda", "number": 1, "start": 2048, "end": 4095,
                               "keep": True})
