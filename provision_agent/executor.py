@@ -1,4 +1,5 @@
-"""Walk the plan's steps in order and carry each out through its driver.
+"""Walk the plan's steps in order and carry each out through its driver (a run of partition
+tables, each on its own disk, at once).
 
 The executor holds the little state a run needs (what is mounted, which partitions are kept,
 the UUIDs it saw) and no policy: what to do and in which order is the planner's. Whatever
