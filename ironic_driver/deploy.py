@@ -46,6 +46,8 @@ LOG = logging.getLogger(__name__)
 config.register(CONF)
 OPTS = follow.opts
 FOLLOWERS = fanout.FanOut()
+# The name this interface is enabled by (setup.cfg's ironic.hardware.interfaces.deploy).
+INTERFACE = "provision"
 
 
 class ProvisionDeploy(base.DeployInterface):
@@ -176,24 +178,27 @@ class ProvisionDeploy(base.DeployInterface):
 
     # ---- the periodic task that follows nodes waiting for their ramdisk
 
-    @periodics.node_periodic(
-        purpose="following provision in ramdisks",
-        spacing=lambda: CONF.provision_agent.poll_interval,
-        filters={"provision_state_in": list(follow.WAIT_STATES), "reserved": False,
-                 "maintenance": False},
-        predicate_extra_fields=["driver_internal_info"],
-        predicate=lambda n: follow.is_ours(n))
-    def _follow_provision(self, task, manager, context):
+    @periodics.periodic(spacing=lambda: CONF.provision_agent.poll_interval)
+    def _follow_provision(self, manager, context):
         # The sweep only dispatches: the SSH work runs in the conductor's worker pool,
-        # at most [conductor]periodic_max_workers nodes at a time (see fanout.py).
+        # at most [conductor]periodic_max_workers nodes at a time (see fanout.py), each
+        # under its own shared lock. The sweep reads the nodes' columns and takes no lock
+        # itself: Ironic's node_periodic would build a task (the node, its driver, a lock and
+        # their log lines) for every node only to hand its UUID on, a second task per poll.
         opts = OPTS()
-        try:
-            return FOLLOWERS.submit(
-                task.node.uuid, manager._spawn_worker, follow.follow_in_worker, context,
-                task.node.uuid, manager._spawn_worker,
-                limit=max(1, CONF.conductor.periodic_max_workers),
-                wait=opts.connect_timeout + opts.command_timeout)
-        except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
-            LOG.warning("Following provision: %s; the rest of this sweep waits for the next "
-                        "one", exc)
-            raise periodics.Stop()
+        nodes = manager.iter_nodes(
+            filters={"provision_state_in": list(follow.WAIT_STATES), "reserved": False,
+                     "maintenance": False},
+            fields=["deploy_interface", "driver_internal_info"])
+        for uuid, _driver, _group, interface, internal_info in nodes:
+            if interface != INTERFACE or not follow.is_ours_info(internal_info):
+                continue
+            try:
+                FOLLOWERS.submit(uuid, manager._spawn_worker, follow.follow_in_worker, context,
+                                 uuid, manager._spawn_worker,
+                                 limit=max(1, CONF.conductor.periodic_max_workers),
+                                 wait=opts.connect_timeout + opts.command_timeout)
+            except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
+                LOG.warning("Following provision: %s; the rest of this sweep waits for the "
+                            "next one", exc)
+                return

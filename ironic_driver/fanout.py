@@ -1,7 +1,7 @@
 """Run the per-node SSH polls of a periodic sweep in the conductor's worker pool, a bounded
 number at a time.
 
-Ironic's node_periodic calls us once per node, one node after the other, in one thread. A poll
+The periodic sweep goes through the waiting nodes one after the other, in one thread. A poll
 is an SSH login plus a few SFTP reads (about 0.2 s on loopback) and, while a ramdisk is still
 booting, can wait connect_timeout (10 s) for nothing: done inline, 50 booting nodes made one
 sweep last 50 x 10 s. So the sweep only hands each node to a worker and waits while

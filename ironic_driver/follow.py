@@ -84,7 +84,11 @@ def opts():
 
 
 def is_ours(node):
-    return node.driver_internal_info.get(PREFIX + "phase") in ("wait_ramdisk", "running")
+    return is_ours_info(node.driver_internal_info)
+
+
+def is_ours_info(driver_internal_info):
+    return (driver_internal_info or {}).get(PREFIX + "phase") in ("wait_ramdisk", "running")
 
 
 def _waiting(node):
