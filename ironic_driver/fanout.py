@@ -25,11 +25,26 @@ class FanOut:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._running = set()
+        self._ended = {}   # key -> time.monotonic() when its last poll ended
         self.peak = 0      # most polls running at once since start (logged, read by tests)
 
     def running(self):
         with self._lock:
             return len(self._running)
+
+    def since_last(self, key):
+        """Seconds since key's last poll ended (infinity if never, or still running: 0)."""
+        with self._lock:
+            if key in self._running:
+                return 0.0
+            ended = self._ended.get(key)
+        return float("inf") if ended is None else time.monotonic() - ended
+
+    def keep_only(self, keys):
+        """Forget when the polls of keys not in keys ended (nodes no longer waiting)."""
+        with self._lock:
+            for key in set(self._ended) - set(keys):
+                del self._ended[key]
 
     def submit(self, key, spawn, func, *args, limit, wait):
         """spawn(wrapped, *args) in a slot for key. False when key is already running;
@@ -65,4 +80,5 @@ class FanOut:
     def _done(self, key):
         with self._cond:
             self._running.discard(key)
+            self._ended[key] = time.monotonic()
             self._cond.notify()

@@ -83,3 +83,38 @@ def test_a_failing_poll_gives_the_slot_back(pool):
     with pytest.raises(ZeroDivisionError):
         fut[0].result(5)
     assert fan.running() == 0
+
+
+def _polled(fan, key, seconds_ago):
+    """Record key's last poll as ended seconds_ago."""
+    fan._ended[key] = time.monotonic() - seconds_ago
+
+
+def test_the_sweep_starts_jobs_first_then_looks_at_the_least_recently_seen():
+    from ironic_driver.deploy import sweep_order
+    fan = fanout.FanOut()
+    start = {"provision_phase": "wait_ramdisk"}
+    run = {"provision_phase": "running"}
+    _polled(fan, "r-seen-5s-ago", 5)
+    _polled(fan, "r-seen-30s-ago", 30)
+    _polled(fan, "r-seen-just-now", 0.5)        # within the interval: not due
+    _polled(fan, "s-retried", 3)
+    _polled(fan, "gone", 1)                      # no longer waiting: forgotten
+    nodes = [("r-seen-5s-ago", run), ("r-never", run), ("r-seen-30s-ago", run),
+             ("s-retried", start), ("r-seen-just-now", run), ("s-new", start)]
+    assert sweep_order(nodes, fan, interval=2) == [
+        ("s-new", True), ("s-retried", True),
+        ("r-never", False), ("r-seen-30s-ago", False), ("r-seen-5s-ago", False)]
+    assert "gone" not in fan._ended
+
+
+def test_a_node_being_polled_is_not_due_and_its_end_is_remembered(pool):
+    fan, release = fanout.FanOut(), threading.Event()
+    assert fan.since_last("n1") == float("inf")
+    fan.submit("n1", pool.submit, release.wait, 5, limit=2, wait=1)
+    assert fan.since_last("n1") == 0.0
+    release.set()
+    deadline = time.monotonic() + 5
+    while fan.running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 0.0 <= fan.since_last("n1") < 5

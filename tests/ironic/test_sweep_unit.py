@@ -60,3 +60,15 @@ class TestSweep(dbcase.NodeTestCase):
         # the pollers' slots are freed once they end; here they never ran
         for uuid in manager.spawned:
             deploy.FOLLOWERS._done(uuid)
+
+    def test_a_sweep_past_its_interval_leaves_running_jobs_to_the_next_one(self):
+        import itertools
+        from types import SimpleNamespace
+        starting = self._node()
+        self._node(phase="running")
+        manager = Manager()
+        clock = SimpleNamespace(monotonic=itertools.count(0, 1000).__next__)
+        with mock.patch.object(deploy, "time", clock):
+            deploy.ProvisionDeploy()._follow_provision(manager, self.context)
+        self.assertEqual([starting], manager.spawned)
+        deploy.FOLLOWERS._done(starting)
