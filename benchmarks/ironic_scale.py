@@ -181,6 +181,9 @@ def main():
     ap.add_argument("--database", choices=("sqlite", "mariadb"), default="sqlite",
                     help="Ironic's database: sqlite (the test environment's) or a throwaway "
                          "MariaDB server (scripts/host-packages.sh --bench; PyMySQL)")
+    ap.add_argument("--db-pool", type=int, default=5,
+                    help="[database]max_pool_size: connections the conductor keeps open (5, "
+                         "oslo.db's default; each one beyond it is opened and closed per use)")
     ap.add_argument("--split-api", action="store_true",
                     help="ironic-api and ironic-conductor as two processes over JSON-RPC, as "
                          "production runs them, instead of the all-in-one `ironic`")
@@ -203,7 +206,8 @@ def main():
         "remote_dir": os.path.join(work, "remote"),
         "connect_timeout": args.connect_timeout},
         extra_conf=f"[conductor]\nperiodic_max_workers = {args.workers}\n"
-                   f"max_concurrent_deploy = {max(250, args.nodes + args.dead)}\n",
+                   f"max_concurrent_deploy = {max(250, args.nodes + args.dead)}\n"
+                   f"[database]\nmax_pool_size = {args.db_pool}\n",
         database=mariadb.url if mariadb else None, split_api=args.split_api)
     try:
         ironic.start()
@@ -312,7 +316,7 @@ def main():
               f"last node reached (s from the first request): "
               f"{', '.join(f'{k} {v:.1f}' for k, v in last.items())}\n"
               f"ssh_connections={connections - base_connections}\n"
-              f"database={args.database} "
+              f"database={args.database} db_pool={args.db_pool} "
               f"ironic={'ironic-api + ironic-conductor' if args.split_api else 'all-in-one'}\n"
               f"cpu_seconds ironic={cpu[0]:.1f}"
               + (f" (conductor) ironic-api={cpu[3]:.1f}" if api_pid else "") +
