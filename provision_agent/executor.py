@@ -59,10 +59,7 @@ class Executor:
             index = 0
             while index < len(steps):
                 group = _tables_at(steps, index)
-                if len(group) > 1:
-                    self._at_once(index + 1, len(steps), group)
-                else:
-                    self._one(index + 1, len(steps), steps[index])
+                self._run(index + 1, len(steps), group)
                 index += len(group)
         finally:
             left = self.mounts.umount_all()
@@ -90,26 +87,21 @@ class Executor:
             else:
                 self.new_parts.setdefault(disk, []).append(step.args)
 
-    def _at_once(self, first, count, steps):
-        """Run steps (partition tables of distinct disks) at the same time: each sgdisk that
-        writes sleeps its second before the kernel re-reads, so a server's disks would
-        otherwise wait a second each. Every step is reported, in plan order, once all are over;
-        the first failure is raised only then, with no tool left writing."""
+    def _run(self, first, count, steps):
+        """Run steps: one, or at the same time partition tables of distinct disks (each
+        sgdisk that writes sleeps its second before the kernel re-reads, so a server's disks
+        would otherwise wait a second each). Every step is reported, in plan order, once all
+        are over; the first failure is raised only then, with no tool left writing."""
+        together = f" (one of {len(steps)} tables written at once)" if len(steps) > 1 else ""
         for index, step in enumerate(steps, first):
-            LOG.info("step %d/%d: %s (one of %d tables written at once)", index, count,
-                     step.description or step.kind, len(steps))
+            LOG.info("step %d/%d: %s%s", index, count, step.description or step.kind, together)
             self.events.step(index, count, step.kind, "start", description=step.description)
-
-        def timed(step):
-            t0 = time.monotonic()
-            try:
-                return getattr(self, f"do_{step.kind}")(step.args), None, time.monotonic() - t0
-            except Exception as exc:
-                return None, exc, time.monotonic() - t0
-
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(max_workers=min(len(steps), TABLES_AT_ONCE)) as pool:
-            outcomes = list(pool.map(timed, steps))
+        if len(steps) == 1:
+            outcomes = [self._timed(steps[0])]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max_workers=min(len(steps), TABLES_AT_ONCE)) as pool:
+                outcomes = list(pool.map(self._timed, steps))
         failure = None
         for index, (step, (result, exc, took)) in enumerate(zip(steps, outcomes), first):
             if exc is not None:
@@ -117,29 +109,21 @@ class Executor:
                 LOG.error("step %d/%d (%s) failed after %.1fs", index, count, step.kind, took)
                 failure = failure or exc
                 continue
-            self.events.step(index, count, step.kind, "done", seconds=round(took, 2))
+            took = round(took, 2)
+            self.events.step(index, count, step.kind, "done", seconds=took)
             self.results.append({"index": index, "kind": step.kind,
-                                 "description": step.description, "seconds": round(took, 2),
+                                 "description": step.description, "seconds": took,
                                  "result": result})
         if failure is not None:
             raise failure
 
-    def _one(self, index, count, step):
-        LOG.info("step %d/%d: %s", index, count, step.description or step.kind)
-        self.events.step(index, count, step.kind, "start", description=step.description)
+    def _timed(self, step):
+        """(result, exception, seconds) of the step's do_ method."""
         t0 = time.monotonic()
         try:
-            result = getattr(self, f"do_{step.kind}")(step.args)
+            return getattr(self, f"do_{step.kind}")(step.args), None, time.monotonic() - t0
         except Exception as exc:
-            self.events.step(index, count, step.kind, "failed", error=str(exc)[-2000:])
-            LOG.error("step %d/%d (%s) failed after %.1fs", index, count, step.kind,
-                      time.monotonic() - t0)
-            raise
-        took = round(time.monotonic() - t0, 2)
-        self.events.step(index, count, step.kind, "done", seconds=took)
-        self.results.append({"index": index, "kind": step.kind,
-                             "description": step.description, "seconds": took,
-                             "result": result})
+            return None, exc, time.monotonic() - t0
 
     # storage
 
