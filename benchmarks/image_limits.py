@@ -5,7 +5,8 @@ to. Used by image_write.py, which runs these in the same minutes as the writes t
               compressed file, already in the page cache, into nowhere
   download    curl from the same local HTTP server into /dev/null
   write       the uncompressed bytes, from the page cache, onto the same target through the
-              product's BlockWriter (O_DIRECT, fsync), nothing decompressed or hashed
+              product's write loop (its block ring, O_DIRECT writes in flight at once, fsync),
+              nothing decompressed or hashed
   sha256      hashing the bytes ours checks (compressed or not), for reference: ours hashes in
               its download thread, so it is not a stage of its own in the limit
 """
@@ -15,8 +16,9 @@ import os
 import subprocess
 import time
 
-from provision_agent.drivers.images import decompressors
-from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.images import decompressors, writer
+from provision_agent.drivers.images.blockwrite import BLOCK
+from provision_agent.drivers.images.pipeline import BlockRing
 
 STAGES = ("decompress", "download", "write")
 
@@ -58,17 +60,13 @@ def download(url):
 
 
 def write(raw, dev):
-    writer = BlockWriter(dev)
-    try:
-        with open(raw, "rb", buffering=0) as f:
-            while True:
-                block = f.read(BLOCK)
-                if not block:
-                    break
-                writer.write(block)
-        writer.finish()
-    finally:
-        writer.close()
+    """The product's write loop (its blocks, writes in flight at once) fed from the file."""
+    with open(raw, "rb", buffering=0) as f:
+        ring = BlockRing(f, BLOCK, name="limit-read")
+        try:
+            writer._write_blocks(ring, "raw", str(raw), "none", dev, False)
+        finally:
+            ring.close()
 
 
 def sha256(path):

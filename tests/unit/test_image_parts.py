@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import zstandard
 
 from provision_agent.drivers.images import checksums, decompressors, formats, sources
-from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter, InFlight
 from provision_agent.drivers.images.pipeline import BlockRing, ReadAhead
 from provision_agent.drivers.images.progress import Progress
 from provision_agent.drivers.images.zstd_frames import FrameWalker
@@ -228,6 +228,65 @@ def test_block_writer_writes_a_block_filled_in_place(tmp_path):
     writer.close()
     assert target.read_bytes() == data + b"tail!"
     assert writer.zero_bytes_skipped == 2 << 20
+
+
+def _blocks(datas):
+    import mmap
+    out = []
+    for data in datas:
+        block = mmap.mmap(-1, BLOCK)
+        block[:len(data)] = data
+        out.append((block, len(data)))
+    return out
+
+
+def test_in_flight_writes_go_at_once_and_land_where_they_belong(tmp_path):
+    target = tmp_path / "t"
+    writer = BlockWriter(str(target), target_zeroed=True)
+    met = threading.Barrier(2, timeout=10)
+    plain = writer.write_at
+
+    def write_at(block, n, offset):
+        if offset < 2 * BLOCK:
+            met.wait()      # the first two only get past this together
+        return plain(block, n, offset)
+
+    writer.write_at = write_at
+    datas = [os.urandom(BLOCK), bytes(BLOCK), os.urandom(BLOCK), b"tail" * 1000 + b"!"]
+    given_back = []
+    writes = InFlight(writer, depth=2)
+    for block, n in _blocks(datas):
+        writes.submit(block, n, done=given_back.append)
+    writes.drain()
+    writer.finish()
+    writes.close()
+    writer.close()
+    assert target.read_bytes() == b"".join(datas)
+    assert writer.zero_bytes_skipped == BLOCK
+    assert len(given_back) == len(datas)
+
+
+def test_in_flight_raises_a_failed_write_and_waits_for_the_others(tmp_path):
+    writer = BlockWriter(str(tmp_path / "t"))
+    plain, finished = writer.write_at, []
+
+    def write_at(block, n, offset):
+        if offset == 0:
+            raise ImageError("writing t at byte 0 failed: Input/output error")
+        plain(block, n, offset)
+        finished.append(offset)
+        return 0
+
+    writer.write_at = write_at
+    writes = InFlight(writer, depth=2)
+    blocks = _blocks([os.urandom(BLOCK)] * 3)
+    with pytest.raises(ImageError, match="Input/output error"):
+        for block, n in blocks:
+            writes.submit(block, n)
+        writes.drain()
+    writes.close()
+    assert finished == [BLOCK]      # the write beside the failed one ran to its end
+    writer.close()
 
 
 def test_block_writer_refuses_oversized_image(tmp_path):

@@ -7,12 +7,14 @@ over. Comparing a bytes slice with a zero bytes object is a memcmp (~20 GB/s mea
 where memoryview comparison or any() is 40x slower.
 """
 
+import collections
 import errno
 import fcntl
 import logging
 import mmap
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 
 from provision_agent.errors import ImageError
 
@@ -22,6 +24,7 @@ BLOCK = 4 << 20         # one write; a multiple of every logical block size
 ZERO_GRAIN = 1 << 20    # zero runs are detected and skipped at this granularity
 _ZERO = bytes(ZERO_GRAIN)
 ALIGN = 4096
+IN_FLIGHT = 2           # writes at once (InFlight)
 
 
 class BlockWriter:
@@ -70,33 +73,43 @@ class BlockWriter:
     def write_block(self, block, n):
         """Write the first n bytes of block, a page-aligned mmap (pipeline.BlockRing's), under
         the same rules as write()."""
+        self.zero_bytes_skipped += self.write_at(block, n, self.reserve(n))
+
+    def reserve(self, n):
+        """The offset the next n bytes go to; after it, write_at() may run in another thread."""
         if self.capacity is not None and self.offset + n > self.capacity:
             raise ImageError(f"the image is larger than {self.path} ({self.capacity} bytes): "
                              f"it does not fit")
+        offset, self.offset = self.offset, self.offset + n
+        return offset
+
+    def write_at(self, block, n, offset):
+        """Write block[:n] at offset; returns the zero bytes skipped. Touches no state but the
+        target, so writes of distinct reserved ranges may run at once (InFlight)."""
         with memoryview(block) as view:
             if self.target_zeroed:
-                self._write_skipping(block, view, n)
-            else:
-                self._write_at(view, 0, n)
-        self.offset += n
+                return self._write_skipping(block, view, n, offset)
+            self._write_at(view, 0, n, offset)
+        return 0
 
-    def _write_skipping(self, block, view, n):
-        run_start = None
+    def _write_skipping(self, block, view, n, offset):
+        run_start, skipped = None, 0
         for pos in range(0, n, ZERO_GRAIN):
             # an mmap slice is bytes, so this is a memcmp (see the module docstring)
             if pos + ZERO_GRAIN <= n and block[pos:pos + ZERO_GRAIN] == _ZERO:
                 if run_start is not None:
-                    self._write_at(view, run_start, pos)
+                    self._write_at(view, run_start, pos, offset)
                     run_start = None
-                self.zero_bytes_skipped += ZERO_GRAIN
+                skipped += ZERO_GRAIN
             elif run_start is None:
                 run_start = pos
         if run_start is not None:
-            self._write_at(view, run_start, n)
+            self._write_at(view, run_start, n, offset)
+        return skipped
 
-    def _write_at(self, view, start, end):
-        """view[start:end] to the target at offset + start."""
-        offset = self.offset + start
+    def _write_at(self, view, start, end, base):
+        """view[start:end] to the target at base + start."""
+        offset = base + start
         aligned = start + (end - start) // ALIGN * ALIGN
         try:
             if aligned > start:
@@ -139,3 +152,47 @@ class BlockWriter:
             self._buf.close()
         except BufferError:
             pass    # a caller's view of buffer is still alive (an error unwinding); GC frees it
+
+
+class InFlight:
+    """Keeps up to `depth` of a BlockWriter's writes going at once, each from its own block.
+    One O_DIRECT write at a time leaves the disk idle while the next is issued: 1 GiB onto the
+    benchmark's loop device took 0.71-0.87 s one write at a time and 0.57-0.62 s two at once.
+    A block the size of which is not a multiple of ALIGN (the image's end) is written alone,
+    after the others: its write changes the descriptor's flags."""
+
+    def __init__(self, writer, depth=IN_FLIGHT):
+        self.writer = writer
+        self._depth = depth
+        self._pool = ThreadPoolExecutor(max_workers=depth, thread_name_prefix="image-write")
+        self._pending = collections.deque()     # (future, block, done)
+
+    def submit(self, block, n, done=None):
+        """Write block[:n] at the writer's next offset; done(block) is called in this thread
+        once that write is over, so the block can be refilled."""
+        if n % ALIGN:
+            self.drain()
+            self.writer.write_block(block, n)
+            if done:
+                done(block)
+            return
+        while len(self._pending) >= self._depth:
+            self._reap()
+        offset = self.writer.reserve(n)
+        self._pending.append((self._pool.submit(self.writer.write_at, block, n, offset),
+                              block, done))
+
+    def _reap(self):
+        future, block, done = self._pending.popleft()
+        self.writer.zero_bytes_skipped += future.result()
+        if done:
+            done(block)
+
+    def drain(self):
+        """Wait for every write submitted; the first that failed raises here."""
+        while self._pending:
+            self._reap()
+
+    def close(self):
+        """Wait for the writes still running (after a failure, before the target is closed)."""
+        self._pool.shutdown(wait=True)

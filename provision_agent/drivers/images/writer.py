@@ -1,11 +1,11 @@
 """Stream an image from its source to its target: fetch, checksum, decompress, write, verify,
 then fit it to its volume.
 
-Four threads overlap the work: the source is read ahead (network); the checksum of the
-compressed stream is taken in a second thread (of the decompressed one, in the third);
-decompression runs in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing);
-and the caller's thread writes those blocks (O_DIRECT where possible, zero blocks skipped when
-the target is known to be zeroed). The checksum is checked before the image is grown or
+Threads overlap the work: the source is read ahead (network); the checksum of the compressed
+stream is taken in a second thread (of the decompressed one, in the third); decompression runs
+in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing); and the caller's
+thread hands those blocks to two writes at once (blockwrite.InFlight: O_DIRECT where possible,
+zero blocks skipped when the target is known to be zeroed). The checksum is checked before the image is grown or
 reported: a mismatch or a truncated stream is an ImageError, never a success.
 
 write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from provision_agent.drivers.images import checksums, decompressors, formats, sources
-from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter
+from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter, InFlight
 from provision_agent.drivers.images.pipeline import BlockRing, Counting, Peek, ReadAhead
 from provision_agent.drivers.images.progress import Progress
 from provision_agent.errors import ImageError
@@ -149,15 +149,17 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed):
     head = bytes(block[:min(n, HEAD)])
     _check_content(fmt, head, uri, compression)
     writer = BlockWriter(target, target_zeroed=zeroed)
+    writes = InFlight(writer)
     try:
         while True:
-            writer.write_block(block, n)
+            writes.submit(block, n, done=ring.give_back)
             if n < BLOCK:
                 break
-            ring.give_back(block)
             block, n = ring.next()
+        writes.drain()
         writer.finish()
     finally:
+        writes.close()
         writer.close()
     LOG.info("wrote %s bytes to %s (%s zero bytes skipped, O_DIRECT %s)", writer.offset,
              target, writer.zero_bytes_skipped, "on" if writer.direct else "off")
