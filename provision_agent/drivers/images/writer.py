@@ -5,8 +5,8 @@ Threads overlap the work: the source is read ahead (network); the checksum of th
 stream is taken in a second thread (of the decompressed one, in the third); decompression runs
 in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing); and the caller's
 thread hands those blocks to two writes at once (blockwrite.InFlight: O_DIRECT where possible,
-zero blocks skipped when the target is known to be zeroed). The checksum is checked before the image is grown or
-reported: a mismatch or a truncated stream is an ImageError, never a success.
+zero blocks skipped when the target is known to be zeroed). The checksum is checked before the
+image is grown or reported: a mismatch or a truncated stream is an ImageError, never a success.
 
 write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
 """
