@@ -7,7 +7,7 @@ fetch failure (its own exit code), not as invalid input: the document was never 
 
 import logging
 
-from provision_agent import redact
+from provision_agent import bounded_http, redact
 from provision_agent.errors import InputUnreachable
 
 LOG = logging.getLogger(__name__)
@@ -16,6 +16,8 @@ ATTEMPTS = 4
 # Documents are kilobytes, but Ironic's may carry a configdrive inline (gzip+base64, up to the
 # schema's 96 MB); anything larger is not an input document.
 MAX_BYTES = 128 << 20
+# 128 MiB at 1 MB/s with room to spare; a server dripping bytes is cut here
+DEADLINE = 300
 _RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
 
@@ -25,7 +27,7 @@ class _Transient(Exception):
 
 def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATTEMPTS,
           wait=None):
-    """The document's text. Raises InputUnreachable naming the URL (redacted) and the reason."""
+    """The document's bytes. Raises InputUnreachable naming the URL (redacted) and the reason."""
     import tenacity     # only for a URL: a file input never pays for it (it imports asyncio)
     wait = wait or tenacity.wait_exponential(multiplier=1, max=8)
     verify = False if insecure else (ca_bundle or True)
@@ -46,12 +48,19 @@ def _get(url, verify, timeout):
     # ramdisk, about 1.5 s under TCG
     import requests
     try:
-        with requests.get(url, timeout=timeout, verify=verify, stream=True) as resp:
+        with requests.get(url, timeout=timeout, verify=verify, stream=True,
+                          headers=bounded_http.NO_ENCODING, hooks=bounded_http.hooks()) as resp:
             if resp.status_code in _RETRY_STATUS:
                 raise _Transient(f"HTTP {resp.status_code} {resp.reason}")
             if resp.status_code >= 400:
                 raise InputUnreachable(redact.url(url), f"HTTP {resp.status_code} {resp.reason}")
-            body = resp.raw.read(MAX_BYTES + 1, decode_content=True)
+            body = bounded_http.read(resp, MAX_BYTES, DEADLINE)
+    except bounded_http.BodyBroken as exc:
+        LOG.info("fetching the input from %s: %s; retrying", redact.url(url), exc)
+        raise _Transient(str(exc)) from None
+    except bounded_http.BodyError as exc:
+        raise InputUnreachable(redact.url(url), f"{exc}; that is not an input document") \
+            from None
     except requests.exceptions.SSLError as exc:
         raise InputUnreachable(redact.url(url), f"TLS verification failed ({_reason(exc)}); give "
                                            "the CA with --input_data_ca_bundle") from None
@@ -60,10 +69,7 @@ def _get(url, verify, timeout):
         raise _Transient(_reason(exc)) from None
     except requests.RequestException as exc:
         raise InputUnreachable(redact.url(url), _reason(exc)) from None
-    if len(body) > MAX_BYTES:
-        raise InputUnreachable(redact.url(url), f"the answer is larger than {MAX_BYTES} bytes; "
-                                           "that is not an input document")
-    return body.decode("utf-8", errors="strict") if isinstance(body, bytes) else body
+    return body
 
 
 def _reason(exc):

@@ -23,6 +23,9 @@ packages=(
   openssl curl gzip
   # a Python to run tox from
   python3 python3-venv python3-pip
+  # the ramdisk's HTTP stack (Debian's requests on urllib3 1.26): the functional tests fetch
+  # through it under /usr/bin/python3, as provision does in the ramdisk
+  python3-requests python3-urllib3 python3-tenacity
 )
 if [ "${1:-}" = "--bench" ]; then
   # benchmarks/ironic_scale.py --database mariadb: Ironic on what its operators run

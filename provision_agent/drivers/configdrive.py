@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import zlib
 
-from provision_agent import redact
+from provision_agent import bounded_http, redact
 from provision_agent.errors import ImageError, InputError
 
 CONFIG2_LABEL = "config-2"
@@ -24,6 +24,7 @@ NOCLOUD_LABEL = "cidata"
 # and inflating it whole first is how a 1.4 MB string became 1 GiB in memory.
 MAX_BYTES = 64 << 20
 MAX_TEXT = MAX_BYTES * 4 // 3 + 4096       # its base64 text, gzip or not
+FETCH_SECONDS = 300                         # MAX_TEXT at 1 MB/s with room to spare
 
 
 def decode_ironic(content):
@@ -52,14 +53,15 @@ def fetch(url, timeout=60, options=None):
     options = options or {}
     verify = False if options.get("image_insecure") else (options.get("image_ca_bundle") or True)
     try:
-        with requests.get(url, timeout=timeout, verify=verify, stream=True) as resp:
+        with requests.get(url, timeout=timeout, verify=verify, stream=True,
+                          headers=bounded_http.NO_ENCODING, hooks=bounded_http.hooks()) as resp:
             resp.raise_for_status()
-            text = resp.raw.read(MAX_TEXT + 1, decode_content=True)
+            text = bounded_http.read(resp, MAX_TEXT, FETCH_SECONDS)
     except requests.RequestException as exc:
         raise ImageError(f"cannot fetch configdrive {redact.url(url)}: "
                          f"{type(exc).__name__}: {redact.text(str(exc))}") from None
-    if len(text) > MAX_TEXT:
-        raise ImageError(f"configdrive at {redact.url(url)} is larger than {MAX_TEXT} bytes")
+    except bounded_http.BodyError as exc:
+        raise ImageError(f"configdrive at {redact.url(url)}: {exc}") from None
     try:
         return text.decode("ascii").strip()
     except UnicodeDecodeError:

@@ -77,7 +77,12 @@ def test_a_configdrive_url_uses_the_image_tls_options(monkeypatch):
     seen = {}
 
     class Resp:
-        raw = type("Raw", (), {"read": staticmethod(lambda n, decode_content: b"QUJD")})()
+        headers = {}
+
+        def __init__(self):
+            body = [b"QUJD", b""]
+            self.raw = type("Raw", (), {"read": staticmethod(lambda n, decode_content:
+                                                            body.pop(0))})()
 
         def raise_for_status(self):
             pass

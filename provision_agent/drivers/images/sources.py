@@ -15,7 +15,7 @@ import urllib.parse
 import requests
 import tenacity
 
-from provision_agent import redact
+from provision_agent import bounded_http, redact
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -57,8 +57,9 @@ class _Dropped(Exception):
 class HttpSource:
     """A streamed GET that resumes with a Range request after a dropped connection.
 
-    Content-Encoding is never undone here (decode_content=False): the bytes checksummed and
-    decompressed are exactly the bytes the server stores.
+    Content-Encoding is never asked for nor undone here (decode_content=False): the bytes
+    checksummed and decompressed are exactly the bytes the server stores. A redirect's body is
+    never read (requests would read all of it, inflated).
     """
 
     def __init__(self, uri, *, tls_verify=True, ca_bundle=None, headers=None,
@@ -68,7 +69,9 @@ class HttpSource:
         self.shown = redact.url(uri)
         self._stall = StallWatch(stall_bytes, stall_seconds)
         self._session = requests.Session()
+        self._session.headers.update(bounded_http.NO_ENCODING)
         self._session.headers.update(headers or {})
+        self._session.hooks.update(bounded_http.hooks())
         self._verify = ca_bundle or tls_verify
         self._timeout = timeout
         self._retries = retries
