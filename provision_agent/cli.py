@@ -17,6 +17,7 @@ import traceback
 from oslo_config import cfg
 
 from provision_agent import cli_args, errors, inventory, pipeline, redact, render
+from provision_agent.drivers import target
 
 LOG = logging.getLogger("provision")
 
@@ -95,8 +96,9 @@ def check_live(planned, conf, disks):
                     "; ".join(LIVE_ONLY_CHECKS))
         return
     from provision_agent import preflight      # the drivers: only on the live machine
-    from provision_agent.drivers import blockinfo
+    from provision_agent.drivers import blockinfo, mount
     from provision_agent.runner import Runner
+    mount.check_target_root(Runner(), conf.target_root, planned.disk_names)
     # The real run first releases what an interrupted run left mounted under the target root;
     # a dry run must not unmount anything, so it only leaves those mounts out of the check.
     root = os.path.realpath(conf.target_root)
@@ -144,6 +146,9 @@ def run(command, conf):
         return errors.EXIT_OK
     if command == "erase":
         return run_erase(conf)
+    # the real run's refusal, before anything: a dry run or 'valid' must not promise a run
+    # that stops at its target root
+    target.check_root_path(conf.target_root)
     document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
                                    ca_bundle=conf.input_data_ca_bundle,
                                    insecure=conf.input_data_insecure)

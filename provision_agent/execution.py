@@ -24,8 +24,7 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
     runner = runner or Runner()
     events = events or Events.from_conf(conf)
     try:
-        planned_disks = [want["name"] for want in planned.resolved.disks.values()]
-        mount.check_target_root(runner, conf.target_root, planned_disks)
+        mount.check_target_root(runner, conf.target_root, planned.disk_names)
         mount.release_stale(runner, conf.target_root)
         preflight.check(planned, inventory.discover() if live_disks is None else live_disks,
                         runner)

@@ -26,6 +26,11 @@ class Planned:
     resolved: resolve.Resolved
     steps: list
 
+    @property
+    def disk_names(self):
+        """The machine's names of the disks this plan provisions."""
+        return [want["name"] for want in self.resolved.disks.values()]
+
 
 MAX_DEPTH = 64     # the deepest real document (Fuel's) nests 7 levels
 

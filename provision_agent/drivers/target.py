@@ -81,12 +81,9 @@ def write_text(root, path, text, mode=0o644):
     return where
 
 
-def check_root(root, mount_sources, planned_disk_of):
-    """Refuse a target root that provision must not clean up or mount under.
-
-    mount_sources: {mount point: source device} of the machine; planned_disk_of(source) is
-    True when the source lives on a disk this plan provisions (a mount left by an earlier run).
-    """
+def check_root_path(root):
+    """The refusals of check_root that need neither a plan nor the machine's mounts: every
+    command that plans (run, validate, the dry run) makes them before it reads its input."""
     real = os.path.realpath(root)
     if real == "/" or real.count("/") < 2:
         raise TargetPathError(f"--target_root {root} resolves to {real}: use a directory of "
@@ -94,6 +91,16 @@ def check_root(root, mount_sources, planned_disk_of):
                               f"directory (the stale-mount cleanup unmounts everything below it)")
     if os.path.lexists(real) and not os.path.isdir(real):
         raise TargetPathError(f"--target_root {root} is not a directory")
+    return real
+
+
+def check_root(root, mount_sources, planned_disk_of):
+    """Refuse a target root that provision must not clean up or mount under.
+
+    mount_sources: {mount point: source device} of the machine; planned_disk_of(source) is
+    True when the source lives on a disk this plan provisions (a mount left by an earlier run).
+    """
+    real = check_root_path(root)
     source = mount_sources.get(real)
     if source is not None and not planned_disk_of(source):
         raise TargetPathError(f"--target_root {root} is a mount point of {source}, which this "

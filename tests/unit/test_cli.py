@@ -222,3 +222,45 @@ def test_schema_errors_say_what_is_accepted_and_suggest_field_names(tmp_path):
     assert "$.disks[1].partitions[1].size: '10G' is not valid here: expected a size" in err
     assert "10GiB" in err and "50%" in err and "remaining" in err
     assert "does not match '^" not in err      # no regular expression shown to a person
+
+
+def _refusal(capsys, argv):
+    rc = cli.main(argv + ["--input_data_file", str(SAMPLES / "single-disk.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    return rc, err[-1] if err else ""
+
+
+@pytest.mark.parametrize("root", ["/", "/tmp"])
+def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
+        monkeypatch, capsys, root):
+    """Issue 30.11: the same refusal, message and exit code, with or without an inventory,
+    and nothing run on the machine before it."""
+    from provision_agent import execution
+    from provision_agent.drivers import target
+    fake = _live_machine(monkeypatch, {})
+    monkeypatch.setattr(execution, "Runner", lambda: fake)
+    with pytest.raises(target.TargetPathError) as real:
+        target.check_root(root, {}, lambda source: True)
+    inv = ["--inventory_file", str(SAMPLES / "inventory" / "single-disk.json")]
+    for argv in ([], ["validate"], ["--dry_run"], ["validate", *inv], ["--dry_run", *inv]):
+        rc, last = _refusal(capsys, argv + ["--target_root", root])
+        assert (rc, last) == (real.value.exit_code, f"provision: error: {real.value}"), argv
+    assert fake.calls == []
+
+
+def test_dry_run_and_validate_refuse_a_target_root_mounted_from_another_disk(
+        monkeypatch, capsys, tmp_path):
+    from provision_agent import execution
+    from provision_agent.drivers import blockinfo
+    fake = _live_machine(monkeypatch, {})
+    monkeypatch.setattr(execution, "Runner", lambda: fake)
+    where = str(tmp_path / "mnt")
+    monkeypatch.setattr(blockinfo, "mounts", lambda mountinfo=None: [("/dev/sdz1", where)])
+    fake.answers = {"lsblk --json --inverse": json.dumps(
+        {"blockdevices": [{"path": "/dev/sdz", "type": "disk"}]}), **fake.answers}
+    seen = {_refusal(capsys, argv + ["--target_root", where])
+            for argv in ([], ["validate"], ["--dry_run"])}
+    assert seen == {(2, f"provision: error: --target_root {where} is a mount point of "
+                        f"/dev/sdz1, which this plan does not provision: choose a directory of "
+                        f"its own")}
+    assert fake.writes() == []
