@@ -9,6 +9,7 @@ import os
 import stat
 import tempfile
 
+from provision_agent.drivers.images import qcow2
 from provision_agent.errors import CommandError, ImageError
 
 LOG = logging.getLogger(__name__)
@@ -172,18 +173,13 @@ def spool(reader, chunk, tmp_dir=None):
 
 
 def convert_qcow2(runner, path, target):
-    try:
-        info = runner.run(["qemu-img", "info", "--output=json", path])
-    except CommandError as exc:
-        raise ImageError(f"the image is not readable by qemu-img: {exc.stderr.strip()}") \
-            from exc
-    if '"format": "qcow2"' not in info.stdout:
-        raise ImageError(f"the image was declared qcow2 but qemu-img sees: "
-                         f"{info.stdout.strip()[:200]}")
+    """Convert the spooled qcow2 at path onto target, once qcow2.info() has found it
+    self-contained; returns what qemu-img info said of it."""
+    found = qcow2.info(runner, path)
     block = os.path.exists(target) and stat.S_ISBLK(os.stat(target).st_mode)
     # A block device exists (-n: do not create it) and takes O_DIRECT (-t none); a file is
     # created by qemu-img at the right size.
     extra = ["-n", "-t", "none"] if block else []
-    runner.run(["qemu-img", "convert", *extra, "-f", "qcow2", "-O", "raw", path, target],
-               timeout=None)
-    return info.stdout
+    runner.run(["qemu-img", "convert", *extra, "-f", "qcow2", "-O", "raw",
+                qcow2.source_name(path), target], timeout=None)
+    return found
