@@ -16,6 +16,10 @@ cannot know before the machine boots: it looks the node up by the machine's MAC 
                    that won the lookup can set it, and Ironic refuses a later heartbeat whose
                    key differs ("Detected change in ramdisk provided agent_verify_ca").
 
+After each lookup it writes the binding file (provision_agent/binding.py) that the conductor
+reads over SSH before it sends anything: the heartbeat says where a ramdisk is, the binding
+proves which node's lookup that ramdisk won.
+
 Provision itself is not run from here: the conductor runs it over SSH. The token and the
 URL's credentials never reach a log line.
 """
@@ -33,7 +37,7 @@ import urllib.parse
 import requests
 import tenacity
 
-from provision_agent import redact
+from provision_agent import binding, redact
 
 LOG = logging.getLogger("provision-ironic-agent")
 
@@ -42,6 +46,9 @@ API_VERSION = "1.68"
 HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
 HIDDEN_TOKEN = "******"     # what lookup answers once the token went to an earlier lookup
 DEFAULT_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
+# [provision_agent]binding_dir on the conductor: keep the two defaults equal. Outside what the
+# image's chroot gets of /run (provision_agent/drivers/chroot.py).
+DEFAULT_BINDING_DIR = "/run/provision-ironic-agent"
 STARTUP_PAUSES = (3, 10, 30)
 MAX_PARAM = 4096            # a kernel command line is at most a few KiB
 
@@ -116,7 +123,7 @@ def read_host_key(path):
 
 class Agent:
     def __init__(self, api_url, macs, ssh_port=22, host_key=None, token=None, verify=True,
-                 address=None, interval=60, session=None):
+                 address=None, interval=60, session=None, binding_dir=DEFAULT_BINDING_DIR):
         self.api_url = api_url.rstrip("/")
         self.macs = macs
         self.ssh_port = ssh_port
@@ -126,6 +133,8 @@ class Agent:
         self.address = address
         self.interval = interval
         self.session = session or requests.Session()
+        self.binding_dir = binding_dir
+        self.bound = None           # the node whose binding this agent wrote
         self.node = None
 
     def _request(self, method, path, **kwargs):
@@ -155,6 +164,16 @@ class Agent:
             # second ramdisk with our MAC, or this one before a restart of the agent.
             raise NotYet(f"node {uuid}: Ironic handed its agent token to an earlier lookup; "
                          "waiting for the next deploy to issue a new one")
+        try:
+            binding.write(self.binding_dir, uuid, self.token)
+            if self.bound not in (None, uuid):
+                # Re-enrolled as another node during this boot: the old node is not ours.
+                os.unlink(binding.path(self.binding_dir, self.bound))
+            self.bound = uuid
+        except (OSError, ValueError) as exc:
+            # Without it the conductor refuses this ramdisk: no use heartbeating.
+            raise AgentError(f"cannot write the node binding in {self.binding_dir}: {exc}") \
+                from None
         self.node = uuid
         LOG.info("Lookup: this machine is node %s", uuid)
         return uuid
@@ -251,6 +270,9 @@ def parse_args(argv):
     p.add_argument("--ssh_port", type=int, default=22, help="sshd's port (default 22).")
     p.add_argument("--host_key_file", default=DEFAULT_HOST_KEY,
                    help="SSH host public key to report (default %(default)s).")
+    p.add_argument("--binding_dir", default=DEFAULT_BINDING_DIR,
+                   help="Where the node binding the conductor checks is written (root-only; "
+                        "default %(default)s, the conductor's [provision_agent]binding_dir).")
     p.add_argument("--interval", type=float, default=60,
                    help="Seconds between heartbeats once settled (default 60; Ironic's "
                         "[api]ramdisk_heartbeat_timeout is 300).")
@@ -281,12 +303,16 @@ def main(argv=None):
     insecure = params.get("ipa-insecure", "0").lower() in ("1", "true", "yes")
     agent = Agent(api_url, macs, ssh_port=args.ssh_port, host_key=host_key,
                   token=params.get("ipa-agent-token") or None, verify=not insecure,
-                  address=args.address, interval=args.interval)
+                  address=args.address, interval=args.interval,
+                  binding_dir=args.binding_dir)
     LOG.info("Looking up this machine in %s by %s", redact.url(api_url), ", ".join(macs))
     try:
         agent.run()
     except KeyboardInterrupt:
         return 0
+    except AgentError as exc:
+        LOG.error("%s", exc)
+        return 2
     return 0
 
 

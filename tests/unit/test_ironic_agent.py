@@ -1,11 +1,18 @@
 """provision-ironic-agent: what it reads from the machine, and its lookup/heartbeat loop
 against a scripted API (the real Ironic is in tests/ironic/test_heartbeat.py)."""
 
+import json
 import logging
+import os
+import stat
 
 import pytest
 
+from provision_agent import binding
 from provision_agent import ironic_agent as agent_mod
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+OTHER_NODE = "2be26c0b-03f2-4d2e-ae87-c02d7f33c456"
 
 
 def test_kernel_params_last_wins_and_bare_words():
@@ -67,11 +74,19 @@ class Session:
         return self.script.pop(0)
 
 
+@pytest.fixture(autouse=True)
+def binding_dir(tmp_path, monkeypatch):
+    """Every agent of these tests writes its binding here, never into this host's /run."""
+    path = str(tmp_path / "binding")
+    monkeypatch.setattr(agent_mod, "DEFAULT_BINDING_DIR", path)
+    return path
+
+
 def _agent(script, **kw):
     session = Session(script)
     agent = agent_mod.Agent("http://192.0.2.1:6385/", ["52:54:00:aa:bb:01"],
                             host_key="ssh-ed25519 AAAA", address="192.0.2.50",
-                            session=session, **kw)
+                            session=session, binding_dir=agent_mod.DEFAULT_BINDING_DIR, **kw)
     return agent, session
 
 
@@ -86,12 +101,12 @@ def test_lookup_until_deploying_then_heartbeat_with_token_and_key(caplog):
     token = "s3cret-token-value"
     agent, session = _agent([
         Resp(404), Resp(409, {"error_message": "locked"}),
-        Resp(200, {"node": {"uuid": "n-1"}, "config": {"agent_token": token}}),
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": token}}),
         Resp(202), Resp(202)])
     with caplog.at_level(logging.DEBUG):
         slept = _run(agent, session)
     methods = [(m, u.rsplit("/v1", 1)[1]) for m, u, _ in session.sent]
-    assert methods == [("GET", "/lookup")] * 3 + [("POST", "/heartbeat/n-1")] * 2
+    assert methods == [("GET", "/lookup")] * 3 + [("POST", "/heartbeat/" + NODE)] * 2
     assert session.sent[0][2]["params"] == {"addresses": "52:54:00:aa:bb:01"}
     body = session.sent[3][2]["json"]
     assert body["agent_token"] == token
@@ -102,16 +117,49 @@ def test_lookup_until_deploying_then_heartbeat_with_token_and_key(caplog):
     assert token not in caplog.text
 
 
+def test_lookup_binds_the_ramdisk_to_its_node_root_only(binding_dir):
+    agent, _session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t-1"}}),
+        Resp(200, {"node": {"uuid": OTHER_NODE}, "config": {"agent_token": "t-2"}})])
+    agent.lookup()
+    path = os.path.join(binding_dir, NODE)
+    with open(path, "rb") as f:
+        data = f.read()
+    binding.check(data, NODE, "t-1")                      # what the conductor does
+    assert "t-1" not in data.decode()                     # an HMAC, not the token
+    for wrong_node, wrong_token in ((OTHER_NODE, "t-1"), (NODE, "t-2")):
+        with pytest.raises(binding.Mismatch):
+            binding.check(data, wrong_node, wrong_token)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(binding_dir).st_mode) == 0o700
+    # Re-enrolled as another node during the same boot: only the new binding is left.
+    agent.lookup()
+    assert os.listdir(binding_dir) == [OTHER_NODE]
+    assert json.loads(open(os.path.join(binding_dir, OTHER_NODE)).read())["node_uuid"] \
+        == OTHER_NODE
+
+
+def test_a_binding_that_cannot_be_written_stops_the_agent(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    agent, _session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t-1"}})])
+    agent.binding_dir = str(blocker)
+    with pytest.raises(agent_mod.AgentError, match="cannot write the node binding"):
+        agent.lookup()
+    assert agent.node is None
+
+
 def test_a_token_handed_out_before_is_explained_and_not_used():
     agent, session = _agent([
-        Resp(200, {"node": {"uuid": "n-1"}, "config": {"agent_token": "******"}})])
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "******"}})])
     with pytest.raises(agent_mod.NotYet, match="earlier lookup"):
         agent.lookup()
 
 
 def test_a_pregenerated_token_from_the_command_line_is_kept():
     agent, session = _agent([
-        Resp(200, {"node": {"uuid": "n-1"}, "config": {"agent_token": "******"}}),
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "******"}}),
         Resp(202)], token="from-vmedia")
     agent.lookup()
     assert agent.heartbeat()
@@ -120,9 +168,9 @@ def test_a_pregenerated_token_from_the_command_line_is_kept():
 
 def test_a_refused_heartbeat_looks_up_again_and_backs_off():
     agent, session = _agent([
-        Resp(200, {"node": {"uuid": "n-1"}, "config": {"agent_token": "t"}}),
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t"}}),
         Resp(400, {"error_message": "Invalid or missing agent token received."}),
-        Resp(200, {"node": {"uuid": "n-1"}, "config": {"agent_token": "t2"}}),
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t2"}}),
         Resp(400, {"error_message": "again"})])
     slept = _run(agent, session)
     assert [m for m, _, _ in session.sent] == ["GET", "POST", "GET", "POST"]
