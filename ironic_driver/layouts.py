@@ -12,13 +12,20 @@ on the conductor. Names are resolved on the conductor; the ramdisk always receiv
 itself.
 
 The step has to run before the `deploy` step uploads the document, so a template must give it a
-priority above DEPLOY_STEP_PRIORITY (validate refuses lower ones). When it runs it records the
-resolved layout in driver_internal_info[STEP_KEY]; prepare() forgets it at the start of every
-deploy, so a rebuild without the trait does not inherit it. validate() runs before the steps
-(and before Ironic stores --deploy-steps), so there the step's argument is read from the
-matching deploy templates instead.
+priority above DEPLOY_STEP_PRIORITY (validate refuses lower ones). When it runs it checks its
+argument and records in driver_internal_info[STEP_KEY] where the layout came from: the source,
+the name (for a named layout) and the layout's digest, never the layout itself (a layout may
+carry configdrive content and credentialed image URLs, and driver_internal_info outlives the
+deploy and is shown by the API unmasked). The upload reads the layout again, from the named
+file or from the step's argument in Ironic's own deploy_steps (which Ironic drops when the
+deploy ends), and refuses it if it is no longer what the step checked. prepare() forgets the
+record at the start of every deploy, so a rebuild without the trait does not inherit it, and
+tear_down and clean_up drop it. validate() runs before the steps (and before Ironic stores
+--deploy-steps), so there the step's argument is read from the matching deploy templates
+instead.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -150,7 +157,7 @@ def choose(node, step=RECORDED):
     if step is RECORDED:
         rec = (node.driver_internal_info or {}).get(STEP_KEY)
         if rec:
-            return Choice(rec["source"], rec.get("name"), rec["layout"])
+            return _recorded(node, rec)
     elif step is not None and _given(step[1]):
         return Choice(step[0], *resolve(step[1], step[0]))
     dinfo = node.driver_info or {}
@@ -173,8 +180,34 @@ def record_step(node, value):
                 f"(priority {DEPLOY_STEP_PRIORITY}) had already handed the ramdisk its layout; "
                 f"give it a priority above {DEPLOY_STEP_PRIORITY}")
     name, layout = resolve(value, where)
-    node.set_driver_internal_info(STEP_KEY, {"source": where, "name": name, "layout": layout})
+    node.set_driver_internal_info(STEP_KEY, {"source": where, "name": name,
+                                             "sha256": digest(layout)})
     return Choice(where, name, layout)
+
+
+def digest(layout):
+    return hashlib.sha256(json.dumps(layout, sort_keys=True).encode()).hexdigest()
+
+
+def _recorded(node, rec):
+    """The layout the set_layout step checked, read again from where it came from."""
+    where = rec["source"]
+    if rec.get("name"):
+        layout = load_named(rec["name"], where)
+        if digest(layout) != rec.get("sha256"):
+            raise exception.InstanceDeployFailure(
+                f"{where}: layout file {rec['name']!r} changed since the step checked it "
+                "earlier in this deploy; deploy again")
+        return Choice(where, rec["name"], layout)
+    for step in (node.driver_internal_info or {}).get("deploy_steps") or []:
+        if (step.get("interface"), step.get("step")) != ("deploy", STEP):
+            continue
+        name, layout = resolve((step.get("args") or {}).get("layout"), where)
+        if name is None and digest(layout) == rec.get("sha256"):
+            return Choice(where, None, layout)
+    raise exception.InstanceDeployFailure(
+        f"{where}: the layout the step chose is no longer among this deploy's steps (the "
+        "deploy ended, or its steps changed); deploy again")
 
 
 def forget(node):

@@ -6,10 +6,12 @@ against the node's stored inventory."""
 import copy
 import json
 import os
+from unittest import mock
 
 from ironic.common import exception
 from ironic.common import states
 from ironic.conductor import deployments
+from ironic.conductor import manager
 from ironic.conductor import steps as conductor_steps
 from ironic.conductor import task_manager
 from ironic.tests.unit.db import utils as db_utils
@@ -252,6 +254,66 @@ class TestDeployStepsRunByIronic(LayoutCase):
                                     conductor_steps.validate_user_deploy_steps_and_templates,
                                     task)
         self.assertIn("missing these required arguments: layout", str(exc))
+
+
+class TestStepRecordKeepsNoSecrets(LayoutCase):
+    """driver_internal_info outlives the deploy and the API shows it unmasked: what the
+    set_layout step keeps there names where the layout came from, never its content."""
+
+    SECRET_URL = "https://swift.example/v1/AUTH_x/img?temp_url_sig=s3cr3t&temp_url_expires=9"
+
+    def _secret_layout(self):
+        layout = _marked(SINGLE, "inline-secret")
+        layout["images"] = [{"uri": self.SECRET_URL, "format": "raw", "target": "root",
+                             "checksum": "sha256:" + "0" * 64}]
+        layout["configdrive"] = {"content": "c2VjcmV0IHVzZXIgZGF0YQ=="}
+        return layout
+
+    def test_an_inline_layout_is_read_from_the_deploy_steps_and_dropped_at_tear_down(self):
+        layout = self._secret_layout()
+        self._set(driver="node-default")
+        self.node.provision_state = states.DEPLOYING
+        self.node.target_provision_state = states.ACTIVE
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            deployments.do_node_deploy(task, deploy_steps=[{
+                "interface": "deploy", "step": layouts.STEP, "priority": 150,
+                "args": {"layout": layout}}])
+        self.node.refresh()
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+        record = self.node.driver_internal_info[layouts.STEP_KEY]
+        self.assertEqual({"source", "name", "sha256"}, set(record))
+        self.assertNotIn("temp_url_sig", json.dumps(record))
+        self.assertNotIn("c2VjcmV0", json.dumps(record))
+        # what the ramdisk gets is the whole layout, read from Ironic's deploy steps
+        self.assertEqual(layout, validation.payload(self.node, "native"))
+        # Ironic's own undeploy (which drops its deploy_steps copy), with our clean_up and
+        # tear_down inside it; the cleaning it would start next is not run here
+        self.node.provision_state = states.DELETING
+        self.node.target_provision_state = states.AVAILABLE
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task, \
+                mock.patch("ironic.conductor.utils.node_power_action"):
+            conductor = mock.Mock()
+            conductor._get_steps_for_automated_cleaning.return_value = (None, False)
+            manager.ConductorManager._do_node_tear_down(conductor, task, states.ACTIVE)
+        self.node.refresh()
+        self.assertNotIn(layouts.STEP_KEY, self.node.driver_internal_info)
+        self.assertNotIn("temp_url_sig", json.dumps(self.node.driver_internal_info))
+
+    def test_a_named_layout_that_changed_after_the_step_is_refused(self):
+        layouts.record_step(self.node, "from-template")
+        with open(os.path.join(self.dir, "from-template.json"), "w") as f:
+            json.dump(_marked(SINGLE, "edited meanwhile"), f)
+        exc = self.assertRaises(exception.InstanceDeployFailure, validation.payload,
+                                self.node, "native")
+        self.assertIn("changed since the step checked it", str(exc))
+
+    def test_a_step_record_without_its_step_is_refused(self):
+        layouts.record_step(self.node, self._secret_layout())
+        exc = self.assertRaises(exception.InstanceDeployFailure, validation.payload,
+                                self.node, "native")
+        self.assertIn("no longer among this deploy's steps", str(exc))
 
 
 class TestValidateAgainstInventory(LayoutCase):
