@@ -107,6 +107,8 @@ class ProvisionDeploy(base.DeployInterface):
         dhcp_factory.DHCPFactory().clean_dhcp(task)
         images.clean_up(task.node)
         follow.forget(task.node)
+        # Undeploy and a failed deploy both come here: the step's record has done its work.
+        layouts.forget(task.node)
         task.node.save()
 
     def tear_down(self, task):
