@@ -346,7 +346,8 @@ def _start_agent(ironic, sshd, args, i, stop):
     from provision_agent import ironic_agent
     agent = ironic_agent.Agent(ironic.url, [_mac(i)], ssh_port=sshd.port,
                                host_key=sshd.host_key, address="127.0.0.1",
-                               interval=args.heartbeat_interval)
+                               interval=args.heartbeat_interval,
+                               binding_dir=ironic.binding_dir)
     timer = threading.Timer(args.boot_delay, agent.run, kwargs={"stop": stop.is_set})
     timer.daemon = True
     timer.start()

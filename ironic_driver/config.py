@@ -25,7 +25,10 @@ opts = [
     cfg.IntOpt("connect_timeout", default=10, min=1,
                help="Seconds to wait for the ramdisk's SSH server to answer one attempt."),
     cfg.IntOpt("command_timeout", default=60, min=1,
-               help="Seconds one short remote command or file transfer may take."),
+               help="Seconds the work of one look at a ramdisk may take once connected "
+                    "(commands, the upload, reading progress). A look ends, connection "
+                    "closed, after connect_timeout + command_timeout seconds whatever the "
+                    "ramdisk does."),
     cfg.IntOpt("poll_interval", default=10, min=1,
                help="Seconds between checks of deploying nodes (ramdisk up? provision done?)."),
     cfg.IntOpt("deploy_timeout", default=3600, min=1,
@@ -49,6 +52,12 @@ opts = [
     cfg.StrOpt("remote_dir", default="/run/provision-ironic",
                help="Directory in the ramdisk that receives the input document, the log, "
                     "the events file and the exit code."),
+    cfg.StrOpt("binding_dir", default="/run/provision-ironic-agent",
+               help="Directory in the ramdisk where provision-ironic-agent writes the file "
+                    "that binds that ramdisk to the node it looked up (named by the node's "
+                    "UUID). A ramdisk found through a heartbeat must show this node's binding, "
+                    "made with the node's current agent token, before it is sent anything. "
+                    "Keep it equal to the agent's --binding_dir."),
     cfg.IntOpt("log_tail_lines", default=15, min=1,
                help="How many last lines of provision's output go into last_error on failure."),
     cfg.IntOpt("events_kept", default=20, min=1,

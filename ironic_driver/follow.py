@@ -22,12 +22,19 @@ State kept in driver_internal_info (all keys start with provision_):
 Ironic's own agent_url and agent_verify_ca (its file of the reported key) are set too, so that
 Ironic's checks for a changed callback URL or key apply; Ironic wipes them with the agent token
 when a deploy or a cleaning starts.
+
+A job runs only while the step Ironic is in is ours (deploy.deploy, deploy.
+erase_devices_metadata): another interface's step that waits in the same state (a BIOS or RAID
+step rebooting the node) never starts an erase or a provision. A ramdisk found through a
+heartbeat has to prove, before it is sent anything, that it is the one that looked up this node
+(remote.verify_binding). Every look ends within connect_timeout + command_timeout and reads a
+bounded number of bytes (ssh.Session), whatever the ramdisk does.
 """
 
 import json
 import logging
-import threading
 import time
+import typing
 
 from ironic.common import exception
 from ironic.common import states
@@ -37,46 +44,17 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import layouts, remote, ssh, validation
+from ironic_driver import layouts, remote, report, ssh, turns, validation
 
 LOG = logging.getLogger(__name__)
 
 PREFIX = "provision_"
 WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
-_TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError)
-
-
-class _Writer:
-    """At most `turns` threads of this conductor process record progress at once, each
-    holding its turn from the lock upgrade until the look at the node ends (`leave`).
-
-    The polls themselves (SSH) run in parallel, up to [conductor]periodic_max_workers, but
-    their database writes need not: each is a lock upgrade (a write), the save, and for a
-    finished job the resume. On sqlite, the database of a standalone Ironic, a write that
-    meets another fails with 'database is locked' and Ironic retries it after 0.1-1 s, and
-    the retries take the CPU that the next write needs. With all 8 polls writing beside the
-    API's deploy requests, 500 deploying nodes made 33,889 such retries and were not done
-    after 428 s. One turn queued the starts behind each other's retry sleeps (the last
-    started at 337 s, all active at 360 s); three turns overlap those sleeps (264 s at the
-    same load); eight again made retries faster than work (23,218 of them, 251 of 500
-    active after 262 s)."""
-
-    def __init__(self, turns=1):
-        self._lock = threading.BoundedSemaphore(turns)
-        self._mine = threading.local()
-
-    def enter(self):
-        if not getattr(self._mine, "held", False):
-            self._lock.acquire()
-            self._mine.held = True
-
-    def leave(self):
-        if getattr(self._mine, "held", False):
-            self._mine.held = False
-            self._lock.release()
-
-
-WRITER = _Writer(turns=3)
+_TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError, ssh.LimitExceeded)
+# The steps whose waits are ours: (state, node field of the current step, step name).
+OUR_STEPS = {states.DEPLOYWAIT: ("deploy_step", "deploy"),
+             states.CLEANWAIT: ("clean_step", "erase_devices_metadata")}
+WRITER = turns.WRITER
 
 
 def opts():
@@ -91,12 +69,20 @@ def is_ours_info(driver_internal_info):
     return (driver_internal_info or {}).get(PREFIX + "phase") in ("wait_ramdisk", "running")
 
 
-def _waiting(node):
+def _ramdisk_expected(node):
+    """A ramdisk we booted may heartbeat now: its address and key are worth recording."""
     return node.provision_state in WAIT_STATES and is_ours(node)
 
 
-def _cleaning(node):
-    return node.provision_state in (states.CLEANING, states.CLEANWAIT)
+def _step_is_ours(node):
+    field, name = OUR_STEPS[node.provision_state]
+    step = getattr(node, field) or {}
+    return step.get("interface") == "deploy" and step.get("step") == name
+
+
+def _waiting(node):
+    """Our job is the one the node waits for: it may be started and followed."""
+    return _ramdisk_expected(node) and _step_is_ours(node)
 
 
 def ramdisk_options(node):
@@ -136,7 +122,7 @@ def handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
 
 def _handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
     node = task.node
-    if not _waiting(node):
+    if not _ramdisk_expected(node):
         LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
                   node.uuid, node.provision_state)
         return
@@ -144,7 +130,7 @@ def _handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
         address, port = _callback_address(callback_url)
         host_key = _reported_key(agent_verify_ca)
     except ValueError as exc:
-        fail(task, f"the ramdisk's heartbeat is unusable: {exc}")
+        _refuse_heartbeat(task, f"the ramdisk's heartbeat is unusable: {exc}")
         return
     info = node.driver_internal_info
     updates = {PREFIX + "ssh_address": address, PREFIX + "ssh_port": port,
@@ -153,8 +139,8 @@ def _handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
     if not first and any(info.get(k) != v for k, v in updates.items()):
         # Ironic already refuses a changed URL or key at the API; this is the same rule for
         # a heartbeat that reached us another way (say, after a conductor takeover).
-        fail(task, f"the ramdisk's heartbeat changed its address or host key (now {address} "
-                   f"port {port}); refusing it")
+        _refuse_heartbeat(task, f"the ramdisk's heartbeat changed its address or host key "
+                                f"(now {address} port {port}); refusing it")
         return
     updates["agent_url"] = callback_url
     if agent_verify_ca:
@@ -167,9 +153,26 @@ def _handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
         LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
                  node.uuid, agent_version, address, port,
                  ssh.fingerprint(host_key) if host_key else "(none reported)")
-    if node.driver_internal_info.get(PREFIX + "phase") == "wait_ramdisk":
+    if node.driver_internal_info.get(PREFIX + "phase") == "wait_ramdisk" and _waiting(node):
         # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
         follow(task)
+
+
+def _refuse_heartbeat(task, message):
+    """Fails our job; while another interface's step waits, only says so (that step is not
+    ours to fail)."""
+    if _waiting(task.node):
+        fail(task, message)
+    else:
+        LOG.warning("Node %s: %s (not recorded; the node waits in %s for %s)", task.node.uuid,
+                    message, task.node.provision_state,
+                    _step_name(task.node))
+
+
+def _step_name(node):
+    field, _ = OUR_STEPS[node.provision_state]
+    step = getattr(node, field) or {}
+    return f"{step.get('interface')}.{step.get('step')}"
 
 
 def _callback_address(url):
@@ -245,14 +248,13 @@ def _follow(task, spawn):
         fail(task, f"{what} did not finish within deploy_timeout ({o.deploy_timeout} s, "
                    f"phase {phase}); last SSH error: {info.get(PREFIX + 'last_ssh_error')}")
         return
-    updates = {}
     target = ssh_target(node, o)
     if target is None:
         _save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
                      "its node up through ipa-api-url; no driver_info/provision_ssh_address)"})
         return
     try:
-        client = _connect(node, target, o)
+        session = _connect(node, target, o)
     except _TRANSIENT + (ssh.HostKeyError,) as exc:
         # A key that differs from the pin is not a ramdisk still booting: stop at once.
         if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
@@ -260,32 +262,49 @@ def _follow(task, spawn):
             return
         _save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
         return
+    updates = {}
     try:
+        if target.reported:
+            remote.verify_binding(session, o.binding_dir, node.uuid,
+                                  info.get("agent_secret_token") or "")
         if phase == "wait_ramdisk":
-            what, command, text = _job(node, o)
-            started = remote.start(client, _remote_dir(node, o), text, command,
-                                   o.command_timeout)
-            updates[PREFIX + "phase"] = phase = "running"
+            _start(session, node, o)
+            updates[PREFIX + "phase"] = "running"
             updates[PREFIX + "last_ssh_error"] = None
-            if started:
-                LOG.info("%s started on node %s", what, node.uuid)
-            else:
-                LOG.warning("%s was already running on node %s (started by a poll whose "
-                            "progress was not saved); following that one", what, node.uuid)
-        st = remote.status(client, _remote_dir(node, o), info.get(PREFIX + "events_offset", 0),
-                           o.command_timeout, o.log_tail_lines)
+        st = remote.status(session, _remote_dir(node, o), info.get(PREFIX + "events_offset", 0),
+                           o.log_tail_lines)
     except _TRANSIENT as exc:
         updates[PREFIX + "last_ssh_error"] = f"{type(exc).__name__}: {exc}"
         _save(task, updates)
         return
+    except (remote.BadRamdisk, ssh.TooLarge) as exc:
+        fail(task, f"refusing the ramdisk at {target.address} port {target.port}: {exc}; "
+                   "nothing more is sent to it")
+        return
     except (RuntimeError, exception.IronicException) as exc:
-        fail(task, str(exc))
+        fail(task, report.clean_text(str(exc)))
         return
     finally:
-        client.close()
+        session.close()
+    _record(task, spawn, updates, st)
+
+
+def _start(session, node, o):
+    what, command, text = _job(node, o)
+    if remote.start(session, _remote_dir(node, o), text, command):
+        LOG.info("%s started on node %s", what, node.uuid)
+    else:
+        LOG.warning("%s was already running on node %s (started by a poll whose progress was "
+                    "not saved); following that one", what, node.uuid)
+
+
+def _record(task, spawn, updates, st):
+    """Keep what one look saw; move the node on when its job exited."""
+    node = task.node
+    info = node.driver_internal_info
     if st["events"]:
-        kept = (info.get(PREFIX + "events") or []) + st["events"]
-        updates[PREFIX + "events"] = kept[-o.events_kept:]
+        updates[PREFIX + "events"] = report.keep(info.get(PREFIX + "events"), st["events"],
+                                                 opts().events_kept)
         updates[PREFIX + "events_count"] = info.get(PREFIX + "events_count", 0) + len(
             st["events"])
     updates[PREFIX + "events_offset"] = st["events_offset"]
@@ -295,7 +314,8 @@ def _follow(task, spawn):
     updates[PREFIX + "exit_code"] = st["exit_code"]
     if st["exit_code"] != 0:
         _save(task, updates)
-        fail(task, f"provision exited with {st['exit_code']}; last output:\n{st['tail']}")
+        fail(task, f"provision exited with {st['exit_code']}; last output:\n"
+                   f"{report.tail_for_error(st['tail'])}")
         return
     updates[PREFIX + "phase"] = "done"
     if spawn is not None and node.provision_state == states.DEPLOYWAIT:
@@ -322,38 +342,53 @@ def _remote_dir(node, o):
     return ssh.join(o.remote_dir, node.uuid)
 
 
+class Target(typing.NamedTuple):
+    address: str
+    port: int
+    host_key: str | None
+    # True: a heartbeat named it, so the ramdisk must prove it looked up this node. A static
+    # driver_info/provision_ssh_address is the operator's word for where the node's ramdisk
+    # is, with its key pinned beside it.
+    reported: bool
+
+
 def ssh_target(node, o):
-    """(address, port, pinned key or None): driver_info's static address wins over the one
-    the heartbeat reported; None while neither is known."""
+    """Where the node's ramdisk is: driver_info's static address wins over the one the
+    heartbeat reported; None while neither is known."""
     info, dii = node.driver_info, node.driver_internal_info
     if info.get("provision_ssh_address"):
-        return (info["provision_ssh_address"],
-                int(info.get("provision_ssh_port", o.ssh_port)),
-                info.get("provision_host_key"))
+        return Target(info["provision_ssh_address"],
+                      int(info.get("provision_ssh_port", o.ssh_port)),
+                      info.get("provision_host_key"), False)
     if dii.get(PREFIX + "ssh_address"):
-        return (dii[PREFIX + "ssh_address"], int(dii[PREFIX + "ssh_port"]),
-                info.get("provision_host_key") or dii.get(PREFIX + "host_key"))
+        return Target(dii[PREFIX + "ssh_address"], int(dii[PREFIX + "ssh_port"]),
+                      info.get("provision_host_key") or dii.get(PREFIX + "host_key"), True)
     return None
 
 
 def _connect(node, target, o):
-    address, port, host_key = target
     return ssh.connect(
-        address, port, node.driver_info.get("provision_ssh_user", o.ssh_user),
+        target.address, target.port, node.driver_info.get("provision_ssh_user", o.ssh_user),
         ssh.load_private_key(o.ssh_private_key_file),
-        host_key=host_key, known_hosts_file=o.ssh_known_hosts_file,
-        accept_unknown=o.accept_unknown_host_keys, timeout=o.connect_timeout)
+        host_key=target.host_key, known_hosts_file=o.ssh_known_hosts_file,
+        accept_unknown=o.accept_unknown_host_keys, timeout=o.connect_timeout,
+        deadline=o.connect_timeout + o.command_timeout)
 
 
 def _save(task, updates):
     """Write under an exclusive lock; False when the node moved on meanwhile."""
     info = task.node.driver_internal_info
-    if _waiting(task.node) and all(info.get(k) == v for k, v in updates.items()):
+    if _ramdisk_expected(task.node) and all(info.get(k) == v for k, v in updates.items()):
         # Most polls of a running provision change nothing: no lock, no database write.
         return True
-    if not _take(task, updates):
-        return False
-    task.node.save()
+    try:
+        if not _take(task, updates):
+            return False
+        task.node.save()
+    finally:
+        # No turn is held past the write: the look may go on to SSH (a heartbeat starting
+        # the job), and a slow ramdisk must not keep other nodes from being recorded.
+        WRITER.leave()
     return True
 
 
@@ -364,7 +399,7 @@ def _take(task, updates):
     if task.shared:
         task.upgrade_lock(purpose="recording provision progress")
     node = task.node
-    if not _waiting(node):
+    if not _ramdisk_expected(node):
         return False
     for key, value in updates.items():
         node.set_driver_internal_info(key, value)

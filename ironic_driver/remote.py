@@ -16,7 +16,10 @@ provision on the same disks.
 """
 
 import json
+import re
 import shlex
+
+from provision_agent import binding
 
 from ironic_driver import ssh
 
@@ -32,6 +35,14 @@ RUNNING = "provision-already-running"
 # one poll need not pull a backlog of progress events at once (the rest comes next poll).
 TAIL_BYTES = 64 * 1024
 EVENTS_BYTES_PER_POLL = 1024 * 1024
+# An exit code is a few digits; a file that says more is not one.
+EXIT_CODE_BYTES = 32
+EXIT_CODE_RE = re.compile(rb"\s*(\d{1,3})\s*")
+
+
+class BadRamdisk(Exception):
+    """What the ramdisk shows cannot be what our wrapper wrote, or it is not this node's
+    ramdisk: not worth another look."""
 
 
 def provision_argv(provision, data_driver, extra_args=(), subcommand=None):
@@ -77,24 +88,43 @@ def prepare_command(directory):
             f"if ! flock -n {lock} true; then echo {RUNNING}; exit 0; fi; rm -f {names}")
 
 
-def start(client, directory, document_text, command, timeout):
+def verify_binding(session, binding_dir, node_uuid, token):
+    """BadRamdisk unless the ramdisk at the other end of session looked up node_uuid with the
+    agent token the node holds now (provision_agent/binding.py)."""
+    data = session.read(binding.path(binding_dir, node_uuid), 0, binding.MAX_BYTES + 1)
+    try:
+        binding.check(data, node_uuid, token)
+    except binding.Mismatch as exc:
+        raise BadRamdisk(f"it is not the ramdisk that looked up node {node_uuid}: {exc}") \
+            from None
+
+
+def start(session, directory, document_text, command):
     """True when provision (command: provision_argv(...)) was started; False when one was
     already running there."""
-    rc, out, err = ssh.run(client, prepare_command(directory), timeout)
+    rc, out = session.run(prepare_command(directory))
     if rc != 0:
-        raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {err.strip()}")
+        raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {out.strip()[:500]}")
     if out.strip() == RUNNING:
         return False
-    sftp = client.open_sftp()
-    try:
-        sftp.get_channel().settimeout(timeout)
-        ssh.upload(sftp, document_text, ssh.join(directory, INPUT))
-    finally:
-        sftp.close()
-    rc, _out, err = ssh.run(client, start_command(directory, command), timeout)
+    session.upload(document_text, ssh.join(directory, INPUT))
+    rc, out = session.run(start_command(directory, command))
     if rc != 0:
-        raise RuntimeError(f"cannot start provision in the ramdisk: {err.strip()}")
+        raise RuntimeError(f"cannot start provision in the ramdisk: {out.strip()[:500]}")
     return True
+
+
+def parse_exit_code(data):
+    """The exit code our wrapper wrote, None while there is none; BadRamdisk for anything
+    else (a ramdisk, or a hook of the image in its chroot, that wrote something else)."""
+    if data is None or not data.strip():
+        return None
+    match = EXIT_CODE_RE.fullmatch(data)
+    if not match:
+        raise BadRamdisk(f"its {EXIT_CODE} file holds {len(data)}"
+                         f"{'+' if len(data) > EXIT_CODE_BYTES else ''} bytes that are not an "
+                         "exit code")
+    return int(match.group(1))
 
 
 def parse_events(data):
@@ -115,29 +145,22 @@ def tail(text, lines):
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def status(client, directory, events_offset, timeout, tail_lines):
+def status(session, directory, events_offset, tail_lines):
     """One look at a running provision: dict(exit_code, events, events_offset, tail)."""
-    sftp = client.open_sftp()
-    try:
-        sftp.get_channel().settimeout(timeout)
-        code = ssh.read_file(sftp, ssh.join(directory, EXIT_CODE))
-        new = ssh.read_file(sftp, ssh.join(directory, EVENTS), events_offset,
-                            EVENTS_BYTES_PER_POLL) or b""
-        events, used = parse_events(new)
-        if not used and len(new) >= EVENTS_BYTES_PER_POLL:
-            # One line longer than a whole poll's read would stop the stream for good.
-            events, used = [{"event": "unparsed", "line": new[:200].decode(
-                errors="replace")}], len(new)
-        result = {"exit_code": None, "events": events, "events_offset": events_offset + used,
-                  "tail": ""}
-        if code is not None and code.strip():
-            result["exit_code"] = int(code.strip())
-            output = ssh.read_file(sftp, ssh.join(directory, OUTPUT), -TAIL_BYTES) or b""
-            text = output.decode(errors="replace")
-            if not text.strip():
-                text = (ssh.read_file(sftp, ssh.join(directory, LOG), -TAIL_BYTES)
-                        or b"").decode(errors="replace")
-            result["tail"] = tail(text, tail_lines)
-        return result
-    finally:
-        sftp.close()
+    code = parse_exit_code(session.read(ssh.join(directory, EXIT_CODE), 0, EXIT_CODE_BYTES + 1))
+    new = session.read(ssh.join(directory, EVENTS), events_offset, EVENTS_BYTES_PER_POLL) or b""
+    events, used = parse_events(new)
+    if not used and len(new) >= EVENTS_BYTES_PER_POLL:
+        # One line longer than a whole poll's read would stop the stream for good.
+        events, used = [{"event": "unparsed", "line": new[:200].decode(
+            errors="replace")}], len(new)
+    result = {"exit_code": code, "events": events, "events_offset": events_offset + used,
+              "tail": ""}
+    if code is not None:
+        output = session.read(ssh.join(directory, OUTPUT), -TAIL_BYTES, TAIL_BYTES) or b""
+        text = output.decode(errors="replace")
+        if not text.strip():
+            text = (session.read(ssh.join(directory, LOG), -TAIL_BYTES, TAIL_BYTES)
+                    or b"").decode(errors="replace")
+        result["tail"] = tail(text, tail_lines)
+    return result

@@ -9,6 +9,9 @@ auto-add: the decision must be visible in our code and logged).
 import base64
 import logging
 import posixpath
+import socket
+import threading
+import time
 
 try:
     import paramiko
@@ -18,6 +21,9 @@ except ImportError as exc:
                       "on the conductor with pip install 'provision-agent[ironic]'") from exc
 
 LOG = logging.getLogger(__name__)
+
+# What the conductor's own commands in the ramdisk print: a word, or an error line.
+RUN_OUTPUT_BYTES = 16 * 1024
 
 
 def quiet_paramiko(logger=logging.getLogger("paramiko")):
@@ -82,8 +88,121 @@ def _known_name(host, port):
     return host if port == 22 else f"[{host}]:{port}"
 
 
+class LimitExceeded(Exception):
+    """The ramdisk took longer than one look may (it may be slow, or stalling on purpose)."""
+
+
+class TooLarge(Exception):
+    """The ramdisk answered with more than the conductor reads: not our ramdisk's answer."""
+
+
+class Session:
+    """One SSH connection to a ramdisk that ends, whatever the ramdisk does, by its deadline.
+
+    paramiko's timeouts bound each receive, not an operation: a ramdisk that answers a byte
+    at a time, or serves /dev/zero, keeps one going as long as it likes. So the whole
+    connection gets a deadline: a timer shuts the socket down when it passes, every blocked
+    call fails, and the look ends with LimitExceeded. Every read also names its byte limit."""
+
+    def __init__(self, client, sock, seconds):
+        self.client = client
+        self._sock = sock
+        self.seconds = seconds
+        self.expired = False
+        self._end = time.monotonic() + seconds
+        self._sftp = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self):
+        self.expired = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def left(self):
+        """Seconds until the deadline (at least a small positive number, for timeouts)."""
+        return max(0.05, self._end - time.monotonic())
+
+    def check(self, exc=None):
+        """LimitExceeded when the deadline passed (exc: what the shutdown made fail)."""
+        if self.expired or time.monotonic() >= self._end:
+            raise LimitExceeded(f"the ramdisk did not finish answering within {self.seconds:g} "
+                                "s; the connection was closed") from exc
+
+    def sftp(self):
+        if self._sftp is None:
+            self._sftp = self.client.open_sftp()
+        self._sftp.get_channel().settimeout(self.left())
+        return self._sftp
+
+    def run(self, command, limit=RUN_OUTPUT_BYTES):
+        """(exit status, output text: stdout and stderr together), at most limit bytes."""
+        try:
+            channel = self.client.get_transport().open_session(timeout=self.left())
+            channel.set_combine_stderr(True)
+            channel.exec_command(command)
+            data = bytearray()
+            while True:
+                channel.settimeout(self.left())
+                chunk = channel.recv(min(32768, limit + 1 - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+                if len(data) > limit:
+                    channel.close()
+                    raise TooLarge(f"the ramdisk answered a command with more than {limit} "
+                                   "bytes")
+                self.check()
+            if not channel.status_event.wait(self.left()):
+                self.check()
+                raise LimitExceeded("the ramdisk did not report a command's exit status")
+            status = channel.recv_exit_status()
+            # A connection shut down by the deadline ends the output like an exit would.
+            self.check()
+            return status, data.decode(errors="replace")
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self.check(exc)
+            raise
+
+    def read(self, path, offset=0, limit=4096):
+        """read_file() of path over this session."""
+        try:
+            data = read_file(self.sftp(), path, offset, limit)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self.check(exc)
+            raise
+        self.check()
+        return data
+
+    def upload(self, data, path, mode=0o600):
+        try:
+            upload(self.sftp(), data, path, mode)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self.check(exc)
+            raise
+
+    def close(self):
+        self._timer.cancel()
+        self.client.close()
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def connect(host, port, user, key, host_key=None, known_hosts_file=None,
-            accept_unknown=False, timeout=10):
+            accept_unknown=False, timeout=10, deadline=None):
+    """A Session whose every step, the handshake included, ends within deadline seconds
+    (default: timeout)."""
     client = paramiko.SSHClient()
     name = _known_name(host, port)
     if known_hosts_file:
@@ -94,22 +213,20 @@ def connect(host, port, user, key, host_key=None, known_hosts_file=None,
         client.get_host_keys().pop(name, None)
         client.get_host_keys().add(name, pinned.get_name(), pinned)
     client.set_missing_host_key_policy(TrustOnRequest() if accept_unknown else Refuse())
+    sock = socket.create_connection((host, port), timeout=timeout)
+    session = Session(client, sock, deadline or timeout)
     try:
         client.connect(host, port=port, username=user, pkey=key, timeout=timeout,
-                       banner_timeout=timeout, auth_timeout=timeout,
+                       banner_timeout=timeout, auth_timeout=timeout, sock=sock,
                        allow_agent=False, look_for_keys=False)
-    except Exception:
-        client.close()
+    except (OSError, EOFError, paramiko.SSHException) as exc:
+        session.close()
+        session.check(exc)
         raise
-    return client
-
-
-def run(client, command, timeout):
-    """Run a command; returns (exit status, stdout, stderr)."""
-    _stdin, stdout, stderr = client.exec_command(command, timeout=timeout)
-    out = stdout.read().decode(errors="replace")
-    err = stderr.read().decode(errors="replace")
-    return stdout.channel.recv_exit_status(), out, err
+    except BaseException:
+        session.close()
+        raise
+    return session
 
 
 def upload(sftp, data, path, mode=0o600):
@@ -120,15 +237,16 @@ def upload(sftp, data, path, mode=0o600):
     sftp.posix_rename(tmp, path)
 
 
-def read_file(sftp, path, offset=0, limit=None):
-    """Bytes of a remote file from offset on (at most limit); None when it does not exist.
-    A negative offset counts from the end: the last -offset bytes."""
+def read_file(sftp, path, offset=0, limit=4096):
+    """At most limit bytes of a remote file from offset on; None when it does not exist.
+    A negative offset counts from the end: the last -offset bytes (as the file's size says:
+    a device or a pipe has none, and is read from its start)."""
     try:
         with sftp.open(path, "rb") as f:
             if offset < 0:
                 offset = max(0, f.stat().st_size + offset)
             f.seek(offset)
-            return f.read() if limit is None else f.read(limit)
+            return f.read(limit)
     except FileNotFoundError:
         return None
     except IOError as exc:
@@ -139,4 +257,3 @@ def read_file(sftp, path, offset=0, limit=None):
 
 def join(*parts):
     return posixpath.join(*parts)
-

@@ -37,6 +37,9 @@ class NodeTestCase(db_base.DbTestCase):
         says otherwise (driver_internal_info keys with their provision_ prefix)."""
         self.node.provision_state = states.DEPLOYWAIT
         self.node.target_provision_state = states.ACTIVE
+        # what Ironic records while our deploy step waits
+        self.node.deploy_step = {"interface": "deploy", "step": "deploy", "priority": 100,
+                                 "args": {}}
         info = {"provision_phase": "wait_ramdisk", "provision_started_at": time.time(),
                 "provision_events": [], "provision_events_count": 0,
                 "provision_events_offset": 0}
@@ -45,9 +48,11 @@ class NodeTestCase(db_base.DbTestCase):
         self.node.save()
 
     def follow_once(self, started, status):
-        """One follow.follow() of self.node with SSH faked: remote.start returns started,
-        remote.status returns status. Returns the mock of remote.start."""
+        """One follow.follow() of self.node with SSH faked: the ramdisk proves its binding,
+        remote.start returns started, remote.status returns status. Returns the mock of
+        remote.start."""
         with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
+                mock.patch.object(remote, "verify_binding"), \
                 mock.patch.object(remote, "start", return_value=started) as start, \
                 mock.patch.object(remote, "status", return_value=status):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:

@@ -47,9 +47,11 @@ def wait_for(predicate, timeout, interval=0.2, what="condition"):
 
 
 class Sshd:
-    """sshd on 127.0.0.1 with its own host key, key-only login for the current user."""
+    """sshd on 127.0.0.1 with its own host key, key-only login for the current user.
+    sftp: the SFTP subsystem's command line (default: sshd's own internal-sftp)."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, sftp="internal-sftp"):
+        self.sftp = sftp
         self.dir = os.path.join(workdir, "sshd")
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.port = free_port()
@@ -78,7 +80,7 @@ StrictModes no
 UsePAM no
 MaxStartups 200:30:400
 MaxSessions 100
-Subsystem sftp internal-sftp
+Subsystem sftp {self.sftp}
 # Commands run through root's bash, which sources ~/.bashrc when started by sshd; on the
 # developers' machines that file runs `pyenv init` (115 ms of CPU per command against 19 ms
 # without). A ramdisk's root has no such file; in a 200-node run the stand-in's CPU fell
@@ -218,6 +220,9 @@ class Ironic:
         self.ramdisk_api_url = f"http://{api_host}:{self.port}"
         self.conf = os.path.join(self.dir, "ironic.conf")
         self.log_file = os.path.join(self.dir, "ironic.log")
+        # Where the stand-in ramdisk's agents write their node bindings (one directory for
+        # every node the local sshd stands in for; a real ramdisk holds one).
+        self.binding_dir = os.path.join(self.dir, "binding")
         self.database = database or f"sqlite:///{self.dir}/ironic.sqlite"
         popts = "\n".join(f"{k} = {v}" for k, v in provision_opts.items())
         with open(self.conf, "w") as f:
@@ -265,6 +270,7 @@ require_managed_boot = false
 lock_path = {self.dir}/locks
 {f"[json_rpc]{chr(10)}auth_strategy = noauth{chr(10)}host_ip = 127.0.0.1{chr(10)}"
  f"port = {free_port()}{chr(10)}" if split_api else ""}[provision_agent]
+binding_dir = {self.binding_dir}
 {popts}
 # The test's own settings come last: for an option set twice, oslo.config takes the last.
 {extra_conf}

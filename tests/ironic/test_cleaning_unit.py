@@ -8,12 +8,14 @@ from unittest import mock
 
 from ironic.common import dhcp_factory
 from ironic.common import states
+from ironic.conductor import cleaning
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
+from ironic.drivers.modules import fake
 
 # deploy imports Ironic's conductor modules now, before Ironic's test base forbids the
 # subprocess that one of their imports (zeroconf's ifaddr) runs at import time.
-from ironic_driver import deploy, follow
+from ironic_driver import deploy, follow, remote
 from tests.ironic import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -68,7 +70,7 @@ class TestCleaning(dbcase.NodeTestCase):
         self._clean_waiting()
         start = self._follow(True, {"exit_code": None, "events": [], "events_offset": 0,
                                     "tail": ""})
-        _client, _dir, text, command, _timeout = start.call_args[0]
+        _session, _dir, text, command = start.call_args[0]
         self.assertEqual(["/usr/bin/provision", "erase"], command)
         self.assertEqual({"skip_block_devices": [{"serial": "keepme"}]}, json.loads(text))
         self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
@@ -108,3 +110,50 @@ class TestCleaning(dbcase.NodeTestCase):
                 mock.patch.object(dhcp_factory.DHCPFactory, "clean_dhcp") as clean_dhcp:
             task.driver.deploy.clean_up(task)
         clean_dhcp.assert_called_once_with(mock.ANY)
+
+
+class TestOnlyOurStepErases(dbcase.NodeTestCase):
+    """A manual cleaning with only another interface's step, one that reboots and waits (as
+    Redfish BIOS and firmware steps do): the ramdisk booted for it heartbeats, and nothing of
+    ours may run on the disks."""
+
+    def setUp(self):
+        super().setUp()
+        self.config(enabled_bios_interfaces=["fake", "no-bios"])
+        self.node = self.make_node(driver_info={}, bios_interface="fake",
+                                   provision_state=states.CLEANING,
+                                   target_provision_state=states.MANAGEABLE)
+
+    def test_a_bios_step_waiting_in_clean_wait_never_starts_an_erase(self):
+        steps = [{"interface": "bios", "step": "apply_configuration",
+                  "args": {"settings": [{"name": "ProcTurboMode", "value": "Disabled"}]}}]
+        def waits(_self, _task, settings):
+            return states.CLEANWAIT     # applied at the next reboot, as Redfish does
+
+        # the name and clean_step marks Ironic finds steps by
+        waits.__dict__.update(fake.FakeBIOS.apply_configuration.__dict__)
+        waits.__name__ = "apply_configuration"
+        with mock.patch.object(fake.FakeBIOS, "apply_configuration", waits), \
+                mock.patch.object(manager_utils, "node_power_action"), \
+                task_manager.acquire(self.context, self.node.uuid) as task:
+            cleaning.do_node_clean(task, clean_steps=steps)
+        self.node.refresh()
+        self.assertEqual(states.CLEANWAIT, self.node.provision_state, self.node.last_error)
+        self.assertEqual("apply_configuration", self.node.clean_step["step"])
+        with mock.patch.object(follow, "_connect", return_value=mock.Mock()) as connect, \
+                mock.patch.object(remote, "verify_binding"), \
+                mock.patch.object(remote, "start", return_value=True) as start, \
+                mock.patch.object(remote, "status"), \
+                mock.patch.object(manager_utils, "notify_conductor_resume_clean") as resume:
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                task.driver.deploy.heartbeat(task, "https://192.0.2.30:22", "1.0", None)
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                follow.follow(task)     # the periodic task's look
+        connect.assert_not_called()
+        start.assert_not_called()
+        resume.assert_not_called()
+        self.node.refresh()
+        self.assertEqual(states.CLEANWAIT, self.node.provision_state)
+        self.assertEqual("apply_configuration", self.node.clean_step["step"])
+        # The ramdisk's address is kept for our own step, should one come later.
+        self.assertEqual("192.0.2.30", self.node.driver_internal_info["provision_ssh_address"])

@@ -35,22 +35,24 @@ def ironic(ramdisk, tmp_path_factory):
         "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
         "remote_dir": os.path.join(workdir, "remote"),
     })
+    server.remote_dir = os.path.join(workdir, "remote")
     server.start()
     yield server
     server.stop()
 
 
 class AgentProcess:
-    """provision-ironic-agent on this host, told the MAC and address a ramdisk would find."""
+    """provision-ironic-agent on this host, told the MAC and address a ramdisk would find;
+    it binds the local sshd to its node in binding_dir (the conductor's, realenv.Ironic's)."""
 
-    def __init__(self, tmp_path, api_url, mac, ssh_port, host_key_file):
+    def __init__(self, tmp_path, api_url, mac, ssh_port, host_key_file, binding_dir):
         cmdline = tmp_path / "cmdline"
         cmdline.write_text(f"console=ttyS0 ipa-api-url={api_url} rdinit=/init\n")
         self.log = tmp_path / "agent.log"
         self.argv = [realenv.bin_path("provision-ironic-agent") or sys.executable,
                      "--cmdline_file", str(cmdline), "--mac", mac, "--address", "127.0.0.1",
                      "--ssh_port", str(ssh_port), "--host_key_file", host_key_file,
-                     "--interval", "2"]
+                     "--binding_dir", binding_dir, "--interval", "2"]
 
     def __enter__(self):
         self.out = open(self.log, "w")
@@ -79,7 +81,7 @@ def test_heartbeat_tells_the_conductor_where_and_which_key(ironic, ramdisk, tmp_
     mac = "52:54:00:aa:00:01"
     uuid = _enroll(ironic, "hb-good", mac)
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
-                      ramdisk.host_key_file + ".pub") as agent:
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir) as agent:
         ironic.set_state(uuid, "active")
         node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
         assert node["provision_state"] == "active", (node["last_error"], agent.text())
@@ -107,7 +109,7 @@ def test_a_ramdisk_presenting_another_key_than_it_reported_is_refused(ironic, ra
                    check=True)
     uuid = _enroll(ironic, "hb-otherkey", mac)
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
-                      str(other) + ".pub"):
+                      str(other) + ".pub", ironic.binding_dir):
         ironic.set_state(uuid, "active")
         node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
     assert node["provision_state"] == "deploy failed"
@@ -149,8 +151,43 @@ def test_token_is_handed_out_once_and_required(ironic, ramdisk, tmp_path):
     assert "provision_ssh_address" not in node["driver_internal_info"]
     # The agent that comes second is told why it cannot go on, and keeps trying.
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
-                      ramdisk.host_key_file + ".pub") as agent:
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir) as agent:
         realenv.wait_for(lambda: "handed its agent token to an earlier lookup" in agent.text(),
                          30, what="the agent's explanation")
     ironic.set_state(uuid, "deleted")
     ironic.wait_state(uuid, ["available", "deploy failed", "error"], 60)
+
+
+def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic, ramdisk,
+                                                                          tmp_path):
+    """Whoever won node A's agent token (a lookup by A's MAC while A boots) heartbeats for A
+    with ramdisk B's address and B's host key, both public. B is a real ramdisk, bound by its
+    agent to node B: the conductor must find that out over SSH and send B nothing of A's."""
+    mac_a, mac_b = "52:54:00:aa:00:05", "52:54:00:aa:00:06"
+    node_a = _enroll(ironic, "hb-victim-a", mac_a)
+    node_b = _enroll(ironic, "hb-ramdisk-b", mac_b)
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac_b, ramdisk.port,
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir) as agent_b:
+        ironic.set_state(node_b, "active")
+        done_b = ironic.wait_state(node_b, ["active", "deploy failed"], 90)
+        assert done_b["provision_state"] == "active", (done_b["last_error"], agent_b.text())
+        ironic.set_state(node_a, "active")
+        ironic.wait_state(node_a, ["wait call-back"], 30)
+        headers = {"X-OpenStack-Ironic-API-Version": "1.68"}
+        won = requests.get(f"{ironic.url}/v1/lookup", params={"addresses": mac_a},
+                           headers=headers, timeout=10).json()
+        token_a = won["config"]["agent_token"]
+        sent = requests.post(f"{ironic.url}/v1/heartbeat/{node_a}", headers=headers,
+                             timeout=10, json={"callback_url": f"https://127.0.0.1:{ramdisk.port}",
+                                               "agent_token": token_a, "agent_version": "x",
+                                               "agent_verify_ca": ramdisk.host_key})
+        assert sent.status_code == 202, sent.text     # Ironic takes it: the token is right
+        node = ironic.wait_state(node_a, ["active", "deploy failed"], 60)
+    assert node["provision_state"] == "deploy failed"
+    assert "refusing the ramdisk at 127.0.0.1" in node["last_error"], node["last_error"]
+    assert f"not the ramdisk that looked up node {node_a}" in node["last_error"]
+    assert token_a not in node["last_error"]
+    assert "provision_exit_code" not in node["driver_internal_info"]
+    # Nothing of A's reached B: no job directory, so no document and no provision run.
+    assert not os.path.exists(os.path.join(ironic.remote_dir, node_a))
+    assert os.path.exists(os.path.join(ironic.remote_dir, node_b, "input.json"))

@@ -43,7 +43,8 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.assertEqual("https://192.0.2.20:2222", info["agent_url"])
         self.assertEqual(1, info["provision_heartbeats"])
         self.assertEqual(1, started.call_count)
-        self.assertEqual(("192.0.2.20", 2222, KEY),
+        # found by a heartbeat: the ramdisk will have to prove its binding
+        self.assertEqual(("192.0.2.20", 2222, KEY, True),
                          follow.ssh_target(self.node, deploy.OPTS()))
 
     def test_later_heartbeats_do_not_start_again(self):
@@ -78,10 +79,10 @@ class TestHeartbeat(dbcase.NodeTestCase):
                       provision_host_key=KEY)
         self.node.driver_info = {"provision_ssh_address": "198.51.100.7",
                                  "provision_host_key": OTHER}
-        self.assertEqual(("198.51.100.7", 22, OTHER),
+        self.assertEqual(("198.51.100.7", 22, OTHER, False),
                          follow.ssh_target(self.node, deploy.OPTS()))
         self.node.driver_info = {"provision_host_key": OTHER}
-        self.assertEqual(("192.0.2.20", 22, OTHER),
+        self.assertEqual(("192.0.2.20", 22, OTHER, True),
                          follow.ssh_target(self.node, deploy.OPTS()))
 
     def test_prepare_hands_the_boot_interface_ironics_agent_options(self):

@@ -7,10 +7,12 @@ from unittest import mock
 
 import pytest
 from ironic.common import states
+from ironic.conductor import task_manager
 from ironic.conductor import deployments
 from ironic.objects import node as node_object
 
 from ironic_driver import follow, remote
+from ironic_driver import turns as turns_mod
 from tests.ironic import dbcase
 
 RUNNING = {"exit_code": None, "events_offset": 40, "tail": "",
@@ -19,7 +21,7 @@ RUNNING = {"exit_code": None, "events_offset": 40, "tail": "",
 
 @pytest.mark.parametrize("turns", [1, 3])
 def test_no_more_writers_than_turns_and_a_thread_may_enter_twice(turns):
-    writer, guard, inside, most, done = follow._Writer(turns), threading.Lock(), [0], [0], []
+    writer, guard, inside, most, done = turns_mod.Writer(turns), threading.Lock(), [0], [0], []
 
     def record(i):
         writer.enter()
@@ -44,7 +46,7 @@ def test_no_more_writers_than_turns_and_a_thread_may_enter_twice(turns):
 
 
 def test_as_many_writers_as_turns_get_in_together():
-    writer, meet = follow._Writer(3), threading.Barrier(3, timeout=10)
+    writer, meet = turns_mod.Writer(3), threading.Barrier(3, timeout=10)
     passed = []
 
     def record():
@@ -145,3 +147,78 @@ def test_paramiko_handshake_debug_is_quieted_unless_the_operator_set_a_level():
     chosen.setLevel(logging.DEBUG)
     ssh.quiet_paramiko(chosen)
     assert chosen.level == logging.DEBUG
+
+
+class TestSlowRamdisks(dbcase.NodeTestCase):
+    """Three ramdisks that are slow to answer SSH (as many turns as the writer has) must not
+    keep a fourth node's progress from being recorded."""
+
+    def setUp(self):
+        super().setUp()
+        self.config(data_driver="native", group="provision_agent")
+        self.slow = [self.make_node(uuid=f"00000000-0000-4000-8000-00000000000{i}",
+                                    name=f"slow-{i}", driver_info={},
+                                    instance_info={"provision_layout": {"version": 1}})
+                     for i in range(follow.WRITER._lock._initial_value)]
+        self.node = self.make_node(uuid="00000000-0000-4000-8000-0000000000ff", name="other",
+                                   driver_info={"provision_ssh_address": "192.0.2.10"},
+                                   instance_info={"provision_layout": {"version": 1}})
+        for node in self.slow + [self.node]:
+            self.node = node
+            self.deploy_waiting()
+
+    def test_a_heartbeat_holds_no_turn_while_its_ramdisk_is_slow(self):
+        # The threads touch the database one at a time (the fixture's sqlite is one
+        # connection): each heartbeat records, then sits in its SSH; the fourth node's poll
+        # records while all three sit there; then they are let go one by one.
+        inside, release = threading.Semaphore(0), {n.uuid: threading.Event() for n in self.slow}
+        other = self.node.uuid
+
+        def connect(node, target, o):
+            if node.uuid == other:
+                return mock.Mock()
+            inside.release()
+            release[node.uuid].wait(60)         # a ramdisk that takes its time
+            raise OSError("the ramdisk went away")
+
+        def heartbeat(uuid):
+            with task_manager.acquire(self.context, uuid, shared=True) as task:
+                task.driver.deploy.heartbeat(task, "https://192.0.2.20:22", "1.0", None)
+
+        recorded = threading.Event()
+
+        def poll_other():
+            with task_manager.acquire(self.context, other, shared=True) as task:
+                follow.follow(task)
+            recorded.set()
+
+        with mock.patch.object(follow, "_connect", side_effect=connect), \
+                mock.patch.object(remote, "verify_binding"), \
+                mock.patch.object(remote, "start", return_value=True), \
+                mock.patch.object(remote, "status", return_value=RUNNING):
+            slow = []
+            for node in self.slow:
+                slow.append(threading.Thread(target=heartbeat, args=(node.uuid,)))
+                slow[-1].start()
+                self.assertTrue(inside.acquire(timeout=30))     # in its SSH now
+            poll = threading.Thread(target=poll_other)
+            poll.start()
+            done = recorded.wait(20)
+            poll.join(60)
+            for node, thread in zip(self.slow, slow):
+                release[node.uuid].set()
+                thread.join(60)
+        self.assertTrue(done, "the other node's progress waited for the slow ramdisks")
+        self.node.refresh()
+        self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
+        self.assertEqual(40, self.node.driver_internal_info["provision_events_offset"])
+        self.assertTrue(_free(follow.WRITER))
+
+    def test_waiting_for_a_turn_is_bounded(self):
+        writer = turns_mod.Writer(1, wait=0.2)
+        holder = threading.Thread(target=writer.enter)
+        holder.start()
+        holder.join(5)
+        self.assertFalse(writer.enter())        # none freed in time: go on without one
+        writer.leave()                          # and leaving without one frees nothing
+        self.assertFalse(_free(writer))

@@ -1,0 +1,85 @@
+"""What of a ramdisk's output goes into the node's record, and how much.
+
+Events and the output tail come from the ramdisk, where a broken provision or an image's hook
+may write anything. They land in driver_internal_info, which every heartbeat and poll rewrites
+(a Text column: 64 KiB on MariaDB), and in last_error, which operators read in a terminal. So
+each event is cut to a size, the kept ones together to a budget, and text loses the control
+characters that would drive the reader's terminal (escape sequences included).
+"""
+
+import json
+import re
+
+EVENT_BYTES = 1024          # one event as JSON; provision's own are 100-300 bytes
+EVENTS_BYTES = 16 * 1024    # all kept events together
+STRING_CHARS = 200          # any one string inside a cut-down event
+TAIL_CHARS = 4000           # the output tail in last_error
+LINE_CHARS = 500            # one line of that tail
+
+# CSI and OSC sequences whole (so no stray "[31m" is left), then any other control character
+# but newline and tab. Each alternative is linear: no nested repetition.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|"
+                      r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What identifies an event, kept when the rest is cut.
+_KEYS = ("event", "time", "index", "count", "kind", "status", "step", "exit_code")
+
+
+def clean_text(text):
+    return _ESCAPES.sub("", text)
+
+
+def tail_for_error(text):
+    """The output tail as it goes into last_error: clean, each line and the whole bounded."""
+    lines = []
+    for line in clean_text(text).splitlines():
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + f" [... {len(line) - LINE_CHARS} more characters]"
+        lines.append(line)
+    joined = "\n".join(lines)
+    if len(joined) > TAIL_CHARS:
+        joined = "[...]\n" + joined[-TAIL_CHARS:]
+    return joined
+
+
+def _size(value):
+    return len(json.dumps(value, separators=(",", ":"), default=str))
+
+
+def _clean(value):
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k)[:STRING_CHARS]: _clean(v) for k, v in value.items()}
+    return value
+
+
+def bound_event(event):
+    """The event as kept: itself when small, else its identifying keys (strings cut) and how
+    large it was."""
+    if not isinstance(event, dict):
+        event = {"event": "unparsed", "line": str(event)[:STRING_CHARS]}
+    event = _clean(event)
+    size = _size(event)
+    if size <= EVENT_BYTES:
+        return event
+    kept = {}
+    for key in _KEYS:
+        value = event.get(key)
+        if isinstance(value, str):
+            kept[key] = value[:STRING_CHARS]
+        elif isinstance(value, (int, float, bool)) or value is None:
+            if key in event:
+                kept[key] = value
+    kept["truncated_bytes"] = size
+    return kept
+
+
+def keep(previous, new, count):
+    """The latest events to keep: at most count of them and EVENTS_BYTES together."""
+    events = [bound_event(e) for e in list(previous or []) + list(new)][-count:]
+    total = sum(_size(e) for e in events)
+    while events and total > EVENTS_BYTES:
+        total -= _size(events.pop(0))
+    return events
