@@ -104,14 +104,14 @@ class Session:
     connection gets a deadline: a timer shuts the socket down when it passes, every blocked
     call fails, and the look ends with LimitExceeded. Every read also names its byte limit."""
 
-    def __init__(self, client, sock, seconds):
+    def __init__(self, client, sock, seconds, started):
         self.client = client
         self._sock = sock
         self.seconds = seconds
         self.expired = False
-        self._end = time.monotonic() + seconds
+        self._end = started + seconds
         self._sftp = None
-        self._timer = threading.Timer(seconds, self._expire)
+        self._timer = threading.Timer(max(0.0, self._end - time.monotonic()), self._expire)
         self._timer.daemon = True
         self._timer.start()
 
@@ -213,8 +213,9 @@ def connect(host, port, user, key, host_key=None, known_hosts_file=None,
         client.get_host_keys().pop(name, None)
         client.get_host_keys().add(name, pinned.get_name(), pinned)
     client.set_missing_host_key_policy(TrustOnRequest() if accept_unknown else Refuse())
+    started = time.monotonic()
     sock = socket.create_connection((host, port), timeout=timeout)
-    session = Session(client, sock, deadline or timeout)
+    session = Session(client, sock, deadline or timeout, started)
     try:
         client.connect(host, port=port, username=user, pkey=key, timeout=timeout,
                        banner_timeout=timeout, auth_timeout=timeout, sock=sock,
