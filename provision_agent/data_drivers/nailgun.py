@@ -54,11 +54,11 @@ def _used(volumes):
             and _is_num(v.get("size")) and v["size"] > 0]
 
 
-def _count_named(spaces, name):
-    """How many used volumes of that name the disk spaces hold (fuel-agent's count)."""
-    return sum(1 for s in spaces if isinstance(s, dict) and s.get("type") == "disk"
-               and isinstance(s.get("volumes"), list)
-               for _, v in _used(s["volumes"]) if v.get("name") == name)
+def _named(spaces, name):
+    """The used volumes of that name the disk spaces hold (fuel-agent counted them)."""
+    return [v for s in spaces if isinstance(s, dict) and s.get("type") == "disk"
+            and isinstance(s.get("volumes"), list)
+            for _, v in _used(s["volumes"]) if v.get("name") == name]
 
 
 def fuel_boot_disk(spaces):
@@ -146,8 +146,11 @@ class _Translation:
         self.want_configdrive = wants_configdrive(self.data)
         self.boot_disk = fuel_boot_disk(spaces)
         self.check_profile()
-        self.ceph_osds = _count_named(spaces, "ceph")
-        self.ceph_journals = _count_named(spaces, "cephjournal")
+        self.ceph_osds = len(_named(spaces, "ceph"))
+        self.ceph_journals = len(_named(spaces, "cephjournal"))
+        # Which journal is an OSD's is written inside the OSD, not in the document: a kept OSD
+        # keeps every journal, as fuel-agent's skipped partitioning did.
+        self.osd_kept = any(v.get("keep_data") for v in _named(spaces, "ceph"))
         self.journals_left = self.ceph_osds
         self.kept_vgs = kept_volume_groups(spaces)
         for i, space in enumerate(spaces):
@@ -264,9 +267,12 @@ class _Translation:
             before.append((j, vol.get("mount"), vol.get("name")))
 
     def is_kept(self, vol):
-        """A partition volume with keep_data, or a pv volume of a kept VG."""
-        return (vol.get("type") == "partition" and bool(vol.get("keep_data"))) or \
-            (vol.get("type") == "pv" and vol.get("vg") in self.kept_vgs)
+        """A partition volume with keep_data, a Ceph journal beside a kept OSD, or a pv
+        volume of a kept VG."""
+        if vol.get("type") == "partition":
+            return bool(vol.get("keep_data")) or (vol.get("name") == "cephjournal"
+                                                  and self.osd_kept)
+        return vol.get("type") == "pv" and vol.get("vg") in self.kept_vgs
 
     def check_sizes(self, where, volumes):
         for j, vol in enumerate(volumes):
@@ -351,6 +357,9 @@ class _Translation:
         count = min(ratio, self.journals_left)
         self.journals_left -= count
         kind = {"type": "custom", "type_guid": guid} if guid else {"type": "linux"}
+        if self.is_kept(vol):
+            # Found again by position: the split above is fuel-agent's, so are the offsets.
+            kind["keep"] = True
         return [{"id": f"d{n}-v{j}-j{k}", "size": size, **kind,
                  "origin": f"{vwhere} (Ceph journal {k + 1} of {count})"}
                 for k in range(count)]

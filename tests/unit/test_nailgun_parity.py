@@ -1,0 +1,63 @@
+"""The nailgun data driver where it differed from fuel-agent (issue 36): what is kept, picked,
+refused and named, on documents shaped like Nailgun's."""
+
+import json
+
+from tests.unit.helpers import run_cli
+from tests.unit.test_nailgun import ROOT_PART, disk, fuel
+from tests.unit.test_nailgun_fidelity import JOURNAL_GUID, OSD_GUID
+
+BOOT = {"type": "boot", "size": 300}
+SATA_MIB = 476940        # samples/inventory/fuel-three-disks.json
+
+
+def json_plan(tmp_path, doc, inv="fuel-three-disks"):
+    rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun",
+                                                     "--plan_format", "json"])
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def refused(tmp_path, doc, inv="fuel-three-disks"):
+    rc, out, err = run_cli(tmp_path, doc, inv, extra=["--data_driver", "nailgun"])
+    assert rc == 2 and out == "", (rc, out, err)
+    return [line[4:] for line in err.splitlines() if line.startswith("  - ")]
+
+
+# --- item 1: a kept Ceph journal is kept -------------------------------------------------
+
+def ceph_node(journal_kept):
+    journal = {"type": "partition", "name": "cephjournal", "mount": "none",
+               "file_system": "none", "partition_guid": JOURNAL_GUID, "size": 20000,
+               "keep_data": journal_kept}
+    osd = {"type": "partition", "name": "ceph", "mount": "none", "file_system": "none",
+           "partition_guid": OSD_GUID, "size": 400000, "keep_data": True}
+    return fuel([disk("sda", SATA_MIB, [BOOT, ROOT_PART, journal]),
+                 disk("sdb", SATA_MIB, [BOOT, osd]), disk("sdc", SATA_MIB, [BOOT, osd])])
+
+
+def kept_partitions(plan):
+    wipes = {s["args"]["disk"]: s["args"]["keep"] for s in plan["steps"] if s["kind"] == "wipe"}
+    kept = {(s["args"]["disk"], s["args"]["number"]) for s in plan["steps"]
+            if s["kind"] == "partition" and s["args"]["keep"]}
+    return wipes, kept
+
+
+def test_a_kept_ceph_journal_keeps_its_partitions_at_fuel_agents_offsets(tmp_path):
+    plan = json_plan(tmp_path, ceph_node(journal_kept=True))
+    wipes, kept = kept_partitions(plan)
+    # Two OSDs on one journal volume: two journal partitions (sda4, sda5), kept with the OSDs.
+    assert wipes == {"/dev/sda": [4, 5], "/dev/sdb": [3], "/dev/sdc": [3]}
+    assert kept == {("/dev/sda", 4), ("/dev/sda", 5), ("/dev/sdb", 3), ("/dev/sdc", 3)}
+    sda = plan["layout"]["disks"][0]["partitions"]
+    MiB = 1 << 20
+    # bios_grub 24, UEFI 200, / 2000, then 20000 / 2 MiB per journal: fuel-agent's offsets.
+    assert [(p["device"], p["start"] * 512 // MiB, p["size"] // MiB) for p in sda[3:]] == [
+        ("/dev/sda4", 1 + 24 + 200 + 2000, 10000), ("/dev/sda5", 1 + 24 + 200 + 2000 + 10000,
+                                                    10000)]
+
+
+def test_a_kept_osd_keeps_the_journals_its_data_needs(tmp_path):
+    """The document does not say which journal partition is whose: all are kept."""
+    wipes, kept = kept_partitions(json_plan(tmp_path, ceph_node(journal_kept=False)))
+    assert wipes["/dev/sda"] == [4, 5]
