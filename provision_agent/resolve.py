@@ -61,11 +61,7 @@ def resolve(layout, disks):
     taken = {}
     for disk in layout.disks:
         try:
-            hints, found = disk.hints, inventory.match(disks, disk.hints)
-            for alt in disk.fallback_hints:
-                if found:
-                    break
-                hints, found = alt, inventory.match(disks, alt)
+            hints, found, tie = _find(disks, disk)
         except ValueError as exc:
             problems.append(Problem(disk.origin or disk.id, f"bad disk hint: {exc}"))
             continue
@@ -96,6 +92,11 @@ def resolve(layout, disks):
             continue
         taken[dev["name"]] = disk.id
         res.matched_by[disk.id] = _hint_text(hints)
+        if tie:
+            res.matched_by[disk.id] += f", tie broken by {_hint_text(tie[1])}"
+            res.warnings.append(f"{disk.origin or disk.id}: {_hint_text(hints)} matches "
+                                f"{len(tie[0])} disks ({', '.join(d['name'] for d in tie[0])}); "
+                                f"{_hint_text(tie[1])} picked {dev['name']}")
         if hints is not disk.hints:
             res.warnings.append(f"{disk.origin or disk.id}: found {dev['name']} by a fallback "
                                 f"({_hint_text(hints)}); no disk matched {_hint_text(disk.hints)}")
@@ -132,6 +133,24 @@ def resolve(layout, disks):
         res.sizes[vg.id] = extents * EXTENT
         problems += _place_lvs(vg, extents, res)
     return res, problems
+
+
+def _find(disks, disk):
+    """(the hints that found disks, the disks, None or (the disks they found, the hint set that
+    picked one of them)). The fallbacks are tried in order until one finds a disk; when the
+    hints that did found several, the later sets break the tie: fuel-agent picked by name when
+    udev gave two NVMe disks one by-id link."""
+    sets = [disk.hints] + list(disk.fallback_hints)
+    for k, hints in enumerate(sets):
+        found = inventory.match(disks, hints)
+        if found:
+            break
+    if len(found) > 1:
+        for alt in sets[k + 1:]:
+            picked = inventory.match(found, alt)
+            if len(picked) == 1:
+                return hints, picked, (found, alt)
+    return hints, found, None
 
 
 def _place_lvs(vg, extents, res):

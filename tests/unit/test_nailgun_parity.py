@@ -3,6 +3,8 @@ refused and named, on documents shaped like Nailgun's."""
 
 import json
 
+import pytest
+
 from tests.unit.helpers import run_cli
 from tests.unit.test_nailgun import ROOT_PART, disk, fuel
 from tests.unit.test_nailgun_fidelity import JOURNAL_GUID, OSD_GUID
@@ -61,3 +63,40 @@ def test_a_kept_osd_keeps_the_journals_its_data_needs(tmp_path):
     """The document does not say which journal partition is whose: all are kept."""
     wipes, kept = kept_partitions(json_plan(tmp_path, ceph_node(journal_kept=False)))
     assert wipes["/dev/sda"] == [4, 5]
+
+
+# --- item 2: several disks behind one extra link: id and name break the tie ---------------
+
+SHARED_WWN = "0x5002538e00000001"       # udev gave both NVMe disks this one
+NVME = [{"name": f"/dev/nvme{n}n1", "size": 512110190592, "model": "SAMSUNG MZVLB512HAJQ",
+         "serial": f"S4GENX0N{n}0000{n}", "wwn": SHARED_WWN, "rotational": False,
+         "by_path": f"/dev/disk/by-path/pci-0000:0{n + 4}:00.0-nvme-1"} for n in (0, 1)]
+SATA_DISK = {"name": "/dev/sda", "size": 500107837440, "serial": "Z3T00ABC",
+             "wwn": "0x5000c500a1b2c300", "rotational": True,
+             "by_path": "/dev/disk/by-path/pci-0000:00:1f.2-ata-1"}
+NVME_MIB = 488386
+
+
+def nvme_space(n, ident):
+    """An NVMe disk space as Nailgun wrote it, its extra link the shared wwn one."""
+    return disk(ident or f"nvme{n}n1", NVME_MIB,
+                [BOOT, {"type": "partition", "mount": f"/srv/nvme{n}", "file_system": "xfs",
+                        "size": 100000}],
+                name=f"nvme{n}n1", extra=[f"disk/by-id/wwn-{SHARED_WWN}"])
+
+
+@pytest.mark.parametrize("ident, rule", [
+    ("disk/by-path/pci-0000:05:00.0-nvme-1", "by_path='/dev/disk/by-path/pci-0000:05:00.0-nvme-1'"),
+    (None, "name='/dev/nvme1n1'"),          # id as fuel-agent's fixtures have it: the name
+])
+def test_disks_sharing_an_extra_link_are_told_apart_by_id_and_name(tmp_path, ident, rule):
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, {"type": "raid", "mount": "/boot", "size": 200},
+                                       ROOT_PART]),
+                nvme_space(1, ident), nvme_space(0, None)])
+    plan = json_plan(tmp_path, doc, {"inventory": {"disks": [SATA_DISK] + NVME}})
+    disks = {d["device"]: d["matched_by"] for d in plan["layout"]["disks"]}
+    shared = f"by_id='/dev/disk/by-id/wwn-{SHARED_WWN}'"
+    assert disks["/dev/nvme1n1"] == f"{shared}, tie broken by {rule}"
+    assert disks["/dev/nvme0n1"] == f"{shared}, tie broken by name='/dev/nvme0n1'"
+    assert f"ks_spaces[1] (nvme1n1): {shared} matches 2 disks (/dev/nvme0n1, /dev/nvme1n1); " \
+           f"{rule} picked /dev/nvme1n1" in plan["warnings"]
