@@ -11,8 +11,10 @@ import logging
 import re
 
 from provision_agent.data_drivers import nailgun_shape, native
-from provision_agent.data_drivers.nailgun_shape import space_where
 from provision_agent.data_drivers.base import DataDriver
+from provision_agent.data_drivers.nailgun_boot import fuel_boot_disk, nvme_boot_problem
+from provision_agent.data_drivers.nailgun_shape import is_num as _is_num, space_where
+from provision_agent.data_drivers.nailgun_shape import used as _used
 from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
                                                          wants_configdrive)
 from provision_agent.data_drivers.nailgun_hints import disk_hints
@@ -31,7 +33,6 @@ GPT_OVERHEAD_MIB = 2
 SHRINK_LIMIT_MIB = 8
 DEFAULT_LVM_META_MIB = 64
 MIN_LVM_META_MIB = 10
-IGNORED_TYPES = ("boot", "lvm_meta_pool")
 # fuel-agent's ks_spaces validator: "Root file system must be less than 16T".
 MAX_ROOT_MIB = 16 * 1024 * 1024
 # fuel-agent: "No more than 10GB will be allocated to a single journal partition".
@@ -43,39 +44,11 @@ def _slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "x"
 
 
-def _is_num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _used(volumes):
-    """The volumes that make something: fuel-agent skipped size <= 0, boot and lvm_meta_pool."""
-    return [(j, v) for j, v in enumerate(volumes)
-            if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
-            and _is_num(v.get("size")) and v["size"] > 0]
-
-
 def _named(spaces, name):
     """The used volumes of that name the disk spaces hold (fuel-agent counted them)."""
     return [v for s in spaces if isinstance(s, dict) and s.get("type") == "disk"
             and isinstance(s.get("volumes"), list)
             for _, v in _used(s["volumes"]) if v.get("name") == name]
-
-
-def fuel_boot_disk(spaces):
-    """Index of the space where fuel-agent put /boot: the first used, non-NVMe disk with a /boot
-    volume (a `bootable` one among them first). Only used to line up kept partitions."""
-    found = []
-    for i, s in enumerate(spaces):
-        if not isinstance(s, dict) or s.get("type") != "disk" or not _is_num(s.get("size")) \
-                or s["size"] <= 0 or not isinstance(s.get("volumes"), list):
-            continue
-        used = _used(s["volumes"])
-        if "nvme" in str(s.get("name")) or not any(v.get("mount") != "/boot" for _, v in used):
-            continue
-        if any(v.get("mount") == "/boot" and v.get("type") in ("raid", "partition")
-               for _, v in used):
-            found.append((not s.get("bootable"), i))
-    return min(found)[1] if found else None
 
 
 def keep_refused(kind):
@@ -145,6 +118,9 @@ class _Translation:
             return {}
         self.want_configdrive = wants_configdrive(self.data)
         self.boot_disk = fuel_boot_disk(spaces)
+        nvme = nvme_boot_problem(spaces)
+        if nvme:
+            self.problem(*nvme)
         self.check_profile()
         self.ceph_osds = len(_named(spaces, "ceph"))
         self.ceph_journals = len(_named(spaces, "cephjournal"))

@@ -48,6 +48,20 @@ SCHEMA = {"type": "object", "properties": {
         "timezone": _OSTR}}}}
 
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+# Fuel's reservations: `boot` is the space of the bios_grub and UEFI partitions, the other one
+# fuel-agent ignored.
+IGNORED_TYPES = ("boot", "lvm_meta_pool")
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def used(volumes):
+    """The volumes that make something: fuel-agent skipped size <= 0, boot and lvm_meta_pool."""
+    return [(j, v) for j, v in enumerate(volumes)
+            if isinstance(v, dict) and v.get("type") not in IGNORED_TYPES
+            and is_num(v.get("size")) and v["size"] > 0]
 
 
 def space_where(i, space):

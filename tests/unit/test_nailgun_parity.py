@@ -100,3 +100,29 @@ def test_disks_sharing_an_extra_link_are_told_apart_by_id_and_name(tmp_path, ide
     assert disks["/dev/nvme0n1"] == f"{shared}, tie broken by name='/dev/nvme0n1'"
     assert f"ks_spaces[1] (nvme1n1): {shared} matches 2 disks (/dev/nvme0n1, /dev/nvme1n1); " \
            f"{rule} picked /dev/nvme1n1" in plan["warnings"]
+
+
+# --- item 3: /boot on NVMe disks only is refused, as fuel-agent refused it -----------------
+
+def os_disk(name, size, extra_volumes=(), **space):
+    """A disk space as Nailgun writes one for an OS disk: boot, a /boot member, a pv of os."""
+    return dict(disk(name, size, [BOOT, {"type": "raid", "mount": "/boot", "size": 200},
+                                  {"type": "pv", "vg": "os", "lvm_meta_size": 64,
+                                   "size": 100000}, *extra_volumes]), **space)
+
+
+OS_VG = {"type": "vg", "id": "os", "volumes": [
+    {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4", "size": 150000},
+    {"type": "lv", "name": "swap", "mount": "swap", "file_system": "swap", "size": 4096}]}
+
+
+def test_boot_on_nvme_disks_only_is_refused(tmp_path):
+    doc = fuel([os_disk("nvme0n1", NVME_MIB), os_disk("nvme1n1", NVME_MIB), OS_VG])
+    inv = {"inventory": {"disks": [dict(d, wwn=None) for d in NVME]}}
+    (problem,) = refused(tmp_path, doc, inv)
+    assert problem.startswith("ks_spaces[0] (nvme0n1) volumes[1]: /boot is on NVMe disks only")
+    assert "fuel-agent refused this document too" in problem
+    # With /boot on a SATA disk as well, the NVMe members are mirrors of it: planned.
+    doc = fuel([os_disk("sda", SATA_MIB), os_disk("nvme0n1", NVME_MIB), OS_VG])
+    plan = json_plan(tmp_path, doc, {"inventory": {"disks": [SATA_DISK, NVME[0]]}})
+    assert plan["layout"]["raids"][0]["members"] == ["/dev/sda3", "/dev/nvme0n1p3"]

@@ -1,0 +1,46 @@
+"""Where fuel-agent put /boot, and the /boot it refused (docs/nailgun-mapping.md, "/boot")."""
+
+from provision_agent.data_drivers.nailgun_shape import is_num, space_where, used
+
+
+def is_nvme(space):
+    # fuel-agent's test: BIOS firmware rarely boots from NVMe, and it installed BIOS grub only.
+    return "nvme" in str(space.get("name"))
+
+
+def boot_volumes(spaces):
+    """[(space index, space, /boot volume index)] of the disks that are used (not only
+    Nailgun's /boot leftover) and hold a /boot raid or partition volume."""
+    found = []
+    for i, s in enumerate(spaces):
+        if not isinstance(s, dict) or s.get("type") != "disk" or not is_num(s.get("size")) \
+                or s["size"] <= 0 or not isinstance(s.get("volumes"), list):
+            continue
+        vols = used(s["volumes"])
+        if not any(v.get("mount") != "/boot" for _, v in vols):
+            continue
+        for j, v in vols:
+            if v.get("mount") == "/boot" and v.get("type") in ("raid", "partition"):
+                found.append((i, s, j))
+                break
+    return found
+
+
+def fuel_boot_disk(spaces):
+    """Index of the space where fuel-agent put /boot: the first used non-NVMe disk with a /boot
+    volume (a `bootable` one among them first). Only used to line up kept partitions."""
+    found = [(not s.get("bootable"), i) for i, s, _ in boot_volumes(spaces) if not is_nvme(s)]
+    return min(found)[1] if found else None
+
+
+def nvme_boot_problem(spaces):
+    """(where, why) when every /boot volume is on an NVMe disk: fuel-agent never put /boot on
+    NVMe and refused such a document ("/boot partition has not been created")."""
+    volumes = boot_volumes(spaces)
+    if not volumes or any(not is_nvme(s) for _, s, _ in volumes):
+        return None
+    i, s, j = volumes[0]
+    return (f"{space_where(i, s)} volumes[{j}]",
+            "/boot is on NVMe disks only: BIOS firmware rarely boots from NVMe, and Fuel "
+            "documents get BIOS grub, as fuel-agent installed; fuel-agent refused this document "
+            "too. Put /boot (and so grub) on a SATA or SAS disk as well")
