@@ -117,7 +117,7 @@ class _Translation:
                                                       "list of disk and vg spaces here")
             return {}
         self.want_configdrive = wants_configdrive(self.data)
-        self.boot_disk = fuel_boot_disk(spaces)
+        self.boot_disk, self.boot_on_fake_raid = fuel_boot_disk(spaces)
         nvme = nvme_boot_problem(spaces)
         if nvme:
             self.problem(*nvme)
@@ -195,6 +195,10 @@ class _Translation:
              "origin": f"{where} (bios_grub partition Fuel puts on every disk)"},
             {"id": f"d{n}-uefi", "size": UEFI_MIB, "type": "linux", "name": "UEFI",
              "origin": f"{where} (UEFI partition Fuel reserves on every disk)"}]
+        if self.boot_on_fake_raid and i != self.boot_disk:
+            # fuel-agent put /boot on the fake-RAID disk only, where grub-install needs it; the
+            # other disks' /boot volumes made nothing, so what follows them lines up too.
+            used = [(j, v) for j, v in used if v.get("mount") != "/boot"]
         for j, vol in used:
             if vol.get("name") == "cephjournal" and vol.get("type") == "partition":
                 parts += self.ceph_journal(n, where, j, vol)

@@ -8,6 +8,13 @@ def is_nvme(space):
     return "nvme" in str(space.get("name"))
 
 
+def is_fake_raid_os_disk(space):
+    """A firmware ("fake") RAID array Nailgun listed as a disk (md123), holding VG os:
+    fuel-agent's md_os_disks, where /boot had to be for grub-install to work."""
+    return str(space.get("name")).startswith("md") and any(
+        v.get("type") == "pv" and v.get("vg") == "os" for _, v in used(space["volumes"]))
+
+
 def boot_volumes(spaces):
     """[(space index, space, /boot volume index)] of the disks that are used (not only
     Nailgun's /boot leftover) and hold a /boot raid or partition volume."""
@@ -27,10 +34,15 @@ def boot_volumes(spaces):
 
 
 def fuel_boot_disk(spaces):
-    """Index of the space where fuel-agent put /boot: the first used non-NVMe disk with a /boot
-    volume (a `bootable` one among them first). Only used to line up kept partitions."""
-    found = [(not s.get("bootable"), i) for i, s, _ in boot_volumes(spaces) if not is_nvme(s)]
-    return min(found)[1] if found else None
+    """(index of the space where fuel-agent put /boot, or None; whether that disk is a
+    fake-RAID OS disk). fuel-agent's pick: the first used non-NVMe disk with a /boot volume,
+    a fake-RAID OS disk among them first, then a `bootable` one."""
+    found = [(not is_fake_raid_os_disk(s), not s.get("bootable"), i)
+             for i, s, _ in boot_volumes(spaces) if not is_nvme(s)]
+    if not found:
+        return None, False
+    best = min(found)
+    return best[2], not best[0]
 
 
 def nvme_boot_problem(spaces):

@@ -112,7 +112,7 @@ def os_disk(name, size, extra_volumes=(), **space):
 
 
 OS_VG = {"type": "vg", "id": "os", "volumes": [
-    {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4", "size": 150000},
+    {"type": "lv", "name": "root", "mount": "/", "file_system": "ext4", "size": 90000},
     {"type": "lv", "name": "swap", "mount": "swap", "file_system": "swap", "size": 4096}]}
 
 
@@ -126,3 +126,29 @@ def test_boot_on_nvme_disks_only_is_refused(tmp_path):
     doc = fuel([os_disk("sda", SATA_MIB), os_disk("nvme0n1", NVME_MIB), OS_VG])
     plan = json_plan(tmp_path, doc, {"inventory": {"disks": [SATA_DISK, NVME[0]]}})
     assert plan["layout"]["raids"][0]["members"] == ["/dev/sda3", "/dev/nvme0n1p3"]
+
+
+# --- item 7: with / on a fake RAID, /boot is there only ----------------------------------
+
+def test_boot_goes_on_the_fake_raid_that_holds_the_os_only(tmp_path):
+    """fuel-agent's fixture: sda and sdb with /boot members and a partition each, the firmware
+    RAID md123 with a /boot member and VG os: fuel-agent made /boot on md123p3 alone."""
+    sata = [dict(SATA_DISK, name=f"/dev/sd{c}", serial=f"Z3T00AB{c}", wwn=None,
+                 by_path=f"/dev/disk/by-path/pci-0000:00:1f.2-ata-{n}")
+            for n, c in enumerate("ab", 1)]
+    fake_raid = {"name": "/dev/md123", "size": 2 * SATA_DISK["size"], "model": "fake_raid"}
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, {"type": "raid", "mount": "/boot", "size": 200},
+                                       {"type": "partition", "mount": "/var", "size": 200,
+                                        "file_system": "ext4"}], extra=["sda"]),
+                disk("sdb", SATA_MIB, [BOOT, {"type": "raid", "mount": "/boot", "size": 200},
+                                       {"type": "partition", "mount": "/tmp", "size": 200,
+                                        "file_system": "ext2"}], extra=["sdb"]),
+                os_disk("md123", 2 * SATA_MIB, extra=["md123"]), OS_VG])
+    plan = json_plan(tmp_path, doc, {"inventory": {"disks": sata + [fake_raid]}})
+    layout = plan["layout"]
+    assert layout["raids"] == []
+    fss = {fs["mount"]: fs["device"] for fs in layout["filesystems"] if fs.get("mount")}
+    assert (fss["/boot"], fss["/var"], fss["/tmp"]) == ("/dev/md123p3", "/dev/sda3", "/dev/sdb3")
+    # Nothing for the other disks' /boot volumes: their partitions are where fuel-agent made them.
+    assert [p["device"] for p in layout["disks"][0]["partitions"]] == [
+        "/dev/sda1", "/dev/sda2", "/dev/sda3"]
