@@ -44,6 +44,21 @@ def _slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "x"
 
 
+def _mounted(vol):
+    return vol.get("mount") not in (None, "", "none")
+
+
+def _md_name(mount, taken):
+    """/dev/md/NAME after the mount: boot, root for /, else the path with / → - (var-lib-mysql);
+    numbered when two mounts come out the same (/root beside /, or a cut at 32 characters)."""
+    base = {"/boot": "boot", "/": "root"}.get(mount) or _slug(mount.strip("/").replace("/", "-"))
+    name, k = base[:32], 2
+    while name in taken:
+        name, k = f"{base[:32 - len(str(k)) - 1]}-{k}", k + 1
+    taken.add(name)
+    return name
+
+
 def _named(spaces, name):
     """The used volumes of that name the disk spaces hold (fuel-agent counted them)."""
     return [v for s in spaces if isinstance(s, dict) and s.get("type") == "disk"
@@ -249,7 +264,7 @@ class _Translation:
     def is_kept(self, vol):
         """A partition volume with keep_data, a Ceph journal beside a kept OSD, or a pv
         volume of a kept VG."""
-        if vol.get("type") == "partition":
+        if vol.get("type") == "partition" or (vol.get("type") == "raid" and not _mounted(vol)):
             return bool(vol.get("keep_data")) or (vol.get("name") == "cephjournal"
                                                   and self.osd_kept)
         return vol.get("type") == "pv" and vol.get("vg") in self.kept_vgs
@@ -269,7 +284,7 @@ class _Translation:
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
-        if vol.get("keep_data") and kind == "raid":
+        if vol.get("keep_data") and kind == "raid" and _mounted(vol):
             self.problem(vwhere, keep_refused(kind))
             return None
         pid = f"d{n}-v{j}"
@@ -293,13 +308,14 @@ class _Translation:
                 self.add_fs(pid, "swap", None, vol, vwhere)
             elif fs_given or mount:
                 self.add_fs(pid, fs_type if fs_given else "xfs", mount, vol, vwhere)
+        elif kind == "raid" and not _mounted(vol):
+            # Without a mount nothing names an array: fuel-agent made a plain partition.
+            part["type"] = "linux"
+            if self.is_kept(vol):
+                part["keep"] = True
         elif kind == "raid":
             part["type"] = "raid"
-            mount = vol.get("mount")
-            if not mount or mount == "none":
-                self.problem(vwhere, "a raid volume needs a mount: it names the array")
-                return None
-            self.raid_members.setdefault(mount, []).append((pid, vol, vwhere))
+            self.raid_members.setdefault(vol["mount"], []).append((pid, vol, vwhere))
         elif kind == "pv":
             part["type"] = "lvm"
             vg = vol.get("vg")
@@ -390,6 +406,7 @@ class _Translation:
 
     def build_raids(self):
         """Every raid volume with the same mount, across disks, is one RAID1 (Fuel's md)."""
+        names = set()
         for mount, members in self.raid_members.items():
             pid, vol, where = members[0]
             fs_type = vol.get("file_system") or ("ext2" if mount == "/boot" else "xfs")
@@ -398,9 +415,9 @@ class _Translation:
                          where, mount)
                 self._fs_or_swap(pid, fs_type, mount, vol, where)
                 continue
-            name = "boot" if mount == "/boot" else _slug(mount.strip("/").replace("/", "-"))
-            rid = f"md-{name}"[:63]
-            raid = {"id": rid, "name": name[:32], "level": 1, "members": [m[0] for m in members],
+            name = _md_name(mount, names)
+            rid = f"md-{name}"
+            raid = {"id": rid, "name": name, "level": 1, "members": [m[0] for m in members],
                     "origin": ", ".join(m[2] for m in members)}
             if mount == "/boot":
                 # Superblock at the end: the bootloader reads each member as a plain filesystem.

@@ -152,3 +152,35 @@ def test_boot_goes_on_the_fake_raid_that_holds_the_os_only(tmp_path):
     # Nothing for the other disks' /boot volumes: their partitions are where fuel-agent made them.
     assert [p["device"] for p in layout["disks"][0]["partitions"]] == [
         "/dev/sda1", "/dev/sda2", "/dev/sda3"]
+
+
+# --- item 5: a raid volume without a mount; the array for / -------------------------------
+
+def test_a_raid_volume_without_a_mount_is_a_plain_partition_as_fuel_agent_made(tmp_path):
+    spare = {"type": "raid", "mount": "none", "name": "raid-spare", "size": 1000}
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, {"type": "raid", "mount": "/boot", "size": 200},
+                                       ROOT_PART, spare]),
+                disk("sdb", SATA_MIB, [BOOT, {"type": "raid", "mount": "/boot", "size": 200},
+                                       dict(spare, keep_data=True)])])
+    layout = json_plan(tmp_path, doc)["layout"]
+    assert [r["device"] for r in layout["raids"]] == ["/dev/md/boot"]
+    assert [(p["device"], p["type"], p["size"] >> 20) for d in layout["disks"]
+            for p in d["partitions"] if p["size"] >> 20 == 1000] == [
+        ("/dev/sda5", "linux", 1000), ("/dev/sdb4", "linux", 1000)]
+    assert not {"/dev/sda5", "/dev/sdb4"} & {fs["device"] for fs in layout["filesystems"]}
+    # keep_data on it keeps a partition, which fuel-agent did too.
+    assert [p["keep"] for d in layout["disks"] for p in d["partitions"]
+            if p["device"] in ("/dev/sda5", "/dev/sdb4")] == [False, True]
+
+
+def test_the_raid1_for_root_is_named_after_its_mount(tmp_path):
+    root = {"type": "raid", "mount": "/", "file_system": "ext4", "size": 20000}
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, root]), disk("sdb", SATA_MIB, [BOOT, root]),
+                disk("sdc", SATA_MIB, [BOOT, dict(root, mount="/root", size=1000),
+                                       {"type": "partition", "mount": "/srv", "size": 100}]),
+                disk("sdd", SATA_MIB, [BOOT, dict(root, mount="/root", size=1000)])])
+    inv = {"inventory": {"disks": [dict(SATA_DISK, name=f"/dev/sd{c}", wwn=None, by_path=None)
+                                   for c in "abcd"]}}
+    layout = json_plan(tmp_path, doc, inv)["layout"]
+    fss = {fs["mount"]: fs["device"] for fs in layout["filesystems"]}
+    assert (fss["/"], fss["/root"]) == ("/dev/md/root", "/dev/md/root-2")
