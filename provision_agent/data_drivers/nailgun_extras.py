@@ -2,6 +2,8 @@
 
 import json
 
+from provision_agent.data_drivers.nailgun_network import network_data
+
 CONTAINERS = {"gzip": "gzip", "raw": "none"}
 # An OpenSSH public key or certificate line is a few KiB at most; these bounds refuse a document
 # that is not a key list long before it costs time (the conductor validates the same document).
@@ -130,22 +132,6 @@ def _repos(ks_meta):
     return sources
 
 
-def network_data(interfaces):
-    """Fuel's interfaces (name → mac_address, ip_address, netmask, static) as config-2 links."""
-    links, networks = [], []
-    for name, spec in sorted((interfaces or {}).items()):
-        if not isinstance(spec, dict) or not spec.get("mac_address"):
-            continue
-        links.append({"id": name, "type": "phy", "ethernet_mac_address": spec["mac_address"]})
-        if spec.get("ip_address") and spec.get("static") in (1, "1", True):
-            networks.append({"id": f"net-{name}", "link": name, "type": "ipv4",
-                             "ip_address": spec["ip_address"],
-                             "netmask": spec.get("netmask", "255.255.255.0")})
-        else:
-            networks.append({"id": f"net-{name}", "link": name, "type": "ipv4_dhcp"})
-    return {"links": links, "networks": networks, "services": []} if links else None
-
-
 def configdrive(data, partition, problem):
     """config-2 (OpenStack's format, what cloud-init and Ironic images already read)."""
     ks_meta = data.get("ks_meta") or {}
@@ -170,7 +156,7 @@ def configdrive(data, partition, problem):
           # JSON is YAML, so cloud-init reads this cloud-config as is.
           "user_data": "#cloud-config\n" + json.dumps(cloud, indent=1, sort_keys=True) + "\n",
           "origin": "hostname, ks_meta.auth_key/user_accounts/repo_setup, interfaces"}
-    net = network_data(data.get("interfaces"))
+    net = network_data(data.get("interfaces"), problem)
     if net:
         cd["network_data"] = net
     if partition:

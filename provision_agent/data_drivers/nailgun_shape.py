@@ -31,7 +31,8 @@ _ACCOUNT = {"type": "object", "properties": {
 
 SCHEMA = {"type": "object", "properties": {
     "hostname": _STR, "name": _STR, "uid": {"type": ["string", "integer"]},
-    "interfaces": {"type": "object", "additionalProperties": {"type": "object"}},
+    "interfaces": {"type": "object", "additionalProperties": {"type": "object", "properties": {
+        "mac_address": _OSTR, "ip_address": _OSTR, "netmask": _OSTR, "static": _BOOLISH}}},
     "ks_meta": {"type": "object", "properties": {
         "pm_data": {"type": "object", "properties": {
             "ks_spaces": {"type": "array", "items": _SPACE},

@@ -1,11 +1,12 @@
 """The nailgun data driver where it differed from fuel-agent (issue 36): what is kept, picked,
 refused and named, on documents shaped like Nailgun's."""
 
+import copy
 import json
 
 import pytest
 
-from tests.unit.helpers import run_cli
+from tests.unit.helpers import run_cli, sample
 from tests.unit.test_nailgun import ROOT_PART, disk, fuel
 from tests.unit.test_nailgun_fidelity import JOURNAL_GUID, OSD_GUID
 
@@ -184,3 +185,23 @@ def test_the_raid1_for_root_is_named_after_its_mount(tmp_path):
     layout = json_plan(tmp_path, doc, inv)["layout"]
     fss = {fs["mount"]: fs["device"] for fs in layout["filesystems"]}
     assert (fss["/"], fss["/root"]) == ("/dev/md/root", "/dev/md/root-2")
+
+
+# --- item 6: interface fields are checked -------------------------------------------------
+
+def test_interface_fields_that_are_not_addresses_are_refused_at_their_place(tmp_path):
+    doc = copy.deepcopy(sample("provision"))
+    doc["interfaces"]["eth0"].update(mac_address="zz", ip_address="999.1.1.1", static="1")
+    doc["interfaces"]["eth1"] = {"mac_address": "52:54:00:12:34:57", "static": "1",
+                                 "ip_address": "192.168.0.7", "netmask": "255.0.255.0"}
+    doc["interfaces"]["a" * 16] = {"mac_address": "52:54:00:12:34:58"}
+    assert refused(tmp_path, doc) == [
+        "interfaces: an interface name is 1 to 15 printable characters without blanks or '/'",
+        "interfaces.eth0.mac_address: not a MAC address (six hex octets separated by colons, "
+        "52:54:00:12:34:56)",
+        "interfaces.eth0.ip_address: not an IPv4 address (10.20.0.7)",
+        "interfaces.eth1.netmask: not an IPv4 netmask (255.255.255.0)"]
+    doc["interfaces"] = {"eth1": dict(doc["interfaces"]["eth1"], netmask="255.255.0.0")}
+    net = json_plan(tmp_path, doc)
+    (step,) = [s for s in net["steps"] if s["kind"] == "configdrive"]
+    assert step["args"]["network_data"]["networks"][0]["netmask"] == "255.255.0.0"
