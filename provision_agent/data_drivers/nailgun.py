@@ -115,9 +115,16 @@ class _Translation:
         self.raid_members = {}       # mount → [(partition id, volume, where)]
         self.pvs = {}                # vg name → [(partition id, usable MiB)]
         self.configdrive_placed = False
+        self.refused_mounts = set()
 
     def problem(self, where, msg):
         self.problems.append(Problem(where, msg))
+
+    def refuse(self, where, msg, vol):
+        """A volume refused: its mount has no device now, and that is not a problem of its own
+        (image_data would otherwise say no volume mounts it)."""
+        self.problem(where, msg)
+        self.refused_mounts.add(vol.get("mount"))
 
     def warn(self, where, msg):
         LOG.warning("%s: %s", where, msg)
@@ -166,7 +173,7 @@ class _Translation:
             return {}
         doc = {"version": 1, "disks": self.disks, "raids": self.raids,
                "volume_groups": self.vgs, "filesystems": self.filesystems}
-        doc["images"] = images(ks_meta, self.filesystems, self.problem)
+        doc["images"] = images(ks_meta, self.filesystems, self.problem, self.refused_mounts)
         doc["bootloader"] = bootloader(pm_data)
         if self.want_configdrive:
             doc["configdrive"] = configdrive(self.data, "configdrive" if self.configdrive_placed
@@ -178,7 +185,8 @@ class _Translation:
     def disk_space(self, i, space):
         where = space_where(i, space)
         size = space.get("size")
-        volumes = space.get("volumes", [])
+        # fuel-agent's schema required the list on every disk; Nailgun always writes one.
+        volumes = space.get("volumes")
         if not _is_num(size) or not isinstance(volumes, list):
             self.problem(where, "a disk space needs a numeric size (MiB) and a volumes list")
             return
@@ -186,8 +194,10 @@ class _Translation:
             self.problem(where, "id must be a string (a kernel name or a disk/by-path, "
                                 "disk/by-id link)")
             return
+        if self.fractional(where, size):
+            return
         if size <= 0:
-            LOG.info("%s: size 0, disk not used", where)
+            LOG.info("%s: size %s MiB, disk not used", where, size)
             return
         self.check_sizes(where, volumes)
         used = _used(volumes)
@@ -273,6 +283,8 @@ class _Translation:
         for j, vol in enumerate(volumes):
             if not isinstance(vol, dict) or not _is_num(vol.get("size")):
                 continue
+            if self.fractional(f"{where} volumes[{j}]", vol["size"]):
+                continue
             if vol["size"] < 0:
                 # Nailgun writes these when its allocation did not fit; fuel-agent skipped them.
                 self.warn(f"{where} volumes[{j}]", f"negative size {vol['size']} MiB (Nailgun "
@@ -281,11 +293,18 @@ class _Translation:
                 self.problem(f"{where} volumes[{j}]", f"root filesystem of {vol['size']} MiB: "
                              "must be less than 16 TiB (as fuel-agent required)")
 
+    def fractional(self, where, size):
+        if size == int(size):
+            return False
+        self.problem(where, f"size {size} MiB is not a whole number of MiB (fuel-agent's schema "
+                            "required integers)")
+        return True
+
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
         if vol.get("keep_data") and kind == "raid" and _mounted(vol):
-            self.problem(vwhere, keep_refused(kind))
+            self.refuse(vwhere, keep_refused(kind), vol)
             return None
         pid = f"d{n}-v{j}"
         part = {"id": pid, "size": int(vol["size"]), "origin": vwhere}
@@ -293,6 +312,7 @@ class _Translation:
             fs_type = vol.get("file_system") or "xfs"
             guid = vol.get("partition_guid")
             if self.bad_guid(vwhere, guid):
+                self.refused_mounts.add(vol.get("mount"))
                 return None
             if guid:
                 part.update(type="custom", type_guid=guid)
@@ -331,8 +351,8 @@ class _Translation:
                 part["keep"] = True
             self.pvs.setdefault(vg, []).append([pid, part, meta])
         else:
-            self.problem(vwhere, f"unknown volume type {kind!r} (partition, raid, pv, boot, "
-                                 "lvm_meta_pool)")
+            self.refuse(vwhere, f"unknown volume type {kind!r} (partition, raid, pv, boot, "
+                                "lvm_meta_pool)", vol)
             return None
         return part
 
@@ -433,7 +453,7 @@ class _Translation:
     def vg_space(self, i, space):
         where = space_where(i, space)
         name = space.get("id")
-        volumes = space.get("volumes", [])
+        volumes = space.get("volumes")
         if not name or not isinstance(volumes, list):
             self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
             return
@@ -447,13 +467,13 @@ class _Translation:
             if vol["size"] <= 0:
                 continue
             if vol.get("type") != "lv":
-                self.problem(vwhere, f"volume type {vol.get('type')!r} in a vg space; only lv")
+                self.refuse(vwhere, f"volume type {vol.get('type')!r} in a vg space; only lv", vol)
                 continue
             if not vol.get("name"):
-                self.problem(vwhere, "an lv needs a name")
+                self.refuse(vwhere, "an lv needs a name", vol)
                 continue
             if vol.get("keep_data") and name not in self.kept_vgs:
-                self.problem(vwhere, keep_refused("lv"))
+                self.refuse(vwhere, keep_refused("lv"), vol)
                 continue
             lid = f"lv-{_slug(name)}-{_slug(vol['name'])}"[:63]
             lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),

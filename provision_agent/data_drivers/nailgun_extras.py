@@ -12,7 +12,7 @@ MAX_KEYS = 256
 MAX_KEYS_CHARS = 256 * 1024
 
 
-def images(ks_meta, filesystems, problem):
+def images(ks_meta, filesystems, problem, refused=()):
     """image_data maps a mount point to a filesystem image written onto that mount's device.
 
     Fuel's image_data has no checksum (Fuel fetched md5s from a side file at run time), so the
@@ -38,7 +38,8 @@ def images(ks_meta, filesystems, problem):
             continue
         fs = by_mount.get(mount)
         if fs is None:
-            problem(where, f"no volume in ks_spaces mounts {mount}")
+            if mount not in refused:        # else the volume's own problem says why
+                problem(where, f"no volume in ks_spaces mounts {mount}")
             continue
         fmt = im.get("format")
         if fmt and fmt != fs["type"]:

@@ -205,3 +205,38 @@ def test_interface_fields_that_are_not_addresses_are_refused_at_their_place(tmp_
     net = json_plan(tmp_path, doc)
     (step,) = [s for s in net["steps"] if s["kind"] == "configdrive"]
     assert step["args"]["network_data"]["networks"][0]["netmask"] == "255.255.0.0"
+
+
+# --- item 8: the small ones ---------------------------------------------------------------
+
+def test_a_disk_space_without_volumes_is_reported_at_its_place(tmp_path):
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, ROOT_PART]), disk("sdb", SATA_MIB, [])])
+    del doc["ks_meta"]["pm_data"]["ks_spaces"][1]["volumes"]
+    assert refused(tmp_path, doc) == [
+        "ks_spaces[1] (sdb): a disk space needs a numeric size (MiB) and a volumes list"]
+
+
+def test_a_refused_root_lv_is_not_also_reported_as_a_missing_mount(tmp_path):
+    lvs = copy.deepcopy(OS_VG)
+    lvs["volumes"][0]["keep_data"] = True           # the os VG is not kept: refused
+    doc = fuel([os_disk("sda", SATA_MIB), os_disk("sdb", SATA_MIB), lvs])
+    (problem,) = refused(tmp_path, doc)
+    assert problem.startswith("ks_spaces[2] (os) volumes[0]: keep_data on a logical volume")
+
+
+def test_a_negative_disk_size_is_logged_as_it_is(tmp_path):
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, ROOT_PART]), disk("sdb", -1, [BOOT])])
+    rc, _, err = run_cli(tmp_path, doc, "fuel-three-disks", extra=["--data_driver", "nailgun"])
+    assert rc == 0 and "ks_spaces[1] (sdb): size -1 MiB, disk not used\n" in err, err
+
+
+def test_fractional_sizes_are_refused_as_fuel_agent_refused_them(tmp_path):
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, dict(ROOT_PART, size=2000.5),
+                                       {"type": "pv", "vg": "os", "size": 1000.0}]),
+                disk("sdb", SATA_MIB + 0.25, [BOOT, {"type": "partition", "mount": "/srv",
+                                                     "size": 100}])])
+    assert refused(tmp_path, doc) == [
+        "ks_spaces[0] (sda) volumes[1]: size 2000.5 MiB is not a whole number of MiB "
+        "(fuel-agent's schema required integers)",
+        "ks_spaces[1] (sdb): size 476940.25 MiB is not a whole number of MiB (fuel-agent's "
+        "schema required integers)"]
