@@ -1,34 +1,82 @@
-"""Run commands inside the target root with the host's /dev /proc /sys /run bound in.
+"""Run the image's own tools (update-initramfs, grub-install, grub-mkconfig, dracut) inside
+the target root.
 
-grub-install, update-initramfs and friends need real device nodes and sysfs to find disks; the
-binds are always undone, also when the body fails, so the target can be unmounted afterwards.
+Those tools run as root, and so do the hooks the image ships with them: what they can reach
+of the ramdisk, a hostile image can change. So the target gets:
+
+- /dev and /sys bound in: grub-install and update-initramfs find disks, md arrays and LVM
+  through device nodes and sysfs.
+- a /run of its own (a tmpfs), not the ramdisk's: that holds the conductor's job directory
+  (/run/provision-ironic/<node>/: input, events, log, exit code) and the agent's files. The
+  udev database (/run/udev/data, tags, links: what `udevadm info` and libudev read) is copied
+  in, not bound: a bind would put the ramdisk's /run tmpfs itself inside the target.
+- no /proc of the ramdisk: each command runs in its own PID namespace with a fresh /proc
+  (`unshare --pid --fork --mount-proc`), so /proc/1/root is the target's root and not the
+  ramdisk's, no ramdisk process can be seen or signalled, and whatever the command leaves
+  running dies with it (--kill-child also when the runner's timeout stops it). /proc/mdstat,
+  /proc/partitions and /proc/self/mountinfo read as before.
+
+This is not a sandbox: root keeps its capabilities in the chroot (docs/security.md says what
+it can still reach). The binds and the tmpfs are always undone, also when the body fails, so
+the target can be unmounted afterwards.
 """
 
 import contextlib
 import logging
 import os
+import shutil
+import stat
 
 from provision_agent.drivers import target
 
 LOG = logging.getLogger(__name__)
 
-BINDS = ("dev", "proc", "sys", "run")
+BINDS = ("dev", "sys")
+UDEV_DB = "/run/udev"
+UDEV_PARTS = ("data", "tags", "links")
+# made in the target's /run: tools expect the usual layout (lvm's locks live in /run/lock)
+RUN_DIRS = ("/run/lock", "/run/udev")
 
 
 @contextlib.contextmanager
-def bound(runner, root):
-    """Bind-mount BINDS into root for the body; unmount them in reverse order afterwards."""
+def bound(runner, root, udev_db=UDEV_DB):
+    """Bind BINDS into root and give it a /run of its own for the body; undo it afterwards."""
     done = []
     try:
         for name in BINDS:
             where = target.makedirs(root, "/" + name)
             runner.run(["mount", "--bind", f"/{name}", where])
             done.append(where)
+        where = target.makedirs(root, "/run")
+        runner.run(["mount", "-t", "tmpfs", "-o", "mode=755,nosuid,nodev", "tmpfs", where])
+        done.append(where)
+        for path in RUN_DIRS:
+            target.makedirs(root, path)
+        _copy_udev_db(udev_db, target.resolve(root, "/run/udev"))
+        target.makedirs(root, "/proc")
         yield Chroot(runner, root)
     finally:
         for where in reversed(done):
             # lazy: a leftover process holding /dev must not make the whole step fail here
             runner.run(["umount", "--lazy", where], check=False)
+
+
+def _copy_udev_db(source, dest):
+    """Directories, regular files and links only (its control socket would tell tools that a
+    udev answers there)."""
+    for part in UDEV_PARTS:
+        src = os.path.join(source, part)
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(dest, part), symlinks=True, ignore=_special,
+                            dirs_exist_ok=True)
+
+
+def _special(directory, names):
+    return [n for n in names if not _plain(os.lstat(os.path.join(directory, n)).st_mode)]
+
+
+def _plain(mode):
+    return stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
 class Chroot:
@@ -43,5 +91,11 @@ class Chroot:
                 return True
         return False
 
+    def argv(self, argv):
+        """The command line that runs argv in the target, in a PID namespace of its own."""
+        proc = target.resolve(self.root, "/proc")
+        return ["unshare", "--pid", "--fork", "--kill-child", f"--mount-proc={proc}",
+                "chroot", self.root, *argv]
+
     def run(self, argv, **kw):
-        return self.runner.run(["chroot", self.root, *argv], **kw)
+        return self.runner.run(self.argv(argv), **kw)

@@ -43,7 +43,7 @@ def test_chroot_unmounts_on_failure(tmp_path):
         with chroot.bound(r, str(tmp_path)):
             raise ValueError("x")
     umounts = [c[-1] for c in r.calls if c[0] == "umount"]
-    assert umounts == [str(tmp_path / n) for n in reversed(chroot.BINDS)]
+    assert umounts == [str(tmp_path / n) for n in ("run", "sys", "dev")]
 
 
 def test_chroot_unmounts_what_was_mounted_when_a_bind_fails(tmp_path):
@@ -51,8 +51,7 @@ def test_chroot_unmounts_what_was_mounted_when_a_bind_fails(tmp_path):
     with pytest.raises(RuntimeError):
         with chroot.bound(r, str(tmp_path)):
             pass
-    assert [c[-1] for c in r.calls if c[0] == "umount"] == [str(tmp_path / "proc"),
-                                                            str(tmp_path / "dev")]
+    assert [c[-1] for c in r.calls if c[0] == "umount"] == [str(tmp_path / "dev")]
 
 
 def _exe(root, rel):
@@ -69,10 +68,11 @@ def test_initramfs_tool_detected(tmp_path):
         initramfs.regenerate(ch)
     _exe(tmp_path, "usr/bin/dracut")
     initramfs.regenerate(ch)
-    assert r.calls[-1][:3] == ["chroot", str(tmp_path), "dracut"]
+    inside = r.calls[-1][r.calls[-1].index("chroot"):]
+    assert inside[:3] == ["chroot", str(tmp_path), "dracut"]
     _exe(tmp_path, "usr/sbin/update-initramfs")
     initramfs.regenerate(ch)
-    assert r.calls[-1][2] == "update-initramfs"
+    assert r.calls[-1][r.calls[-1].index("chroot") + 2] == "update-initramfs"
 
 
 def test_cmdline_replaces_existing_and_sets_root_uuid(tmp_path):
@@ -142,7 +142,7 @@ def test_esp_copies_get_the_esp_in_uefi_mode_only(tmp_path, mode):
     assert mounts and mounts[0][3] == "/dev/vdb1"
     staging = mounts[0][4]
     assert copies == [["cp", "-rL", f"{tmp_path}/boot/efi/.", staging]]
-    order = [c[0] if c[0] != "chroot" else c[2] for c in r.calls]
+    order = [c[c.index("chroot") + 2] if "chroot" in c else c[0] for c in r.calls]
     assert order.index("cp") > max(i for i, c in enumerate(order) if c.startswith("grub-"))
     assert ["umount", staging] in r.calls
 

@@ -1,0 +1,56 @@
+"""What the image's tools get of the ramdisk in the chroot (issue 30, finding 2, ramdisk
+part): /dev and /sys, a /run of their own with a copy of the udev database (never the
+ramdisk's /run, where the conductor's job files live) and, per command, a PID namespace with
+a fresh /proc (never the ramdisk's, whose /proc/1/root is the ramdisk's root). The runner is
+faked; tests/functional/test_chroot_reach.py runs it for real."""
+
+import os
+import socket
+
+from provision_agent.drivers import bootloader, chroot
+from tests.unit.fakes import FakeRunner
+
+
+def _udev_db(tmp_path):
+    db = tmp_path / "udev"
+    (db / "data").mkdir(parents=True)
+    (db / "data" / "b252:0").write_text("E:ID_SERIAL=disk0\n")
+    (db / "tags" / "systemd").mkdir(parents=True)
+    (db / "tags" / "systemd" / "b252:0").write_text("")
+    control = socket.socket(socket.AF_UNIX)
+    control.bind(str(db / "control"))
+    control.close()
+    return db
+
+
+def test_the_target_gets_dev_sys_and_a_run_of_its_own_never_the_ramdisks(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    r = FakeRunner()
+    with chroot.bound(r, str(root), udev_db=str(_udev_db(tmp_path))):
+        mounted = r.lines()
+    assert mounted == [f"mount --bind /dev {root}/dev", f"mount --bind /sys {root}/sys",
+                       f"mount -t tmpfs -o mode=755,nosuid,nodev tmpfs {root}/run"]
+    assert not [line for line in r.lines() if "/proc" in line or "--bind /run" in line]
+    copied = root / "run" / "udev"
+    assert (copied / "data" / "b252:0").read_text() == "E:ID_SERIAL=disk0\n"
+    assert (copied / "tags" / "systemd" / "b252:0").exists()
+    assert not os.path.lexists(copied / "control")
+    assert (root / "run" / "lock").is_dir() and (root / "proc").is_dir()
+
+
+def test_every_command_in_the_target_runs_in_its_own_pid_namespace_and_proc(tmp_path):
+    root = tmp_path / "root"
+    for tool in ("usr/sbin/update-initramfs", "usr/sbin/grub-install", "usr/sbin/grub-mkconfig"):
+        (root / tool).parent.mkdir(parents=True, exist_ok=True)
+        (root / tool).write_text("")
+        (root / tool).chmod(0o755)
+    r = FakeRunner()
+    bootloader.install(r, str(root), {"boot_mode": "bios", "targets": ["/dev/vda"]})
+    inside = [c for c in r.calls if "chroot" in c]
+    assert [c[c.index("chroot") + 2] for c in inside] == [
+        "update-initramfs", "grub-install", "grub-mkconfig"]
+    for argv in inside:
+        assert argv[:argv.index("chroot") + 2] == [
+            "unshare", "--pid", "--fork", "--kill-child", f"--mount-proc={root}/proc",
+            "chroot", str(root)]
