@@ -87,10 +87,11 @@ def resolve(layout, disks):
             continue
         dev = found[0]
         if dev["name"] in taken:
-            problems.append(Problem(disk.origin or disk.id,
-                                    f"{dev['name']} is already matched by disk {taken[dev['name']]!r}"))
+            other = taken[dev["name"]]
+            problems.append(Problem(disk.origin or disk.id, f"{dev['name']} is already matched "
+                                                            f"by {other.origin or other.id}"))
             continue
-        taken[dev["name"]] = disk.id
+        taken[dev["name"]] = disk
         res.matched_by[disk.id] = _hint_text(hints)
         if tie:
             res.matched_by[disk.id] += f", tie broken by {_hint_text(tie[1])}"

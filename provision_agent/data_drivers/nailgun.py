@@ -18,7 +18,9 @@ from provision_agent.data_drivers.nailgun_shape import used as _used
 from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
                                                          wants_configdrive)
 from provision_agent.data_drivers.nailgun_hints import disk_hints
+from provision_agent.data_drivers.nailgun_places import fuel_problem
 from provision_agent.errors import InputError, Problem
+from provision_agent.units import MAX_BYTES, MiB
 
 LOG = logging.getLogger(__name__)
 
@@ -37,11 +39,19 @@ MIN_LVM_META_MIB = 10
 MAX_ROOT_MIB = 16 * 1024 * 1024
 # fuel-agent: "No more than 10GB will be allocated to a single journal partition".
 CEPH_JOURNAL_MAX_MIB = 10240
+# The native format's filesystem types and its bound on sizes, in MiB.
+FS_TYPES = native.schema()["$defs"]["filesystem"]["properties"]["type"]["enum"]
+MAX_MIB = MAX_BYTES // MiB
 GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
 def _slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "x"
+
+
+def _shown(value):
+    """A value quoted in a message when short; the document may hold megabytes there."""
+    return repr(value) if len(repr(value)) <= 40 else "this value"
 
 
 def _mounted(vol):
@@ -90,7 +100,11 @@ def kept_volume_groups(spaces):
 class NailgunDriver(DataDriver):
     def layout(self):
         self.warnings = []
-        layout = native.NativeDriver(self.native_document()).layout()
+        doc = self.native_document()
+        try:
+            layout = native.NativeDriver(doc).layout()
+        except InputError as exc:
+            raise InputError([fuel_problem(doc, p) for p in exc.problems]) from None
         layout.warnings += self.warnings
         return layout
 
@@ -116,6 +130,7 @@ class _Translation:
         self.pvs = {}                # vg name → [(partition id, usable MiB)]
         self.configdrive_placed = False
         self.refused_mounts = set()
+        self.vg_spaces = {}          # VG name → the space that describes it
 
     def problem(self, where, msg):
         self.problems.append(Problem(where, msg))
@@ -164,7 +179,7 @@ class _Translation:
         for name, pvs in self.pvs.items():
             if name not in named:
                 # Fuel creates the VG even when no vg space lists volumes for it.
-                self.vgs.append({"id": f"vg-{_slug(name)}"[:63], "name": name,
+                self.vgs.append({"id": self.vg_id(name), "name": name,
                                  "pvs": [pid for pid, _, _ in pvs],
                                  "origin": pvs[0][1]["origin"]})
         if not self.disks:
@@ -173,12 +188,21 @@ class _Translation:
             return {}
         doc = {"version": 1, "disks": self.disks, "raids": self.raids,
                "volume_groups": self.vgs, "filesystems": self.filesystems}
-        doc["images"] = images(ks_meta, self.filesystems, self.problem, self.refused_mounts)
+        doc["images"] = images(ks_meta, self.filesystems, self.problem, self.refused_mounts,
+                               self.kept_devices())
         doc["bootloader"] = bootloader(pm_data)
         if self.want_configdrive:
             doc["configdrive"] = configdrive(self.data, "configdrive" if self.configdrive_placed
                                              else None, self.problem)
         return doc
+
+    def kept_devices(self):
+        """Device id → why its data is kept, for image_data to name in Fuel's terms."""
+        kept = {p["id"]: "keeps its data (keep_data)" for d in self.disks
+                for p in d["partitions"] if p.get("keep")}
+        kept.update({lv["id"]: "is in a volume group kept with keep_data" for vg in self.vgs
+                     if vg.get("keep") for lv in vg.get("logical_volumes", [])})
+        return kept
 
     # --- disk spaces -------------------------------------------------------------------------
 
@@ -199,8 +223,8 @@ class _Translation:
         if size <= 0:
             LOG.info("%s: size %s MiB, disk not used", where, size)
             return
-        self.check_sizes(where, volumes)
-        used = _used(volumes)
+        refused = self.check_sizes(where, volumes)
+        used = [(j, v) for j, v in _used(volumes) if j not in refused]
         bad = [j for j, v in enumerate(volumes) if not isinstance(v, dict)
                or not _is_num(v.get("size"))]
         for j in bad:
@@ -280,10 +304,19 @@ class _Translation:
         return vol.get("type") == "pv" and vol.get("vg") in self.kept_vgs
 
     def check_sizes(self, where, volumes):
+        """The indexes of the volumes whose size is refused (each reported here)."""
+        refused = set()
         for j, vol in enumerate(volumes):
             if not isinstance(vol, dict) or not _is_num(vol.get("size")):
                 continue
             if self.fractional(f"{where} volumes[{j}]", vol["size"]):
+                self.refused_mounts.add(vol.get("mount"))
+                refused.add(j)
+                continue
+            if vol["size"] > MAX_MIB:
+                # The native format's bound too; said here, before the sums that would echo it.
+                self.refuse(f"{where} volumes[{j}]", "size larger than any disk (8 EiB)", vol)
+                refused.add(j)
                 continue
             if vol["size"] < 0:
                 # Nailgun writes these when its allocation did not fit; fuel-agent skipped them.
@@ -292,6 +325,7 @@ class _Translation:
             if vol.get("mount") == "/" and vol["size"] > MAX_ROOT_MIB:
                 self.problem(f"{where} volumes[{j}]", f"root filesystem of {vol['size']} MiB: "
                              "must be less than 16 TiB (as fuel-agent required)")
+        return refused
 
     def fractional(self, where, size):
         if size == int(size):
@@ -416,7 +450,15 @@ class _Translation:
                  last["origin"], excess)
         last["size"] -= excess
 
+    def vg_id(self, name):
+        # Numbered: names that differ may have the same slug ("a." and "a").
+        return f"vg{len(self.vgs)}-{_slug(name)}"[:63]
+
     def add_fs(self, device, fs_type, mount, vol, where):
+        if fs_type not in FS_TYPES:
+            self.refuse(where, f"file_system {_shown(fs_type)} is not one provision makes "
+                               f"({', '.join(FS_TYPES)})", vol)
+            return
         fs = {"device": device, "type": fs_type, "origin": where}
         if mount:
             fs["mount"] = mount
@@ -457,14 +499,19 @@ class _Translation:
         if not name or not isinstance(volumes, list):
             self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
             return
+        if name in self.vg_spaces:
+            self.problem(where, f"a second vg space for volume group {_shown(name)} (the first "
+                                f"is {self.vg_spaces[name]})")
+            return
+        self.vg_spaces[name] = where
         lvs = []
-        self.check_sizes(where, volumes)
+        refused = self.check_sizes(where, volumes)
         for j, vol in enumerate(volumes):
             vwhere = f"{where} volumes[{j}]"
             if not isinstance(vol, dict) or not _is_num(vol.get("size")):
                 self.problem(vwhere, "a volume needs a type and a numeric size (MiB)")
                 continue
-            if vol["size"] <= 0:
+            if vol["size"] <= 0 or j in refused:
                 continue
             if vol.get("type") != "lv":
                 self.refuse(vwhere, f"volume type {vol.get('type')!r} in a vg space; only lv", vol)
@@ -475,7 +522,7 @@ class _Translation:
             if vol.get("keep_data") and name not in self.kept_vgs:
                 self.refuse(vwhere, keep_refused("lv"), vol)
                 continue
-            lid = f"lv-{_slug(name)}-{_slug(vol['name'])}"[:63]
+            lid = f"lv{i}-{j}-{_slug(vol['name'])}"[:63]
             lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),
                         "origin": vwhere})
             fs_type = vol.get("file_system") or "xfs"
@@ -497,7 +544,7 @@ class _Translation:
         if need > capacity:
             self.problem(where, f"logical volumes need {need} MiB but the pv volumes give "
                                 f"{capacity} MiB after LVM metadata")
-        vg = {"id": f"vg-{_slug(name)}"[:63], "name": name, "pvs": [pid for pid, _, _ in pvs],
+        vg = {"id": self.vg_id(name), "name": name, "pvs": [pid for pid, _, _ in pvs],
               "logical_volumes": lvs, "origin": where}
         if name in self.kept_vgs:
             vg["keep"] = True

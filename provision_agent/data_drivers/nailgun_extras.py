@@ -12,12 +12,14 @@ MAX_KEYS = 256
 MAX_KEYS_CHARS = 256 * 1024
 
 
-def images(ks_meta, filesystems, problem, refused=()):
+def images(ks_meta, filesystems, problem, refused=(), kept=None):
     """image_data maps a mount point to a filesystem image written onto that mount's device.
 
     Fuel's image_data has no checksum (Fuel fetched md5s from a side file at run time), so the
     images are written unverified: allow_no_checksum is set, and docs/nailgun-mapping.md says so.
+    refused: mounts whose volume was refused; kept: device id → why its data is kept.
     """
+    kept = kept or {}
     data = ks_meta.get("image_data")
     if not data:
         old = " (the pre-2014 image_uri is not supported)" if ks_meta.get("image_uri") else ""
@@ -40,6 +42,10 @@ def images(ks_meta, filesystems, problem, refused=()):
         if fs is None:
             if mount not in refused:        # else the volume's own problem says why
                 problem(where, f"no volume in ks_spaces mounts {mount}")
+            continue
+        if fs["device"] in kept:
+            problem(where, f"{fs['origin']} {kept[fs['device']]}, so no image can be written "
+                           "to it")
             continue
         fmt = im.get("format")
         if fmt and fmt != fs["type"]:

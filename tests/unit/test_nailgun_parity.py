@@ -3,6 +3,7 @@ refused and named, on documents shaped like Nailgun's."""
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -240,3 +241,62 @@ def test_fractional_sizes_are_refused_as_fuel_agent_refused_them(tmp_path):
         "(fuel-agent's schema required integers)",
         "ks_spaces[1] (sdb): size 476940.25 MiB is not a whole number of MiB (fuel-agent's "
         "schema required integers)"]
+
+
+# --- item 4: every message names Fuel's place, never a native path or an internal id -----
+
+INTERNAL = re.compile(r"\$\.|'(d[0-9]+-|lv-|vg-|md-)")
+
+
+def fuel_places_only(problems):
+    assert problems and not [p for p in problems if INTERNAL.search(p)], problems
+    return problems
+
+
+SRV = {"type": "partition", "mount": "/srv", "file_system": "xfs", "size": 100}
+
+
+@pytest.mark.parametrize("srv, expected", [
+    (dict(SRV, file_system="zfs"), "ks_spaces[0] (sda) volumes[2]: file_system 'zfs' is not "
+                                   "one provision makes (ext2, ext3, ext4, xfs, vfat, btrfs, "
+                                   "swap)"),
+    (dict(SRV, mount="srv"), "ks_spaces[0] (sda) volumes[2].mount: 'srv' is not valid here: "
+                             "expected an absolute path such as /var/lib"),
+    (dict(SRV, disk_label="a-label-too-long-for-any"),
+     "ks_spaces[0] (sda) volumes[2].disk_label: longer than 16 characters"),
+    (dict(SRV, size=10 ** 20), "ks_spaces[0] (sda) volumes[2]: size larger than any disk "
+                               "(8 EiB)"),
+])
+def test_what_the_native_checks_refuse_is_named_at_fuels_place(tmp_path, srv, expected):
+    doc = fuel([disk("sda", SATA_MIB, [BOOT, ROOT_PART, srv])])
+    assert fuel_places_only(refused(tmp_path, doc)) == [expected]
+
+
+def test_an_image_onto_kept_data_names_the_kept_volume(tmp_path):
+    doc = fuel([os_disk("sda", SATA_MIB), os_disk("sdb", SATA_MIB, [SRV]), copy.deepcopy(OS_VG)])
+    pm = doc["ks_meta"]["pm_data"]["ks_spaces"]
+    pm[1]["volumes"][3]["keep_data"] = True          # /srv on sdb
+    pm[0]["volumes"][2]["keep_data"] = True          # a pv of os: the VG and root are kept
+    doc["ks_meta"]["image_data"]["/srv"] = {"uri": "http://10.20.0.2:8080/srv.img",
+                                            "format": "xfs", "container": "raw"}
+    assert fuel_places_only(refused(tmp_path, doc)) == [
+        "ks_meta.image_data['/']: ks_spaces[2] (os) volumes[0] is in a volume group kept with "
+        "keep_data, so no image can be written to it",
+        "ks_meta.image_data['/srv']: ks_spaces[1] (sdb) volumes[3] keeps its data (keep_data), "
+        "so no image can be written to it"]
+
+
+def test_duplicates_name_fuels_places(tmp_path):
+    lvs = copy.deepcopy(OS_VG)
+    lvs["volumes"].append({"type": "lv", "name": "root.", "mount": "/opt", "size": 100})
+    doc = fuel([os_disk("sda", SATA_MIB), os_disk("sdb", SATA_MIB), lvs,
+                dict(copy.deepcopy(OS_VG), volumes=[])])
+    assert fuel_places_only(refused(tmp_path, doc)) == [
+        "ks_spaces[3] (os): a second vg space for volume group 'os' (the first is "
+        "ks_spaces[2] (os))"]
+    doc["ks_meta"]["pm_data"]["ks_spaces"][3] = disk("x", SATA_MIB, [BOOT, SRV],
+                                                     extra=["disk/by-path/pci-0000:00:1f.2-ata-1"])
+    rc, _, err = run_cli(tmp_path, doc, "fuel-three-disks", extra=["--data_driver", "nailgun"])
+    (problem,) = fuel_places_only([line for line in err.splitlines() if line.startswith("  - ")])
+    assert rc == 3 and problem == "  - ks_spaces[3] (x): /dev/sda is already matched by " \
+                                  "ks_spaces[0] (sda)"
