@@ -14,7 +14,9 @@ from provision_agent.data_drivers import nailgun_shape, native
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.data_drivers.nailgun_boot import fuel_boot_disk, nvme_boot_problem
 from provision_agent.data_drivers.nailgun_shape import is_num as _is_num, space_where
+from provision_agent.data_drivers.nailgun_shape import shown as _shown, slug as _slug
 from provision_agent.data_drivers.nailgun_shape import used as _used
+from provision_agent.data_drivers.nailgun_vg import VgSpaces, keep_refused, kept_volume_groups
 from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
                                                          wants_configdrive)
 from provision_agent.data_drivers.nailgun_hints import disk_hints
@@ -45,15 +47,6 @@ MAX_MIB = MAX_BYTES // MiB
 GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
-def _slug(text):
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "x"
-
-
-def _shown(value):
-    """A value quoted in a message when short; the document may hold megabytes there."""
-    return repr(value) if len(repr(value)) <= 40 else "this value"
-
-
 def _mounted(vol):
     return vol.get("mount") not in (None, "", "none")
 
@@ -74,27 +67,6 @@ def _named(spaces, name):
     return [v for s in spaces if isinstance(s, dict) and s.get("type") == "disk"
             and isinstance(s.get("volumes"), list)
             for _, v in _used(s["volumes"]) if v.get("name") == name]
-
-
-def keep_refused(kind):
-    if kind == "lv":
-        return ("keep_data on a logical volume whose volume group is not kept: put keep_data "
-                "on the group's pv volumes to keep the group with all its logical volumes, as "
-                "fuel-agent did; alone it is refused, because the plan would re-create the "
-                "group and format this volume")
-    return ("keep_data on an md array member: keeping RAID data is not supported yet (the plan "
-            "would re-create the array and format it); refused so that nothing Fuel keeps is "
-            "wiped. Remove keep_data to let this data be destroyed, or keep it on a partition "
-            "or an LVM volume group")
-
-
-def kept_volume_groups(spaces):
-    """Names of the VGs a pv volume with keep_data keeps: fuel-agent kept the whole group,
-    with every one of its physical volumes and logical volumes."""
-    return {vol.get("vg") for space in spaces if isinstance(space, dict)
-            and space.get("type") == "disk" and isinstance(space.get("volumes"), list)
-            for vol in space["volumes"] if isinstance(vol, dict) and vol.get("type") == "pv"
-            and vol.get("keep_data") and _is_num(vol.get("size")) and vol["size"] > 0}
 
 
 class NailgunDriver(DataDriver):
@@ -120,7 +92,7 @@ class NailgunDriver(DataDriver):
         return doc
 
 
-class _Translation:
+class _Translation(VgSpaces):
     def __init__(self, data):
         self.data = data
         self.problems = []
@@ -130,7 +102,7 @@ class _Translation:
         self.pvs = {}                # vg name → [(partition id, usable MiB)]
         self.configdrive_placed = False
         self.refused_mounts = set()
-        self.vg_spaces = {}          # VG name → the space that describes it
+        self.vg_where = {}           # VG name → the space that describes it
 
     def problem(self, where, msg):
         self.problems.append(Problem(where, msg))
@@ -172,16 +144,7 @@ class _Translation:
             elif space["type"] == "disk":
                 self.disk_space(i, space)
         self.build_raids()
-        for i, space in enumerate(spaces):
-            if isinstance(space, dict) and space.get("type") == "vg":
-                self.vg_space(i, space)
-        named = {vg["name"] for vg in self.vgs}
-        for name, pvs in self.pvs.items():
-            if name not in named:
-                # Fuel creates the VG even when no vg space lists volumes for it.
-                self.vgs.append({"id": self.vg_id(name), "name": name,
-                                 "pvs": [pid for pid, _, _ in pvs],
-                                 "origin": pvs[0][1]["origin"]})
+        self.vg_spaces(spaces)
         if not self.disks:
             if not self.problems:      # otherwise the spaces' own problems say why
                 self.problem("ks_meta.pm_data.ks_spaces", "no disk space has a volume to create")
@@ -385,7 +348,7 @@ class _Translation:
                 part["keep"] = True
             self.pvs.setdefault(vg, []).append([pid, part, meta])
         else:
-            self.refuse(vwhere, f"unknown volume type {kind!r} (partition, raid, pv, boot, "
+            self.refuse(vwhere, f"unknown volume type {_shown(kind)} (partition, raid, pv, boot, "
                                 "lvm_meta_pool)", vol)
             return None
         return part
@@ -450,10 +413,6 @@ class _Translation:
                  last["origin"], excess)
         last["size"] -= excess
 
-    def vg_id(self, name):
-        # Numbered: names that differ may have the same slug ("a." and "a").
-        return f"vg{len(self.vgs)}-{_slug(name)}"[:63]
-
     def add_fs(self, device, fs_type, mount, vol, where):
         if fs_type not in FS_TYPES:
             self.refuse(where, f"file_system {_shown(fs_type)} is not one provision makes "
@@ -489,63 +448,3 @@ class _Translation:
 
     def _fs_or_swap(self, device, fs_type, mount, vol, where):
         self.add_fs(device, fs_type, None if fs_type == "swap" else mount, vol, where)
-
-    # --- vg spaces ---------------------------------------------------------------------------
-
-    def vg_space(self, i, space):
-        where = space_where(i, space)
-        name = space.get("id")
-        volumes = space.get("volumes")
-        if not name or not isinstance(volumes, list):
-            self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
-            return
-        if name in self.vg_spaces:
-            self.problem(where, f"a second vg space for volume group {_shown(name)} (the first "
-                                f"is {self.vg_spaces[name]})")
-            return
-        self.vg_spaces[name] = where
-        lvs = []
-        refused = self.check_sizes(where, volumes)
-        for j, vol in enumerate(volumes):
-            vwhere = f"{where} volumes[{j}]"
-            if not isinstance(vol, dict) or not _is_num(vol.get("size")):
-                self.problem(vwhere, "a volume needs a type and a numeric size (MiB)")
-                continue
-            if vol["size"] <= 0 or j in refused:
-                continue
-            if vol.get("type") != "lv":
-                self.refuse(vwhere, f"volume type {vol.get('type')!r} in a vg space; only lv", vol)
-                continue
-            if not vol.get("name"):
-                self.refuse(vwhere, "an lv needs a name", vol)
-                continue
-            if vol.get("keep_data") and name not in self.kept_vgs:
-                self.refuse(vwhere, keep_refused("lv"), vol)
-                continue
-            lid = f"lv{i}-{j}-{_slug(vol['name'])}"[:63]
-            lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),
-                        "origin": vwhere})
-            fs_type = vol.get("file_system") or "xfs"
-            mount = vol.get("mount")
-            if fs_type == "swap":
-                self.add_fs(lid, "swap", None, vol, vwhere)
-            elif mount and mount != "none":
-                self.add_fs(lid, fs_type, mount, vol, vwhere)
-        pvs = self.pvs.get(name, [])
-        if not pvs and not lvs:
-            return
-        if not pvs:
-            if lvs:
-                self.problem(where, f"volume group {name!r} has logical volumes but no disk "
-                                    "space has a non-empty pv volume for it")
-            return
-        capacity = sum(part["size"] - meta for _, part, meta in pvs)
-        need = sum(lv["size"] for lv in lvs)
-        if need > capacity:
-            self.problem(where, f"logical volumes need {need} MiB but the pv volumes give "
-                                f"{capacity} MiB after LVM metadata")
-        vg = {"id": self.vg_id(name), "name": name, "pvs": [pid for pid, _, _ in pvs],
-              "logical_volumes": lvs, "origin": where}
-        if name in self.kept_vgs:
-            vg["keep"] = True
-        self.vgs.append(vg)

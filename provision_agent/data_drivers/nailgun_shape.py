@@ -1,6 +1,8 @@
 """The types of the parts of Fuel's provision.json that the nailgun driver reads (shape.py
 says why and how they are checked), and places named as the translation names them."""
 
+import re
+
 import jsonschema
 
 from provision_agent.data_drivers import shape
@@ -52,6 +54,15 @@ _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 # Fuel's reservations: `boot` is the space of the bios_grub and UEFI partitions, the other one
 # fuel-agent ignored.
 IGNORED_TYPES = ("boot", "lvm_meta_pool")
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-.") or "x"
+
+
+def shown(value):
+    """A value quoted in a message when short; the document may hold megabytes there."""
+    return repr(value) if len(repr(value)) <= 40 else "this value"
 
 
 def is_num(v):

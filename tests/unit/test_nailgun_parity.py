@@ -87,8 +87,11 @@ def nvme_space(n, ident):
                 name=f"nvme{n}n1", extra=[f"disk/by-id/wwn-{SHARED_WWN}"])
 
 
+NVME1_PATH = "disk/by-path/pci-0000:05:00.0-nvme-1"
+
+
 @pytest.mark.parametrize("ident, rule", [
-    ("disk/by-path/pci-0000:05:00.0-nvme-1", "by_path='/dev/disk/by-path/pci-0000:05:00.0-nvme-1'"),
+    (NVME1_PATH, f"by_path='/dev/{NVME1_PATH}'"),
     (None, "name='/dev/nvme1n1'"),          # id as fuel-agent's fixtures have it: the name
 ])
 def test_disks_sharing_an_extra_link_are_told_apart_by_id_and_name(tmp_path, ident, rule):

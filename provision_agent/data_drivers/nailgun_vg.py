@@ -1,0 +1,106 @@
+"""Fuel's vg spaces and the volume groups their pv volumes make (docs/nailgun-mapping.md,
+"VG spaces" and "Keeping data")."""
+
+from provision_agent.data_drivers.nailgun_shape import is_num as _is_num, space_where
+from provision_agent.data_drivers.nailgun_shape import shown as _shown, slug as _slug
+
+
+def keep_refused(kind):
+    if kind == "lv":
+        return ("keep_data on a logical volume whose volume group is not kept: put keep_data "
+                "on the group's pv volumes to keep the group with all its logical volumes, as "
+                "fuel-agent did; alone it is refused, because the plan would re-create the "
+                "group and format this volume")
+    return ("keep_data on an md array member: keeping RAID data is not supported yet (the plan "
+            "would re-create the array and format it); refused so that nothing Fuel keeps is "
+            "wiped. Remove keep_data to let this data be destroyed, or keep it on a partition "
+            "or an LVM volume group")
+
+
+def kept_volume_groups(spaces):
+    """Names of the VGs a pv volume with keep_data keeps: fuel-agent kept the whole group,
+    with every one of its physical volumes and logical volumes."""
+    return {vol.get("vg") for space in spaces if isinstance(space, dict)
+            and space.get("type") == "disk" and isinstance(space.get("volumes"), list)
+            for vol in space["volumes"] if isinstance(vol, dict) and vol.get("type") == "pv"
+            and vol.get("keep_data") and _is_num(vol.get("size")) and vol["size"] > 0}
+
+
+class VgSpaces:
+    """The vg-space part of the translation (nailgun._Translation): its pv volumes were
+    collected in self.pvs while the disk spaces were read."""
+
+    def vg_spaces(self, spaces):
+        for i, space in enumerate(spaces):
+            if isinstance(space, dict) and space.get("type") == "vg":
+                self.vg_space(i, space)
+        named = {vg["name"] for vg in self.vgs}
+        for name, pvs in self.pvs.items():
+            if name not in named:
+                # Fuel creates the VG even when no vg space lists volumes for it.
+                self.vgs.append({"id": self.vg_id(name), "name": name,
+                                 "pvs": [pid for pid, _, _ in pvs],
+                                 "origin": pvs[0][1]["origin"]})
+
+    def vg_id(self, name):
+        # Numbered: names that differ may have the same slug ("a." and "a").
+        return f"vg{len(self.vgs)}-{_slug(name)}"[:63]
+
+    def vg_space(self, i, space):
+        where = space_where(i, space)
+        name = space.get("id")
+        volumes = space.get("volumes")
+        if not name or not isinstance(volumes, list):
+            self.problem(where, "a vg space needs an id (the VG name) and a volumes list")
+            return
+        if name in self.vg_where:
+            self.problem(where, f"a second vg space for volume group {_shown(name)} (the first "
+                                f"is {self.vg_where[name]})")
+            return
+        self.vg_where[name] = where
+        lvs = []
+        refused = self.check_sizes(where, volumes)
+        for j, vol in enumerate(volumes):
+            vwhere = f"{where} volumes[{j}]"
+            if not isinstance(vol, dict) or not _is_num(vol.get("size")):
+                self.problem(vwhere, "a volume needs a type and a numeric size (MiB)")
+                continue
+            if vol["size"] <= 0 or j in refused:
+                continue
+            if vol.get("type") != "lv":
+                self.refuse(vwhere, f"volume type {_shown(vol.get('type'))} in a vg space; "
+                                    "only lv", vol)
+                continue
+            if not vol.get("name"):
+                self.refuse(vwhere, "an lv needs a name", vol)
+                continue
+            if vol.get("keep_data") and name not in self.kept_vgs:
+                self.refuse(vwhere, keep_refused("lv"), vol)
+                continue
+            lid = f"lv{i}-{j}-{_slug(vol['name'])}"[:63]
+            lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),
+                        "origin": vwhere})
+            fs_type = vol.get("file_system") or "xfs"
+            mount = vol.get("mount")
+            if fs_type == "swap":
+                self.add_fs(lid, "swap", None, vol, vwhere)
+            elif mount and mount != "none":
+                self.add_fs(lid, fs_type, mount, vol, vwhere)
+        pvs = self.pvs.get(name, [])
+        if not pvs and not lvs:
+            return
+        if not pvs:
+            if lvs:
+                self.problem(where, f"volume group {_shown(name)} has logical volumes but no disk "
+                                    "space has a non-empty pv volume for it")
+            return
+        capacity = sum(part["size"] - meta for _, part, meta in pvs)
+        need = sum(lv["size"] for lv in lvs)
+        if need > capacity:
+            self.problem(where, f"logical volumes need {need} MiB but the pv volumes give "
+                                f"{capacity} MiB after LVM metadata")
+        vg = {"id": self.vg_id(name), "name": name, "pvs": [pid for pid, _, _ in pvs],
+              "logical_volumes": lvs, "origin": where}
+        if name in self.kept_vgs:
+            vg["keep"] = True
+        self.vgs.append(vg)
