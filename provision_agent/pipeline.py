@@ -138,6 +138,14 @@ def complete(layout):
     return layout
 
 
+def check_layout(layout):
+    """The checks that need no machine (a layout that cannot boot, ids that do not exist...);
+    raises InputError (2) listing every problem."""
+    problems = validate.check(complete(layout))
+    if problems:
+        raise InputError(problems)
+
+
 def build_plan(layout, disks):
     """Validate and plan; raise InputError (2) or MachineMismatch (3) listing every problem."""
     complete(layout)

@@ -28,6 +28,9 @@ UNSUPPORTED_HINTS = {"wwn_with_extension", "wwn_vendor_extension"}
 DEFAULT_HINTS = {"size": ">= 4"}
 CHECKSUM_ALGOS = ("md5", "sha256", "sha512")
 ROOT_DISK = "root-disk"
+# A layout may size a partition or a logical volume by the flavor: `"size": "root_gb"` takes
+# instance_info.root_gb (a Nova flavor's disk), and so on.
+FLAVOR_SIZES = {"root_gb": "GiB", "swap_mb": "MiB", "ephemeral_gb": "GiB"}
 
 
 _STR = {"type": ["string", "null"], "maxLength": 8192}
@@ -48,9 +51,12 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
 
 class IronicDriver(DataDriver):
     def layout(self):
-        return native.NativeDriver(self.native_document()).layout()
+        layout = native.NativeDriver(self.native_document()).layout()
+        layout.warnings.extend(self.warnings)
+        return layout
 
     def native_document(self):
+        self.warnings = []      # shown with the plan: what of instance_info the layout ignores
         problems, data = shape.check(self.data, _SHAPE, what="Ironic document")
         data = {} if data is None else data
         add = lambda where, msg: problems.append(Problem(where, msg))  # noqa: E731
@@ -77,6 +83,15 @@ class IronicDriver(DataDriver):
             add("layout", "must be a native-format document (an object)")
             return {}
         doc = copy.deepcopy(layout)
+        used = _flavor_sizes(doc, info, add)
+        for key in FLAVOR_SIZES:
+            value = info.get(key)
+            if key not in used and value not in (None, 0, "0", ""):
+                # Nova always sends root_gb; a layout that sizes / itself does not use it.
+                self.warnings.append(
+                    f"instance_info.{key} ({value}) is not used: the layout sizes its volumes "
+                    f"itself (a partition or logical volume with \"size\": \"{key}\" takes "
+                    "it)")
         problems = native.schema_problems(doc)
         for p in problems:
             add("layout" + p.location[1:], p.message)
@@ -93,7 +108,7 @@ class IronicDriver(DataDriver):
                     doc["images"] = [image]
         if "configdrive" not in doc and info.get("configdrive"):
             doc["configdrive"] = _configdrive(info["configdrive"], add)
-        doc.setdefault("bootloader", {"boot_mode": boot_mode, "origin": "boot_mode"})
+        apply_boot_mode(doc, boot_mode, add, where="layout.bootloader.boot_mode")
         return doc
 
     # --- Ironic's classic layouts ----------------------------------------------------------
@@ -162,6 +177,56 @@ class IronicDriver(DataDriver):
         doc["images"] = [image] if image else []
         doc["bootloader"] = {"boot_mode": boot_mode, "origin": "boot_mode"}
         return doc
+
+
+def apply_boot_mode(doc, boot_mode, add, where, create=True):
+    """The layout's grub installs for the mode Ironic boots the node in: a layout that leaves
+    it open (or says auto) gets Ironic's; one that names the other mode is refused, since the
+    machine would boot in Ironic's mode into a bootloader made for the other. create: give a
+    layout without a bootloader section one (grub2)."""
+    bootloader = doc.setdefault("bootloader", {}) if create else doc.get("bootloader")
+    if not isinstance(bootloader, dict) or bootloader.get("type", "grub2") == "none":
+        return
+    given = bootloader.get("boot_mode", "auto")
+    if given == "auto":
+        bootloader["boot_mode"] = boot_mode
+        bootloader.setdefault("origin", "boot_mode")
+    elif given != boot_mode:
+        add(where, f"{given!r}, but Ironic boots this node in {boot_mode!r} (the instance's "
+                   "or the node's capabilities boot_mode, else [deploy]default_boot_mode): "
+                   "make the two agree")
+
+
+def _flavor_sizes(doc, info, add):
+    """Replaces `"size": "root_gb"` (swap_mb, ephemeral_gb) by instance_info's value; returns
+    the keys used."""
+    used = set()
+
+    def take(item, where):
+        key = item.get("size") if isinstance(item, dict) else None
+        if not isinstance(key, str) or key not in FLAVOR_SIZES:
+            return
+        used.add(key)
+        value = _int(info, key, add)
+        if value:
+            item["size"] = f"{value}{FLAVOR_SIZES[key]}"
+        else:
+            add(where + ".size", f"refers to instance_info.{key}, which this deploy does not "
+                                 "set (or sets to 0)")
+            item["size"] = 1     # so that the rest of the layout is still checked
+
+    for i, disk in enumerate(_items(doc, "disks")):
+        for j, part in enumerate(_items(disk, "partitions")):
+            take(part, f"layout.disks[{i}].partitions[{j}]")
+    for i, vg in enumerate(_items(doc, "volume_groups")):
+        for j, lv in enumerate(_items(vg, "logical_volumes")):
+            take(lv, f"layout.volume_groups[{i}].logical_volumes[{j}]")
+    return used
+
+
+def _items(obj, key):
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
 
 
 def _int(info, key, add):

@@ -151,6 +151,45 @@ def test_given_layout_keeps_its_own_image():
     assert native(doc)["images"] == doc["layout"]["images"]
 
 
+def _flavor_layout(**sizes):
+    """samples/single-disk.json with the named partitions sized by the flavor."""
+    doc = node(kernel=None, ramdisk=None, root_gb=3, swap_mb=512, ephemeral_gb=0)
+    doc["layout"] = copy.deepcopy(sample("single-disk"))
+    for part in doc["layout"]["disks"][0]["partitions"]:
+        if part["id"] in sizes:
+            part["size"] = sizes[part["id"]]
+    return doc
+
+
+def test_a_layout_sizes_root_and_swap_by_the_flavor():
+    layout = IronicDriver(_flavor_layout(root="root_gb", swap="swap_mb")).layout()
+    sizes = {p.id: p.size.bytes for p in layout.disks[0].partitions}
+    assert sizes["root"] == 3 << 30 and sizes["swap"] == 512 << 20
+    assert layout.warnings == []
+
+
+def test_flavor_sizes_a_layout_ignores_are_said():
+    doc = _flavor_layout()
+    doc["instance_info"]["ephemeral_gb"] = 5
+    warnings = IronicDriver(doc).layout().warnings
+    assert any("instance_info.root_gb (3) is not used" in w for w in warnings), warnings
+    assert any("instance_info.swap_mb (512) is not used" in w for w in warnings), warnings
+    assert any("instance_info.ephemeral_gb (5)" in w for w in warnings), warnings
+
+
+def test_a_flavor_size_the_deploy_does_not_set_is_refused_where_it_is_used():
+    doc = _flavor_layout(root="ephemeral_gb")
+    out = problems(doc)
+    assert ("layout.disks[0].partitions[2].size: refers to instance_info.ephemeral_gb, which "
+            "this deploy does not set (or sets to 0)") in out, out
+
+
+def test_an_ignored_flavor_size_shows_with_the_plan():
+    from provision_agent import render
+    text = render.plan_text(plan(_flavor_layout(root="root_gb")))
+    assert "Warning: instance_info.swap_mb (512) is not used" in text, text
+
+
 def test_layout_schema_errors_are_located_under_layout():
     doc = copy.deepcopy(sample("ironic-layout"))
     doc["layout"]["disks"][0]["partitions"][0]["size"] = -1
