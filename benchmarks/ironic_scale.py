@@ -221,6 +221,8 @@ def main():
                       "provision_host_key": sshd.host_key}
             node = ironic.request("POST", "/v1/nodes", {
                 "name": f"n{i}", "driver": "fake-hardware", "deploy_interface": "provision",
+                # the sample layout is a BIOS one; Ironic boots UEFI unless told otherwise
+                "properties": {"capabilities": "boot_mode:bios"},
                 "driver_info": {} if args.heartbeat and i < args.nodes else static,
                 "instance_info": {"image_source": "http://127.0.0.1:9/i",
                                   "provision_layout": layout}}).json()

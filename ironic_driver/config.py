@@ -31,11 +31,14 @@ opts = [
                     "ramdisk does."),
     cfg.IntOpt("poll_interval", default=10, min=1,
                help="Seconds between checks of deploying nodes (ramdisk up? provision done?)."),
-    cfg.IntOpt("deploy_timeout", default=3600, min=1,
-               help="Seconds from powering on into the ramdisk until provision must have "
-                    "exited; the node then fails with 'deploy failed' (or, for the erase "
-                    "clean step, 'clean failed'). Keep it below [conductor]"
-                    "deploy_callback_timeout and clean_callback_timeout, which also apply."),
+    cfg.IntOpt("deploy_timeout", min=1,
+               help="Seconds a deploy or a cleaning may go without progress (from the power "
+                    "on into the ramdisk until provision starts, then between two looks that "
+                    "see new progress events); the node then fails with 'deploy failed' (or "
+                    "'clean failed'). Unset: Ironic's own limit for the same wait, "
+                    "[conductor]deploy_callback_timeout or clean_callback_timeout, which "
+                    "count from the same moment (progress touches the node's provisioning "
+                    "time). Set it only to fail sooner than those."),
     cfg.StrOpt("data_driver", default="ironic",
                help="--data_driver given to provision; 'ironic' reads the document this "
                     "interface uploads. 'native' sends only the chosen layout (one is then "
@@ -45,6 +48,13 @@ opts = [
                     "layout that instance_info/provision_layout, driver_info/provision_layout "
                     "or the set_layout deploy step (deploy templates) can name instead of "
                     "spelling it out. Unset: only inline layouts."),
+    cfg.BoolOpt("layout_images", default=False,
+                help="Let a layout chosen by a deploy template, the node's driver_info or by "
+                     "name carry its own images, written instead of the image the deploy "
+                     "asked for (instance_info/image_source). Off: such a layout is refused "
+                     "at validate, so that a tenant's image is never silently replaced; a "
+                     "layout given with the deploy itself (instance_info/provision_layout) "
+                     "may always carry images."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

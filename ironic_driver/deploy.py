@@ -15,8 +15,9 @@ Nothing blocks a conductor worker for the whole provision. The `deploy` step reb
 into the ramdisk and returns DEPLOYWAIT. A periodic task (every poll_interval) then, per node:
 waits for SSH, uploads the input and starts provision detached (setsid), and later reads the
 events and the exit code (follow.py). On exit 0 it resumes the deploy steps
-(prepare_instance_boot, reboot_to_instance); on any other exit code, or after deploy_timeout,
-the deploy fails with the tail of provision's output in last_error. The periodic task itself
+(prepare_instance_boot, reboot_to_instance); on any other exit code, or after no progress for
+Ironic's callback timeout (timeouts.py), the deploy fails with the tail of provision's output
+in last_error. The periodic task itself
 only dispatches: each node's look runs in the conductor's worker pool, at most
 [conductor]periodic_max_workers at a time (fanout.py), so a ramdisk that is slow to answer does
 not hold up the others.
@@ -39,7 +40,7 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import config, fanout, follow, images, layouts, validation
+from ironic_driver import config, fanout, follow, heartbeat, images, layouts, validation
 from ironic_driver.follow import ramdisk_options  # noqa: F401  (part of this module's API)
 
 LOG = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ class ProvisionDeploy(base.DeployInterface):
     def heartbeat(self, task, callback_url, agent_version, agent_verify_ca=None,
                   agent_status=None, agent_status_message=None):
         """The ramdisk's agent says where its SSH is and which host key it has."""
-        follow.handle_heartbeat(task, callback_url, agent_version, agent_verify_ca)
+        heartbeat.handle(task, callback_url, agent_version, agent_verify_ca)
 
     # ---- cleaning
 

@@ -10,45 +10,33 @@ This is the contract with the ironic data driver; keep both sides in step:
 """
 
 import copy
-import json
 
-BOOT_MODES = ("bios", "uefi")
-
-
-def boot_mode_of(node, default="bios"):
-    """The boot mode Ironic will boot the instance in.
-
-    Ironic keeps it in three places; the instance's request wins, then what the management
-    interface reported, then the node's capabilities string.
-    """
-    mode = (node.instance_info or {}).get("deploy_boot_mode")
-    if mode not in BOOT_MODES:
-        mode = getattr(node, "boot_mode", None)
-    if mode not in BOOT_MODES:
-        caps = (node.properties or {}).get("capabilities") or ""
-        if isinstance(caps, dict):
-            mode = caps.get("boot_mode")
-        else:
-            for item in str(caps).split(","):
-                key, _, value = item.partition(":")
-                if key.strip() == "boot_mode":
-                    mode = value.strip()
-    return mode if mode in BOOT_MODES else default
+def boot_mode_of(node):
+    """The boot mode Ironic boots the instance in: Ironic's own answer
+    (boot_mode_utils.get_boot_mode: secure boot, then the instance's and the node's
+    capabilities, then [deploy]default_boot_mode, uefi unless changed). Raises Ironic's
+    InvalidParameterValue when the instance asks for a mode the node's capabilities forbid."""
+    # deploy_utils first: it and boot_mode_utils import each other.
+    from ironic.drivers.modules import deploy_utils  # noqa: F401
+    from ironic.drivers.modules import boot_mode_utils
+    return boot_mode_utils.get_boot_mode(node)
 
 
-def build(node, default_boot_mode="bios", layout=None):
+def secure_boot_requested(node):
+    from ironic.drivers.modules import deploy_utils  # noqa: F401
+    from ironic.drivers.modules import boot_mode_utils
+    return boot_mode_utils.is_secure_boot_requested(node)
+
+
+def build(node, layout=None):
     instance_info = copy.deepcopy(dict(node.instance_info or {}))
     doc = {"node_uuid": node.uuid,
            "instance_info": instance_info,
            "properties": {},
-           "boot_mode": boot_mode_of(node, default_boot_mode)}
+           "boot_mode": boot_mode_of(node)}
     hints = (node.properties or {}).get("root_device")
     if hints:
         doc["properties"]["root_device"] = copy.deepcopy(hints)
     if layout:
         doc["layout"] = copy.deepcopy(layout)
     return doc
-
-
-def serialise(node, default_boot_mode="bios", layout=None):
-    return json.dumps(build(node, default_boot_mode, layout), indent=1, sort_keys=True)

@@ -1,12 +1,12 @@
-"""Following a job in the ramdisk: where it is (the heartbeat), starting it over SSH, reading
-its progress and exit code, and moving the node on.
+"""Following a job in the ramdisk: starting it over SSH where the heartbeat (heartbeat.py) or
+driver_info says the ramdisk is, reading its progress and exit code, and moving the node on.
 
 Two jobs, chosen by the state the node waits in:
     deploy wait  `provision` with the node's input document; exit 0 resumes the deploy steps
     clean wait   `provision erase` (the erase_devices_metadata clean step); exit 0 resumes
                  the clean steps
-Any other exit code, a refused host key, or deploy_timeout fails the deploy or the cleaning
-with the tail of provision's output in last_error.
+Any other exit code, a refused host key, or no progress for the callback timeout (timeouts.py)
+fails the deploy or the cleaning with the tail of provision's output in last_error.
 
 State kept in driver_internal_info (all keys start with provision_):
     provision_phase          wait_ramdisk | running | done | failed
@@ -44,7 +44,7 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import layouts, remote, report, ssh, turns, validation
+from ironic_driver import layouts, remote, report, ssh, timeouts, turns, validation
 
 LOG = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def is_ours_info(driver_internal_info):
     return (driver_internal_info or {}).get(PREFIX + "phase") in ("wait_ramdisk", "running")
 
 
-def _ramdisk_expected(node):
+def ramdisk_expected(node):
     """A ramdisk we booted may heartbeat now: its address and key are worth recording."""
     return node.provision_state in WAIT_STATES and is_ours(node)
 
@@ -80,9 +80,9 @@ def _step_is_ours(node):
     return step.get("interface") == "deploy" and step.get("step") == name
 
 
-def _waiting(node):
+def waiting(node):
     """Our job is the one the node waits for: it may be started and followed."""
-    return _ramdisk_expected(node) and _step_is_ours(node)
+    return ramdisk_expected(node) and _step_is_ours(node)
 
 
 def ramdisk_options(node):
@@ -111,93 +111,6 @@ def forget(node):
         if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
                                                   PREFIX + "events_count", layouts.STEP_KEY):
             node.del_driver_internal_info(key)
-
-
-def handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
-    try:
-        _handle_heartbeat(task, callback_url, agent_version, agent_verify_ca)
-    finally:
-        WRITER.leave()
-
-
-def _handle_heartbeat(task, callback_url, agent_version, agent_verify_ca):
-    node = task.node
-    if not _ramdisk_expected(node):
-        LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
-                  node.uuid, node.provision_state)
-        return
-    try:
-        address, port = _callback_address(callback_url)
-        host_key = _reported_key(agent_verify_ca)
-    except ValueError as exc:
-        _refuse_heartbeat(task, f"the ramdisk's heartbeat is unusable: {exc}")
-        return
-    info = node.driver_internal_info
-    updates = {PREFIX + "ssh_address": address, PREFIX + "ssh_port": port,
-               PREFIX + "host_key": host_key}
-    first = info.get(PREFIX + "ssh_address") is None
-    if not first and any(info.get(k) != v for k, v in updates.items()):
-        # Ironic already refuses a changed URL or key at the API; this is the same rule for
-        # a heartbeat that reached us another way (say, after a conductor takeover).
-        _refuse_heartbeat(task, f"the ramdisk's heartbeat changed its address or host key "
-                                f"(now {address} port {port}); refusing it")
-        return
-    updates["agent_url"] = callback_url
-    if agent_verify_ca:
-        updates["agent_verify_ca"] = agent_verify_ca
-    updates[PREFIX + "heartbeats"] = info.get(PREFIX + "heartbeats", 0) + 1
-    updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    if not _save(task, updates):
-        return
-    if first:
-        LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
-                 node.uuid, agent_version, address, port,
-                 ssh.fingerprint(host_key) if host_key else "(none reported)")
-    if node.driver_internal_info.get(PREFIX + "phase") == "wait_ramdisk" and _waiting(node):
-        # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
-        follow(task)
-
-
-def _refuse_heartbeat(task, message):
-    """Fails our job; while another interface's step waits, only says so (that step is not
-    ours to fail)."""
-    if _waiting(task.node):
-        fail(task, message)
-    else:
-        LOG.warning("Node %s: %s (not recorded; the node waits in %s for %s)", task.node.uuid,
-                    message, task.node.provision_state,
-                    _step_name(task.node))
-
-
-def _step_name(node):
-    field, _ = OUR_STEPS[node.provision_state]
-    step = getattr(node, field) or {}
-    return f"{step.get('interface')}.{step.get('step')}"
-
-
-def _callback_address(url):
-    import ipaddress
-    import urllib.parse
-    parsed = urllib.parse.urlsplit(url or "")
-    try:
-        address = str(ipaddress.ip_address(parsed.hostname or ""))
-        port = parsed.port or 22
-    except ValueError:
-        raise ValueError(f"callback_url {url!r} does not name an IP address and port") from None
-    return address, port
-
-
-def _reported_key(path):
-    """agent_verify_ca reaches us as the file Ironic stored the reported text in."""
-    if not path:
-        return None
-    try:
-        with open(path) as f:
-            text = f.read(16384)
-    except OSError as exc:
-        raise ValueError(f"cannot read the reported host key ({exc})") from None
-    key = ssh.parse_public_key(text)
-    return f"{key.get_name()} {key.get_base64()}"
 
 
 def follow_in_worker(context, node_uuid, spawn=None):
@@ -236,21 +149,21 @@ def follow(task, spawn=None):
 
 def _follow(task, spawn):
     node = task.node
-    if not _waiting(node):
+    if not waiting(node):
         return
     o = opts()
     info = node.driver_internal_info
     phase = info[PREFIX + "phase"]
     LOG.debug("provision poll of node %s in phase %s", node.uuid, phase)
-    elapsed = time.time() - info.get(PREFIX + "started_at", time.time())
-    if elapsed > o.deploy_timeout:
+    late = timeouts.expired(node, o)
+    if late:
         what = "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
-        fail(task, f"{what} did not finish within deploy_timeout ({o.deploy_timeout} s, "
+        fail(task, f"{what} showed no progress for {late[0]} s ({late[2]} is {late[1]} s; "
                    f"phase {phase}); last SSH error: {info.get(PREFIX + 'last_ssh_error')}")
         return
     target = ssh_target(node, o)
     if target is None:
-        _save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
+        save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
                      "its node up through ipa-api-url; no driver_info/provision_ssh_address)"})
         return
     try:
@@ -260,7 +173,7 @@ def _follow(task, spawn):
         if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
             fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
             return
-        _save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
+        save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
         return
     updates = {}
     try:
@@ -275,7 +188,7 @@ def _follow(task, spawn):
                            o.log_tail_lines)
     except _TRANSIENT as exc:
         updates[PREFIX + "last_ssh_error"] = f"{type(exc).__name__}: {exc}"
-        _save(task, updates)
+        save(task, updates)
         return
     except (remote.BadRamdisk, ssh.TooLarge) as exc:
         fail(task, f"refusing the ramdisk at {target.address} port {target.port}: {exc}; "
@@ -308,12 +221,14 @@ def _record(task, spawn, updates, st):
         updates[PREFIX + "events_count"] = info.get(PREFIX + "events_count", 0) + len(
             st["events"])
     updates[PREFIX + "events_offset"] = st["events_offset"]
+    # Progress moves the node's provisioning time, which Ironic's callback timeout counts from.
+    touch = bool(st["events"]) or PREFIX + "phase" in updates
     if st["exit_code"] is None:
-        _save(task, updates)
+        save(task, updates, touch=touch)
         return
     updates[PREFIX + "exit_code"] = st["exit_code"]
     if st["exit_code"] != 0:
-        _save(task, updates)
+        save(task, updates)
         fail(task, f"provision exited with {st['exit_code']}; last output:\n"
                    f"{report.tail_for_error(st['tail'])}")
         return
@@ -323,7 +238,7 @@ def _record(task, spawn, updates, st):
             LOG.info("provision finished on node %s; resuming the deploy steps", node.uuid)
             _resume_deploy(task, spawn)
         return
-    if not _save(task, updates):
+    if not save(task, updates):
         return
     if node.provision_state == states.CLEANWAIT:
         LOG.info("provision erase finished on node %s; resuming the clean steps", node.uuid)
@@ -375,15 +290,18 @@ def _connect(node, target, o):
         deadline=o.connect_timeout + o.command_timeout)
 
 
-def _save(task, updates):
-    """Write under an exclusive lock; False when the node moved on meanwhile."""
+def save(task, updates, touch=False, retry_lock=True):
+    """Write under an exclusive lock; False when the node moved on meanwhile. touch: move the
+    node's provisioning time too (timeouts.py)."""
     info = task.node.driver_internal_info
-    if _ramdisk_expected(task.node) and all(info.get(k) == v for k, v in updates.items()):
+    if ramdisk_expected(task.node) and all(info.get(k) == v for k, v in updates.items()):
         # Most polls of a running provision change nothing: no lock, no database write.
         return True
     try:
-        if not _take(task, updates):
+        if not _take(task, updates, retry_lock):
             return False
+        if touch:
+            timeouts.touch(task.node)
         task.node.save()
     finally:
         # No turn is held past the write: the look may go on to SSH (a heartbeat starting
@@ -392,14 +310,14 @@ def _save(task, updates):
     return True
 
 
-def _take(task, updates):
+def _take(task, updates, retry_lock=True):
     """The writer's turn, the exclusive lock and updates set on the node (not saved);
     False when the node moved on meanwhile."""
     WRITER.enter()
     if task.shared:
-        task.upgrade_lock(purpose="recording provision progress")
+        task.upgrade_lock(purpose="recording provision progress", retry=retry_lock)
     node = task.node
-    if not _ramdisk_expected(node):
+    if not ramdisk_expected(node):
         return False
     for key, value in updates.items():
         node.set_driver_internal_info(key, value)
@@ -419,6 +337,7 @@ def _resume_deploy(task, spawn):
 
 
 def fail(task, message):
+    """Fail the deploy or the cleaning with message in last_error."""
     WRITER.enter()
     if task.shared:
         task.upgrade_lock(purpose="failing a provision job")

@@ -137,6 +137,19 @@ def resolve(value, where, layouts_dir=None):
     return text, load_named(text, where, layouts_dir)
 
 
+def check_images(choice, allowed):
+    """A layout the deployer did not give with this deploy must not replace its image."""
+    if choice.layout is None or not choice.layout.get("images"):
+        return
+    if choice.source == "instance_info/" + FIELD or allowed:
+        return
+    raise _invalid(choice.describe(), "the layout names its own images, which would be "
+                   "written instead of the image this deploy asks for (instance_info/"
+                   "image_source). Remove `images` from the layout (the deploy's image then "
+                   "goes where the layout mounts /), or set [provision_agent]layout_images "
+                   "on the conductors if layouts are meant to choose the image")
+
+
 def _given(value):
     return value not in (None, "", {})
 

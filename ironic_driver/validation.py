@@ -4,6 +4,7 @@ import logging
 import os
 
 from ironic.common import exception
+from ironic.conf import CONF
 
 from ironic_driver import document, images, layouts, ssh
 
@@ -42,10 +43,14 @@ def check_options(opts):
     if opts.ssh_known_hosts_file and not os.path.isfile(opts.ssh_known_hosts_file):
         raise _invalid(f"[provision_agent]ssh_known_hosts_file {opts.ssh_known_hosts_file} "
                        "does not exist")
+    limits = [(opts.deploy_timeout, "[provision_agent]deploy_timeout")] if opts.deploy_timeout \
+        else [(CONF.conductor.deploy_callback_timeout, "[conductor]deploy_callback_timeout"),
+              (CONF.conductor.clean_callback_timeout, "[conductor]clean_callback_timeout")]
     for name in ("connect_timeout", "command_timeout", "poll_interval"):
-        if getattr(opts, name) >= opts.deploy_timeout:
-            raise _invalid(f"[provision_agent]{name} ({getattr(opts, name)}) must be smaller "
-                           f"than deploy_timeout ({opts.deploy_timeout})")
+        for limit, where in limits:
+            if limit and getattr(opts, name) >= limit:
+                raise _invalid(f"[provision_agent]{name} ({getattr(opts, name)}) must be "
+                               f"smaller than {where} ({limit})")
 
 
 def check_driver_info(info, opts):
@@ -102,11 +107,22 @@ def payload(node, data_driver, step=layouts.RECORDED):
     step: see layouts.choose (validate passes what the deploy templates say).
     """
     choice = layouts.choose(node, step)
+    layouts.check_images(choice, CONF.provision_agent.layout_images)
     doc = document.build(node, layout=choice.layout)
     if data_driver == "native":
         if "layout" not in doc:
             raise _invalid("data_driver native needs instance_info/provision_layout, a deploy "
                            "template's set_layout step or driver_info/provision_layout")
+        # What the ironic data driver does with the document's boot mode, done here since
+        # only the layout goes to the ramdisk.
+        from provision_agent.data_drivers import ironic as ironic_data
+        problems = []
+        ironic_data.apply_boot_mode(doc["layout"], doc["boot_mode"],
+                                    lambda where, msg: problems.append(f"{where}: {msg}"),
+                                    where=f"{choice.describe()}: bootloader.boot_mode",
+                                    create=False)
+        if problems:
+            raise _invalid(problems[0])
         return doc["layout"]
     return doc
 
@@ -114,11 +130,18 @@ def payload(node, data_driver, step=layouts.RECORDED):
 def check_instance(task, data_driver):
     """The same checks as `provision --dry_run`, run on the conductor before anything boots.
 
-    Without a stored inventory only the data driver's own validation runs (the disks are
+    Without a stored inventory, every check that needs no machine runs (the disks are
     matched in the ramdisk).
     """
     node = task.node
     info = node.instance_info or {}
+    if document.secure_boot_requested(node):
+        raise _invalid("secure boot was requested (instance_info/capabilities secure_boot="
+                       "true), but this deploy interface does not install a signed boot chain "
+                       "yet: the instance would not boot with Secure Boot on. Deploy without "
+                       "secure_boot, or with a deploy interface that installs one")
+    # Ironic's own boot mode for the instance; it refuses one the node's capabilities forbid.
+    document.boot_mode_of(node)
     # Ironic empties instance_info on undeploy; a redeploy that forgot to set it again used to
     # pass here and fail a minute later in the ramdisk. Refuse it before anything boots
     # (data_driver native needs a layout instead: payload() says so).
@@ -140,8 +163,12 @@ def check_instance(task, data_driver):
         if data_driver != "native":
             doc["instance_info"] = images.for_validation(doc["instance_info"], node, record)
         layout = pipeline.load_layout(doc, data_driver)
+        for warning in layout.warnings:
+            LOG.info("Node %s (layout from %s): %s", node.uuid, choice.describe(), warning)
         disks = stored_disks(task)
-        if disks is not None:
+        if disks is None:
+            pipeline.check_layout(layout)
+        else:
             pipeline.build_plan(layout, disks)
     except errors.MachineMismatch as exc:
         raise _invalid(f"the layout from {choice.describe()} does not fit this node's "

@@ -138,7 +138,6 @@ enabled_management_interfaces = redfish,ipmitool,fake
 [deploy]
 http_root = {http_root}
 http_url = {self.http.url().rstrip("/")}
-default_boot_mode = bios
 [pxe]
 kernel_append_params = console=ttyS0 sshkey={key}
 images_path = {w}/images

@@ -336,10 +336,15 @@ binding_dir = {self.binding_dir}
             self.node(uuid)), timeout, interval=0.5, what=f"node {uuid} in {sorted(states)}")
 
     def enroll(self, name, driver_info, instance_info, macs=(), driver="fake-hardware",
-               interfaces=None, properties=None, provide_timeout=30):
+               interfaces=None, properties=None, provide_timeout=30, boot_mode="bios"):
+        """boot_mode: the node's capability (the samples the tests deploy are BIOS layouts,
+        and Ironic 39 boots an instance in UEFI when nothing says otherwise); None: unset."""
+        properties = dict(properties or {})
+        if boot_mode and "capabilities" not in properties:
+            properties["capabilities"] = f"boot_mode:{boot_mode}"
         node = self.request("POST", "/v1/nodes", {
             "name": name, "driver": driver, "deploy_interface": "provision",
-            "driver_info": driver_info, "properties": properties or {},
+            "driver_info": driver_info, "properties": properties,
             **{f"{k}_interface": v for k, v in (interfaces or {}).items()}}).json()
         for mac in macs:    # what a ramdisk's lookup finds the node by
             self.request("POST", "/v1/ports", {"node_uuid": node["uuid"], "address": mac})

@@ -107,3 +107,63 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.node.refresh()
         self.assertIn("no heartbeat from the ramdisk yet",
                       self.node.driver_internal_info["provision_last_ssh_error"])
+
+
+class TestHeartbeatAsIronicDoes(dbcase.NodeTestCase):
+    """Ironic's own heartbeat handling (agent_base.HeartbeatMixin) for a node in maintenance
+    and for a node another thread holds locked."""
+
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_node(driver_info={},
+                                   instance_info={"image_source": "http://x/img"})
+
+    def _heartbeat(self):
+        with mock.patch.object(follow, "follow") as follow_once:
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                task.driver.deploy.heartbeat(task, "https://192.0.2.20:22", "1.0", None)
+        self.node.refresh()
+        return follow_once
+
+    def test_a_heartbeat_in_maintenance_aborts_the_deploy_and_starts_nothing(self):
+        self.config(allow_provisioning_in_maintenance=False, group="conductor")
+        self.deploy_waiting()
+        self.node.maintenance = True
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertEqual("Deploy aborted as node is in maintenance mode", self.node.last_error)
+
+    def test_a_heartbeat_in_maintenance_aborts_the_cleaning(self):
+        self.config(allow_provisioning_in_maintenance=False, group="conductor")
+        self.deploy_waiting()
+        self.node.provision_state = states.CLEANWAIT
+        self.node.target_provision_state = states.AVAILABLE
+        self.node.clean_step = {"interface": "deploy", "step": "erase_devices_metadata"}
+        self.node.maintenance = True
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertEqual(states.CLEANFAIL, self.node.provision_state)
+        self.assertIn("Cleaning aborted as node is in maintenance mode", self.node.last_error)
+
+    def test_by_default_a_heartbeat_in_maintenance_is_only_recorded(self):
+        # [conductor]allow_provisioning_in_maintenance is true by default
+        self.deploy_waiting()
+        self.node.maintenance = True
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+        self.assertEqual("192.0.2.20", self.node.driver_internal_info["provision_ssh_address"])
+
+    def test_a_heartbeat_that_meets_a_locked_node_is_not_an_error(self):
+        self.deploy_waiting()
+        self.node.reservation = "another-conductor"     # a poll holds it
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertIsNone(self.node.last_error)
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+        self.assertNotIn("provision_ssh_address", self.node.driver_internal_info)

@@ -156,6 +156,5 @@ def test_a_dripping_ramdisk_ends_each_look_and_the_deploy_times_out(ironic, slow
     uuid = _deploy(ironic, slow_ramdisk, "hostile-drip")
     node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
     assert node["provision_state"] == "deploy failed"
-    assert "did not finish within deploy_timeout (30 s" in node["last_error"], \
-        node["last_error"]
+    assert "[provision_agent]deploy_timeout is 30 s" in node["last_error"], node["last_error"]
     assert f"within {CONNECT + COMMAND} s" in node["last_error"]

@@ -128,7 +128,8 @@ class TestPrecedence(LayoutCase):
         self.assertNotIn("layout", payload)
         from provision_agent import pipeline
         layout = pipeline.load_layout(payload, "ironic")
-        self.assertEqual(["root"], [p.id for p in layout.disks[0].partitions])
+        # Ironic 39 boots an instance with no boot mode set in UEFI: an ESP comes first
+        self.assertEqual(["efi-part", "root"], [p.id for p in layout.disks[0].partitions])
 
     def test_recorded_step_wins_over_node_default_and_loses_to_instance(self):
         self._set(driver="node-default")
@@ -270,6 +271,8 @@ class TestStepRecordKeepsNoSecrets(LayoutCase):
         return layout
 
     def test_an_inline_layout_is_read_from_the_deploy_steps_and_dropped_at_tear_down(self):
+        # an operator who lets layouts choose images, with a credentialed image URL
+        self.config(layout_images=True, group="provision_agent")
         layout = self._secret_layout()
         self._set(driver="node-default")
         self.node.provision_state = states.DEPLOYING
@@ -353,3 +356,50 @@ class TestValidateAgainstInventory(LayoutCase):
         exc = self.assertRaises(exception.InvalidParameterValue, self._validate)
         self.assertIn("driver_info/provision_layout", str(exc))
 
+
+
+class TestTheDeploysImageWins(LayoutCase):
+    """A layout the deployer did not hand in with the deploy (a template's, the node's, a
+    named one) must not silently write another image than instance_info/image_source."""
+
+    def _with_images(self, name):
+        layout = _marked(SINGLE, name)
+        layout["images"] = [{"uri": "http://example.invalid/placeholder.img", "format": "raw",
+                             "target": "root", "checksum": "sha256:" + "1" * 64}]
+        with open(os.path.join(self.dir, name + ".json"), "w") as f:
+            json.dump(layout, f)
+        return layout
+
+    def test_a_named_layout_with_its_own_image_is_refused_at_validate(self):
+        self._with_images("uefi-sample")
+        for source in ("driver", "template"):
+            self._set(**({"driver": "uefi-sample"} if source == "driver" else
+                         {"traits": [TRAIT]}))
+            if source == "template":
+                self._template("uefi-sample")
+            exc = self.assertRaises(exception.InvalidParameterValue,
+                                    self._chosen_at_validate)
+            self.assertIn("names its own images", str(exc))
+            self.assertIn("instance_info/image_source", str(exc))
+            self.assertIn("'uefi-sample'", str(exc))
+
+    def test_the_deploys_own_layout_may_carry_its_image(self):
+        layout = self._with_images("inline")
+        self._set(instance=layout)
+        _choice, payload = self._chosen_at_validate()
+        self.assertEqual(layout["images"], payload["layout"]["images"])
+
+    def test_the_operator_may_let_layouts_choose_images(self):
+        self.config(layout_images=True, group="provision_agent")
+        self._with_images("uefi-sample")
+        self._set(driver="uefi-sample")
+        _choice, payload = self._chosen_at_validate()
+        self.assertEqual("http://example.invalid/placeholder.img",
+                         payload["layout"]["images"][0]["uri"])
+
+    def test_a_layout_without_images_gets_the_deploys_image(self):
+        self._set(driver="node-default")
+        from provision_agent import pipeline
+        _choice, payload = self._chosen_at_validate()
+        layout = pipeline.load_layout(payload, "ironic")
+        self.assertEqual(["http://x/img"], [i.uri for i in layout.images])

@@ -81,7 +81,13 @@ class TestWithNode(dbcase.NodeTestCase):
         self.config(ssh_private_key_file=self._key(), group="provision_agent")
         exc = self.assertRaises(exception.InvalidParameterValue, validation.check_options,
                                 deploy.OPTS())
-        self.assertIn("must be smaller than deploy_timeout (50)", str(exc))
+        self.assertIn("must be smaller than [provision_agent]deploy_timeout (50)", str(exc))
+        # unset, Ironic's callback timeouts are the limit
+        self.config(deploy_timeout=None, group="provision_agent")
+        self.config(clean_callback_timeout=90, group="conductor")
+        exc = self.assertRaises(exception.InvalidParameterValue, validation.check_options,
+                                deploy.OPTS())
+        self.assertIn("must be smaller than [conductor]clean_callback_timeout (90)", str(exc))
 
     def _deploy_waiting(self, **internal):
         self.deploy_waiting(**internal)

@@ -1,0 +1,129 @@
+"""What the ramdisk's heartbeat tells the conductor: where the ramdisk's SSH is and which host
+key it has. Recorded as Ironic's own heartbeat handling records an agent's (agent_url,
+agent_verify_ca, agent_last_heartbeat), with Ironic's rules for a node in maintenance and for
+a node another thread holds locked; the first heartbeat of a job starts it at once (follow.py)
+instead of at the next poll.
+"""
+
+import ipaddress
+import logging
+import time
+import urllib.parse
+
+from ironic.common import exception
+from ironic.common import states
+from ironic.conf import CONF
+
+from ironic_driver import follow, ssh
+
+LOG = logging.getLogger(__name__)
+P = follow.PREFIX
+
+
+def handle(task, callback_url, agent_version, agent_verify_ca):
+    try:
+        _handle(task, callback_url, agent_version, agent_verify_ca)
+    finally:
+        follow.WRITER.leave()
+
+
+def _handle(task, callback_url, agent_version, agent_verify_ca):
+    node = task.node
+    if not follow.ramdisk_expected(node):
+        LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
+                  node.uuid, node.provision_state)
+        return
+    try:
+        address, port = _callback_address(callback_url)
+        host_key = _reported_key(agent_verify_ca)
+    except ValueError as exc:
+        _refuse(task, f"the ramdisk's heartbeat is unusable: {exc}")
+        return
+    info = node.driver_internal_info
+    updates = {P + "ssh_address": address, P + "ssh_port": port, P + "host_key": host_key}
+    first = info.get(P + "ssh_address") is None
+    if not first and any(info.get(k) != v for k, v in updates.items()):
+        # Ironic already refuses a changed URL or key at the API; this is the same rule for
+        # a heartbeat that reached us another way (say, after a conductor takeover).
+        _refuse(task, f"the ramdisk's heartbeat changed its address or host key (now "
+                      f"{address} port {port}); refusing it")
+        return
+    updates["agent_url"] = callback_url
+    if agent_verify_ca:
+        updates["agent_verify_ca"] = agent_verify_ca
+    updates[P + "heartbeats"] = info.get(P + "heartbeats", 0) + 1
+    updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    try:
+        # As Ironic's own heartbeat handling: a node another thread holds (a poll looking at
+        # it) is left alone; the next heartbeat comes within a minute.
+        if not follow.save(task, updates, retry_lock=False):
+            return
+    except exception.NodeLocked:
+        LOG.info("Heartbeat from node %s not recorded: the node is locked (%s); the next one "
+                 "will be", node.uuid, node.reservation)
+        return
+    if node.maintenance:
+        _in_maintenance(task)
+        return
+    if first:
+        LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
+                 node.uuid, agent_version, address, port,
+                 ssh.fingerprint(host_key) if host_key else "(none reported)")
+    if node.driver_internal_info.get(P + "phase") == "wait_ramdisk" and follow.waiting(node):
+        # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
+        follow.follow(task)
+
+
+def _in_maintenance(task):
+    """What Ironic's HeartbeatMixin does with a heartbeat from a node in maintenance: abort
+    the deploy or the cleaning, unless [conductor]allow_provisioning_in_maintenance; never
+    start anything."""
+    node = task.node
+    if CONF.conductor.allow_provisioning_in_maintenance:
+        LOG.warning("Heartbeat from node %s in maintenance mode; not taking any action.",
+                    node.uuid)
+        return
+    if node.provision_state == states.CLEANWAIT:
+        follow.fail(task, "Cleaning aborted as node is in maintenance mode")
+    else:
+        follow.fail(task, "Deploy aborted as node is in maintenance mode")
+
+
+def _refuse(task, message):
+    """Fails our job; while another interface's step waits, only says so (that step is not
+    ours to fail)."""
+    if follow.waiting(task.node):
+        follow.fail(task, message)
+    else:
+        LOG.warning("Node %s: %s (not recorded; the node waits in %s for %s)", task.node.uuid,
+                    message, task.node.provision_state, _step_name(task.node))
+
+
+def _step_name(node):
+    field, _ = follow.OUR_STEPS[node.provision_state]
+    step = getattr(node, field) or {}
+    return f"{step.get('interface')}.{step.get('step')}"
+
+
+def _callback_address(url):
+    parsed = urllib.parse.urlsplit(url or "")
+    try:
+        address = str(ipaddress.ip_address(parsed.hostname or ""))
+        port = parsed.port or 22
+    except ValueError:
+        raise ValueError(f"callback_url {str(url)[:200]!r} does not name an IP address and "
+                         "port") from None
+    return address, port
+
+
+def _reported_key(path):
+    """agent_verify_ca reaches us as the file Ironic stored the reported text in."""
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            text = f.read(16384)
+    except OSError as exc:
+        raise ValueError(f"cannot read the reported host key ({exc})") from None
+    key = ssh.parse_public_key(text)
+    return f"{key.get_name()} {key.get_base64()}"
