@@ -135,7 +135,31 @@ def complete(layout):
                 id=planner.CONFIGDRIVE_ID, size=parse_size(planner.CONFIGDRIVE_BYTES, "B"),
                 type="linux", name="config-2" if disk.table == "gpt" else None,
                 origin=f"{cd.origin} (implied partition)"))
+            _pad_mirror_peers(layout, disk, f"{cd.origin} (implied partition)")
     return layout
+
+
+def _pad_mirror_peers(layout, disk, origin):
+    """The configdrive partition at the end of one disk shrinks that disk's partitions sized by
+    what remains (or by a share): an array with such a member there would get members of
+    different sizes, and the array only uses the smallest. An unused partition of the same
+    size at the end of every other disk holding a member keeps them equal."""
+    on_disk = {p.id: p for p in disk.partitions}
+    peers = []
+    for raid in layout.raids:
+        here = [on_disk[m] for m in raid.members + raid.spares if m in on_disk]
+        if not any(p.size.remaining or p.size.percent for p in here):
+            continue
+        for other in layout.disks:
+            if other is not disk and other not in peers and any(
+                    p.id in raid.members + raid.spares for p in other.partitions):
+                peers.append(other)
+    for n, other in enumerate(peers, 1):
+        other.partitions.append(model.Partition(
+            id=f"{planner.CONFIGDRIVE_ID}-pad-{n}",
+            size=parse_size(planner.CONFIGDRIVE_BYTES, "B"), type="linux",
+            origin=f"{origin}: the same space kept free on {other.id}, so that the mirror "
+                   f"members stay equal"))
 
 
 def check_layout(layout):

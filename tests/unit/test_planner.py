@@ -159,3 +159,19 @@ def test_steps_serialise_to_plain_json():
     import json
     for s in plan(sample("two-disk-raid-lvm")).steps:
         assert json.loads(json.dumps(s.to_dict()))["kind"] == s.kind
+
+
+def test_an_implied_configdrive_partition_keeps_mirror_members_equal():
+    """The configdrive goes on the first disk; the RAID1 members sized by what remains must
+    come out the same size on both disks, as they do without a configdrive."""
+    from tests.unit.helpers import CONFIGDRIVE
+    doc = sample("two-disk-raid-lvm")
+    doc["configdrive"] = {"content": CONFIGDRIVE}
+    parts = steps(doc, "partition")
+    sizes = {p.args["device"]: p.args["end"] - p.args["start"] + 1 for p in parts}
+    members = sorted((d, n) for d, n in sizes.items() if d.endswith("3"))
+    assert len(members) == 2 and members[0][1] == members[1][1], sizes
+    # the first disk holds the configdrive, the second an unused partition of its size
+    assert sizes["/dev/vda4"] == sizes["/dev/vdb4"] == 64 * MiB // 512
+    created = [s.args.get("partition") for s in steps(doc) if s.kind == "mkfs"]
+    assert not any("pad" in str(c) for c in created)
