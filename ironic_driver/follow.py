@@ -109,7 +109,8 @@ def begin(node):
 def forget(node):
     for key in list(node.driver_internal_info):
         if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
-                                                  PREFIX + "events_count", layouts.STEP_KEY):
+                                                  PREFIX + "events_count", layouts.STEP_KEY,
+                                                  layouts.RAID_MEMBERS_KEY):
             node.del_driver_internal_info(key)
 
 

@@ -1,8 +1,8 @@
 """Hardware types that accept the provision deploy interface.
 
-Ironic only lets a node use a deploy interface its hardware type lists (fake-hardware
+Ironic only lets a node use a deploy or RAID interface its hardware type lists (fake-hardware
 excepted), and the in-tree types list only in-tree classes. These are the in-tree types with
-ProvisionDeploy added, registered as provision-ipmi, provision-redfish and
+ProvisionDeploy and ProvisionRAID added, registered as provision-ipmi, provision-redfish and
 provision-manual-management; everything else about them is unchanged.
 """
 
@@ -11,6 +11,7 @@ from ironic.drivers import generic, ipmi, redfish
 from oslo_config import cfg
 
 from ironic_driver.deploy import ProvisionDeploy
+from ironic_driver.raid import ProvisionRAID
 
 # Ironic 39's Redfish code reads the default CA bundle from the config group named after the
 # node's hardware type (drivers/utils.py get_verify_ca: CONF.get(node.driver)), and an unknown
@@ -28,6 +29,10 @@ class _WithProvision:
     @property
     def supported_deploy_interfaces(self):
         return [ProvisionDeploy] + super().supported_deploy_interfaces
+
+    @property
+    def supported_raid_interfaces(self):
+        return super().supported_raid_interfaces + [ProvisionRAID]
 
 
 class ProvisionIPMIHardware(_WithProvision, ipmi.IPMIHardware):

@@ -1,10 +1,12 @@
 """Which layout a deploy gets. First found wins:
 
 1. instance_info/provision_layout                      (this deploy)
-2. the `set_layout` deploy step's `layout` argument     (a deploy template matched by the
+2. the `set_layout` deploy step's `layout` argument, or the RAID interface's
+   `apply_configuration` deploy step's `raid_config`   (a deploy template matched by the
    instance's traits, i.e. a flavor's trait:CUSTOM_...=required; or `--deploy-steps`)
-3. driver_info/provision_layout                         (the node's default)
-4. none: the ironic data driver builds Ironic's classic layout from instance_info
+3. the software RAID the raid.create_configuration clean step recorded (raid.py)
+4. driver_info/provision_layout                         (the node's default)
+5. none: the ironic data driver builds Ironic's classic layout from instance_info
 
 Each source holds either a native layout (a JSON object, or its JSON text as the REST API
 stores whatever the client sent) or the NAME of a file <[provision_agent]layouts_dir>/NAME.json
@@ -33,8 +35,13 @@ from dataclasses import dataclass
 
 from ironic.common import exception
 
+from ironic_driver import raid_layout
+
 STEP = "set_layout"
+RAID_STEP = "apply_configuration"
 STEP_KEY = "provision_layout_step"
+# the member disks raid.create_configuration picked (raid.py)
+RAID_MEMBERS_KEY = "provision_raid_members"
 # ProvisionDeploy.deploy's priority; a unit test keeps the two equal.
 DEPLOY_STEP_PRIORITY = 100
 FIELD = "provision_layout"
@@ -173,6 +180,10 @@ def choose(node, step=RECORDED):
             return _recorded(node, rec)
     elif step is not None and _given(step[1]):
         return Choice(step[0], *resolve(step[1], step[0]))
+    members = (node.driver_internal_info or {}).get(RAID_MEMBERS_KEY)
+    if members and node.raid_config:
+        where = "node raid_config (raid.create_configuration)"
+        return Choice(where, None, raid_choice(node, node.raid_config, members, where))
     dinfo = node.driver_info or {}
     if _given(dinfo.get(FIELD)):
         where = "driver_info/" + FIELD
@@ -183,19 +194,66 @@ def choose(node, step=RECORDED):
 def record_step(node, value):
     """What the set_layout step does: resolve its argument now and keep it for this deploy."""
     where = f"deploy step deploy.{STEP}"
+    _check_step_order(node, STEP, where)
+    name, layout = resolve(value, where)
+    node.set_driver_internal_info(STEP_KEY, {"source": where, "name": name,
+                                             "sha256": digest(layout)})
+    return Choice(where, name, layout)
+
+
+def record_raid_step(task, raid_config):
+    """What raid.apply_configuration does as a deploy step: this deploy's layout is the
+    software RAID raid_config describes."""
+    node = task.node
+    where = f"deploy step raid.{RAID_STEP}"
+    _check_step_order(node, RAID_STEP, where, interface="raid")
+    try:
+        disks = raid_layout.logical_disks(raid_config, "raid_config")
+        members = raid_layout.member_hints(disks, _inventory(task), "raid_config")
+    except raid_layout.Refused as exc:
+        raise exception.InstanceDeployFailure(f"{where}: {exc}")
+    layout = raid_choice(node, raid_config, members, where)
+    node.set_driver_internal_info(STEP_KEY, {"source": where, "name": None,
+                                             "sha256": digest(layout), "layout": layout})
+    return Choice(where, None, layout)
+
+
+def raid_choice(node, raid_config, members, where):
+    """The layout a software RAID configuration makes for this node's deploy."""
+    from ironic_driver import document
+    info = node.instance_info or {}
+    caps = info.get("capabilities")
+    label = caps.get("disk_label") if isinstance(caps, dict) else None
+    try:
+        return raid_layout.build(raid_config, members, document.boot_mode_of(node),
+                                 label if label in ("gpt", "msdos") else "gpt",
+                                 info.get("image_fs_type") or "ext4", where)
+    except raid_layout.Refused as exc:
+        raise _invalid(where, str(exc))
+
+
+def _inventory(task):
+    from ironic_driver import validation
+    return validation.stored_disks(task)
+
+
+def _check_step_order(node, name, where, interface="deploy"):
+    """The step must run before the deploy step hands the ramdisk its layout, and be the only
+    one choosing it."""
     for step in (node.driver_internal_info or {}).get("deploy_steps") or []:
         # validate() only sees templates: steps given with `baremetal node deploy
         # --deploy-steps` are first checked here, when provision may already have run.
-        if (step.get("interface"), step.get("step")) == ("deploy", STEP) \
+        if (step.get("interface"), step.get("step")) == (interface, name) \
                 and step.get("priority", 0) <= DEPLOY_STEP_PRIORITY:
             raise exception.InstanceDeployFailure(
                 f"{where} ran with priority {step.get('priority')}, after the deploy step "
                 f"(priority {DEPLOY_STEP_PRIORITY}) had already handed the ramdisk its layout; "
                 f"give it a priority above {DEPLOY_STEP_PRIORITY}")
-    name, layout = resolve(value, where)
-    node.set_driver_internal_info(STEP_KEY, {"source": where, "name": name,
-                                             "sha256": digest(layout)})
-    return Choice(where, name, layout)
+    earlier = (node.driver_internal_info or {}).get(STEP_KEY)
+    if earlier:
+        raise exception.InstanceDeployFailure(
+            f"{where}: this deploy's layout was already chosen by {earlier['source']}; one "
+            "deploy takes one of set_layout and raid.apply_configuration")
 
 
 def digest(layout):
@@ -205,6 +263,8 @@ def digest(layout):
 def _recorded(node, rec):
     """The layout the set_layout step checked, read again from where it came from."""
     where = rec["source"]
+    if rec.get("layout"):
+        return Choice(where, None, rec["layout"])   # built from a raid_config: no secrets
     if rec.get("name"):
         layout = load_named(rec["name"], where)
         if digest(layout) != rec.get("sha256"):
@@ -228,8 +288,10 @@ def forget(node):
 
 
 def template_step(task):
-    """(where, layout argument) of set_layout in the deploy templates that match the
-    instance's traits, or None. Refuses an order in which the step would run too late."""
+    """(where, layout or layout argument) of the layout-choosing step (set_layout, or
+    raid.apply_configuration with its raid_config built into a layout) in the deploy
+    templates that match the instance's traits, or None. Refuses an order in which the step
+    would run too late, and two such steps."""
     from ironic.objects import deploy_template
     traits = (task.node.instance_info or {}).get("traits")
     if not isinstance(traits, list):
@@ -240,14 +302,30 @@ def template_step(task):
     found = []
     for template in deploy_template.DeployTemplate.list_by_names(task.context, traits):
         for step in template.steps:
-            if step["interface"] != "deploy" or step["step"] != STEP or step["priority"] <= 0:
+            kind = (step["interface"], step["step"])
+            if kind not in (("deploy", STEP), ("raid", RAID_STEP)) or step["priority"] <= 0:
                 continue     # priority 0 disables a step: Ironic will not run it
-            where = f"deploy template {template.name} (step deploy.{STEP})"
+            where = f"deploy template {template.name} (step {kind[0]}.{kind[1]})"
             if step["priority"] <= DEPLOY_STEP_PRIORITY:
                 raise _invalid(where, f"priority {step['priority']} runs after the deploy step "
                                       f"(priority {DEPLOY_STEP_PRIORITY}) has already handed "
                                       f"the layout to the ramdisk; give it a priority above "
                                       f"{DEPLOY_STEP_PRIORITY}")
-            found.append((where, (step.get("args") or {}).get("layout")))
-    # Ironic itself refuses two templates with the same step; nothing to choose between here.
+            args = step.get("args") or {}
+            if kind[0] == "raid":
+                found.append((where, _template_raid(task, args.get("raid_config"), where)))
+            else:
+                found.append((where, args.get("layout")))
+    if len(found) > 1:
+        raise _invalid(found[1][0], f"chooses the layout as {found[0][0]} does; one deploy "
+                                    "takes one of set_layout and raid.apply_configuration")
     return found[0] if found else None
+
+
+def _template_raid(task, raid_config, where):
+    try:
+        disks = raid_layout.logical_disks(raid_config, "raid_config")
+        members = raid_layout.member_hints(disks, _inventory(task), "raid_config")
+    except raid_layout.Refused as exc:
+        raise _invalid(where, str(exc))
+    return raid_choice(task.node, raid_config, members, where)

@@ -24,6 +24,7 @@ class NodeTestCase(db_base.DbTestCase):
     def setUp(self):
         super().setUp()
         self.config(enabled_deploy_interfaces=["provision", "fake"])
+        self.config(enabled_raid_interfaces=["provision", "fake", "no-raid"])
         # the ipa-api-url a ramdisk is given ([service_catalog]endpoint_override)
         self.config(endpoint_override=API_URL, group="service_catalog")
 

@@ -163,6 +163,55 @@ def test_a_layout_that_cannot_fit_the_inspected_machine_is_refused(server, ramdi
     assert "provision_phase" not in node["driver_internal_info"]   # never powered on
 
 
+def test_a_flavor_asks_for_software_raid_as_for_ironic_python_agent(server, ramdisk):
+    env = _enrolled(server, ramdisk, "guide-swraid", "52:54:00:00:00:05")
+    guide.run("raid-template", env)
+    guide.run("deploy-raid", env, timeout=200)
+    node = _show(env)
+    assert node["provision_state"] == "active", node["last_error"]
+    assert node["driver_internal_info"]["provision_layout_step"]["source"] == \
+        "deploy step raid.apply_configuration"
+    uuid = server.node("guide-swraid")["uuid"]
+    with open(os.path.join(server.remote_dir, uuid, "input.json")) as f:
+        sent = json.load(f)["layout"]
+    assert [(r["level"], r["members"]) for r in sent["raids"]] == [
+        (1, ["md0-0", "md0-1"]), (0, ["md1-0", "md1-1"])]
+    with open(os.path.join(server.remote_dir, uuid, "output.log")) as f:
+        plan = f.read()
+    assert "[md_create] RAID1 /dev/md/md0 over 2 members" in plan, plan
+    assert "[md_create] RAID0 /dev/md/md1 over 2 members" in plan, plan
+    guide.run("undeploy", env)
+
+
+def test_software_raid_recorded_by_cleaning_is_built_on_every_inspected_disk(server,
+                                                                           ramdisk):
+    mac = "52:54:00:00:00:06"
+    env = _env(server, ramdisk, "guide-cleanraid", mac)
+    guide.run("enroll", env)
+    inspecting = threading.Thread(target=guide.run, args=("inspect", env),
+                                  kwargs={"timeout": 300})
+    inspecting.start()
+    try:
+        server.wait_state("guide-cleanraid", ["inspect wait"], 120)
+        server.post_inventory(mac, _load(INVENTORY))
+    finally:
+        inspecting.join(300)
+    guide.run("static-ssh", env)
+    guide.run("raid-cleaning", env)
+    node = server.node("guide-cleanraid")
+    assert node["raid_config"]["logical_disks"][0]["physical_disks"] == [
+        {"serial": "disk0"}, {"serial": "disk1"}, {"serial": "disk2"}]
+    server.request("PATCH", "/v1/nodes/guide-cleanraid", [
+        {"op": "add", "path": "/instance_info/image_source", "value": "http://127.0.0.1:9/r"},
+        {"op": "add", "path": "/instance_info/image_checksum", "value": "0" * 64}])
+    server.set_state("guide-cleanraid", "active")
+    node = server.wait_state("guide-cleanraid", ["active", "deploy failed"], 120)
+    assert node["provision_state"] == "active", node["last_error"]
+    with open(os.path.join(server.remote_dir, node["uuid"], "output.log")) as f:
+        plan = f.read()
+    assert "[md_create] RAID1 /dev/md/md0 over 3 members" in plan, plan
+
+
 def test_a_glance_image_to_a_node_found_by_its_heartbeat(server, ramdisk, tmp_path):
     """Section 5 and 6: no static address (the agent's heartbeat brings it), a Glance UUID."""
     mac = "52:54:00:00:00:04"
