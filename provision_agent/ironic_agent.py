@@ -20,6 +20,9 @@ After each lookup it writes the binding file (provision_agent/binding.py) that t
 reads over SSH before it sends anything: the heartbeat says where a ramdisk is, the binding
 proves which node's lookup that ramdisk won.
 
+With `ipa-inspection-callback-url` on the command line (Ironic's `agent` inspect interface) it
+first posts the machine's inventory there (inspection.py), as ironic-python-agent does.
+
 Provision itself is not run from here: the conductor runs it over SSH. The token and the
 URL's credentials never reach a log line.
 """
@@ -224,6 +227,40 @@ class Agent:
             sleep(pause * random.uniform(0.8, 1.2))
 
 
+def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: False,
+                   sleep=time.sleep, attempts=60):
+    """POST {"inventory": ...} to Ironic's continue_inspection; the node's UUID it answers
+    with, or None when Ironic never took it. Retried: the node may not be waiting yet."""
+    from provision_agent import inspection
+    headers = {"X-OpenStack-Ironic-API-Version": inspection.API_VERSION}
+    for attempt in range(1, attempts + 1):
+        if stop():
+            return None
+        try:
+            resp = session.request("POST", callback_url, json={"inventory": inventory},
+                                   headers=headers, timeout=60, verify=verify)
+        except requests.RequestException as exc:
+            LOG.warning("Inspection: posting the inventory to %s failed (%s); again shortly",
+                        redact.url(callback_url), type(exc).__name__)
+        else:
+            if resp.status_code in (200, 201, 202):
+                try:
+                    body = resp.json() or {}
+                    # 1.84 answers as lookup does ({"node": ...}); older, {"uuid": ...}
+                    uuid = (body.get("node") or {}).get("uuid") or body.get("uuid")
+                except (ValueError, AttributeError):
+                    uuid = None
+                LOG.info("Inspection: Ironic took the inventory (%d disks) for node %s",
+                         len(inventory.get("disks") or []), uuid)
+                return uuid or ""
+            LOG.warning("Inspection: Ironic answered %s: %s; again shortly", resp.status_code,
+                        _reason(resp))
+            if resp.status_code in (400, 403):
+                return None     # a refusal a retry will not change; the log says why
+        sleep(min(5 * attempt, 30) * random.uniform(0.8, 1.2))
+    return None
+
+
 def _retry_lookup(agent, stop, sleep):
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(NotYet),
@@ -288,11 +325,13 @@ def main(argv=None):
         with open(args.cmdline_file) as f:
             params = kernel_params(f.read())
         api_url = args.api_url or params.get("ipa-api-url")
-        if not api_url:
+        callback = params.get("ipa-inspection-callback-url")
+        if not api_url and not callback:
             raise AgentError("no Ironic API URL: ipa-api-url is not on the kernel command line "
                              "and --api_url was not given")
-        if urllib.parse.urlsplit(api_url).scheme not in ("http", "https"):
-            raise AgentError(f"ipa-api-url {redact.url(api_url)} is not an http(s) URL")
+        for url in filter(None, (api_url, callback)):
+            if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+                raise AgentError(f"{redact.url(url)} is not an http(s) URL")
         macs = [m.lower() for m in args.mac] if args.mac else mac_addresses()
         if not macs:
             raise AgentError("no Ethernet NIC with a MAC address to look the node up by")
@@ -301,6 +340,12 @@ def main(argv=None):
         LOG.error("%s", exc)
         return 2
     insecure = params.get("ipa-insecure", "0").lower() in ("1", "true", "yes")
+    if callback:
+        from provision_agent import inspection
+        LOG.info("Inspection: posting this machine's inventory to %s", redact.url(callback))
+        post_inventory(requests.Session(), callback, inspection.collect(), verify=not insecure)
+        if not api_url:
+            return 0
     agent = Agent(api_url, macs, ssh_port=args.ssh_port, host_key=host_key,
                   token=params.get("ipa-agent-token") or None, verify=not insecure,
                   address=args.address, interval=args.interval,

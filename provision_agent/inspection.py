@@ -1,0 +1,116 @@
+"""In-band inspection: what the ramdisk tells Ironic about the machine.
+
+Ironic's `agent` inspect interface boots the ramdisk with `ipa-inspection-callback-url` on the
+kernel command line (Ironic's POST /v1/continue_inspection). The ramdisk posts the machine's
+inventory there, in ironic-python-agent's format, and Ironic finds the node by the MACs in it,
+runs its inspection hooks (interfaces, ports, architecture by default, and any the operator
+enables: memory, boot mode, root device...), stores the inventory and powers the node off.
+
+The disks are what `provision inventory` prints (multipath and NVMe included), so a layout
+validated on the conductor against the stored inventory sees the disks provision will see.
+"""
+
+import json
+import logging
+import os
+import platform
+import subprocess
+
+LOG = logging.getLogger(__name__)
+
+# 1.84: /v1/continue_inspection (Ironic's own inspection, without ironic-inspector)
+API_VERSION = "1.84"
+MAX_READ = 1 << 20        # /proc and /sys files are small; the bound is for a broken one
+
+
+def _read(path, default=None):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read(MAX_READ).strip()
+    except OSError:
+        return default
+
+
+def interfaces(sysfs="/sys/class/net", addresses=None):
+    """Ethernet NICs with a device: name, MAC, first IPv4/IPv6 address, carrier."""
+    addresses = addresses if addresses is not None else _addresses()
+    result = []
+    for name in sorted(os.listdir(sysfs)):
+        path = os.path.join(sysfs, name)
+        if _read(os.path.join(path, "type")) != "1" or not os.path.exists(
+                os.path.join(path, "device")):
+            continue
+        mac = (_read(os.path.join(path, "address")) or "").lower()
+        if not mac or mac == "00:00:00:00:00:00":
+            continue
+        v4, v6 = addresses.get(name, (None, None))
+        result.append({"name": name, "mac_address": mac, "ipv4_address": v4,
+                       "ipv6_address": v6,
+                       "has_carrier": _read(os.path.join(path, "carrier")) == "1",
+                       "product": _read(os.path.join(path, "device", "device")),
+                       "vendor": _read(os.path.join(path, "device", "vendor"))})
+    return result
+
+
+def _addresses():
+    """{interface: (first global IPv4, first global IPv6)} from `ip -j addr`."""
+    try:
+        out = subprocess.run(["ip", "-j", "addr", "show"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout
+        links = json.loads(out)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        LOG.warning("cannot read the NICs' addresses: %s", exc)
+        return {}
+    found = {}
+    for link in links if isinstance(links, list) else []:
+        v4 = v6 = None
+        for a in link.get("addr_info") or []:
+            if a.get("scope") != "global":
+                continue
+            if a.get("family") == "inet" and v4 is None:
+                v4 = a.get("local")
+            elif a.get("family") == "inet6" and v6 is None:
+                v6 = a.get("local")
+        found[link.get("ifname")] = (v4, v6)
+    return found
+
+
+def cpu(cpuinfo="/proc/cpuinfo"):
+    text = _read(cpuinfo, "")
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                  if line.startswith("model name")), None)
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines()
+                  if line.startswith("flags")), [])
+    return {"model_name": model, "architecture": platform.machine(),
+            "count": os.cpu_count() or 1, "flags": flags[:512]}
+
+
+def memory(meminfo="/proc/meminfo"):
+    """total (bytes, what the kernel manages) and physical_mb (installed, rounded up to a
+    GiB: the kernel keeps some for itself, and DMI is not always there to ask)."""
+    total_kib = 0
+    for line in _read(meminfo, "").splitlines():
+        if line.startswith("MemTotal:"):
+            total_kib = int(line.split()[1])
+    total = total_kib * 1024
+    return {"total": total, "physical_mb": -(-total // (1 << 30)) * 1024}
+
+
+def system_vendor(dmi="/sys/class/dmi/id"):
+    return {"product_name": _read(os.path.join(dmi, "product_name")),
+            "serial_number": _read(os.path.join(dmi, "product_serial")),
+            "manufacturer": _read(os.path.join(dmi, "sys_vendor"))}
+
+
+def boot_mode():
+    return {"current_boot_mode": "uefi" if os.path.isdir("/sys/firmware/efi") else "bios"}
+
+
+def collect(disks=None):
+    """The inventory Ironic's inspection takes (ironic-python-agent's keys)."""
+    if disks is None:
+        from provision_agent import inventory
+        disks = inventory.discover()
+    return {"interfaces": interfaces(), "cpu": cpu(), "memory": memory(), "disks": disks,
+            "system_vendor": system_vendor(), "boot": boot_mode(),
+            "hostname": platform.node()}

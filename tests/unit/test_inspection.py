@@ -1,0 +1,88 @@
+"""What the ramdisk posts to Ironic's in-band inspection (provision_agent/inspection.py and
+provision-ironic-agent's post), on recorded machine files and a scripted API."""
+
+import os
+
+from provision_agent import inspection
+from provision_agent import ironic_agent as agent_mod
+
+
+def _nic(root, name, mac, kind="1", device=True, carrier="1"):
+    d = root / name
+    d.mkdir()
+    (d / "type").write_text(kind + "\n")
+    (d / "address").write_text(mac + "\n")
+    (d / "carrier").write_text(carrier + "\n")
+    if device:
+        (d / "device").mkdir()
+        (d / "device" / "vendor").write_text("0x1af4\n")
+        (d / "device" / "device").write_text("0x1000\n")
+
+
+def test_interfaces_are_the_physical_nics_with_their_addresses(tmp_path):
+    _nic(tmp_path, "eth0", "52:54:00:AA:BB:01")
+    _nic(tmp_path, "lo", "00:00:00:00:00:00", kind="772", device=False)
+    _nic(tmp_path, "br0", "52:54:00:aa:bb:09", device=False)
+    _nic(tmp_path, "eth1", "52:54:00:aa:bb:02", carrier="0")
+    found = inspection.interfaces(str(tmp_path), {"eth0": ("192.0.2.5", "2001:db8::5")})
+    assert [(i["name"], i["mac_address"], i["ipv4_address"], i["has_carrier"])
+            for i in found] == [("eth0", "52:54:00:aa:bb:01", "192.0.2.5", True),
+                                ("eth1", "52:54:00:aa:bb:02", None, False)]
+    assert found[0]["vendor"] == "0x1af4" and found[0]["ipv6_address"] == "2001:db8::5"
+
+
+def test_cpu_and_memory_as_ironics_hooks_read_them(tmp_path):
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nmodel name\t: QEMU Virtual CPU\n"
+                                      "flags\t\t: fpu vme sse2 lm\n")
+    (tmp_path / "meminfo").write_text("MemTotal:        2030860 kB\nMemFree: 1 kB\n")
+    cpu = inspection.cpu(str(tmp_path / "cpuinfo"))
+    assert cpu["model_name"] == "QEMU Virtual CPU" and "lm" in cpu["flags"]
+    assert cpu["architecture"] and cpu["count"] >= 1
+    mem = inspection.memory(str(tmp_path / "meminfo"))
+    assert mem == {"total": 2030860 * 1024, "physical_mb": 2048}
+
+
+def test_this_machines_inventory_has_every_part_ironic_reads():
+    disks = [{"name": "/dev/vda", "size": 4 << 30}]
+    inv = inspection.collect(disks)
+    assert inv["disks"] == disks
+    assert {"interfaces", "cpu", "memory", "boot", "system_vendor"} <= set(inv)
+    assert inv["boot"]["current_boot_mode"] == (
+        "uefi" if os.path.isdir("/sys/firmware/efi") else "bios")
+
+
+class Resp:
+    def __init__(self, status, body=None):
+        self.status_code, self._body, self.text = status, body or {}, str(body)
+
+    def json(self):
+        return self._body
+
+
+class Session:
+    def __init__(self, script):
+        self.script, self.sent = list(script), []
+
+    def request(self, method, url, **kw):
+        self.sent.append((method, url, kw))
+        return self.script.pop(0)
+
+
+def test_the_inventory_is_posted_until_ironic_takes_it():
+    session = Session([Resp(404, {"error_message": "not inspecting yet"}),
+                       Resp(200, {"node": {"uuid": "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"}})])
+    slept = []
+    uuid = agent_mod.post_inventory(session, "http://192.0.2.1:6385/v1/continue_inspection",
+                                    {"disks": []}, sleep=slept.append)
+    assert uuid == "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+    method, url, kw = session.sent[-1]
+    assert (method, kw["json"]) == ("POST", {"inventory": {"disks": []}})
+    assert kw["headers"]["X-OpenStack-Ironic-API-Version"] == "1.84"
+    assert len(slept) == 1
+
+
+def test_a_refusal_is_not_retried():
+    session = Session([Resp(400, {"error_message": "No lookup information provided"})])
+    assert agent_mod.post_inventory(session, "http://h/v1/continue_inspection", {},
+                                    sleep=lambda s: None) is None
+    assert len(session.sent) == 1
