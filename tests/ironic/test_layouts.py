@@ -83,6 +83,17 @@ class LayoutCase(dbcase.NodeTestCase):
                                              "args": {"layout": layout},
                                              "priority": priority}])
 
+    def _deploy_with_step(self, layout):
+        """Ironic's own deploy, with set_layout given in the deploy request."""
+        self.node.provision_state = states.DEPLOYING
+        self.node.target_provision_state = states.ACTIVE
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            deployments.do_node_deploy(task, deploy_steps=[{
+                "interface": "deploy", "step": layouts.STEP, "priority": 150,
+                "args": {"layout": layout}}])
+        self.node.refresh()
+
     def _chosen_at_validate(self):
         with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
             step = layouts.template_step(task)
@@ -212,14 +223,7 @@ class TestDeployStepsRunByIronic(LayoutCase):
 
     def test_deploy_steps_given_with_the_deploy_request_choose_the_layout_too(self):
         self._set(driver="node-default")
-        self.node.provision_state = states.DEPLOYING
-        self.node.target_provision_state = states.ACTIVE
-        self.node.save()
-        with task_manager.acquire(self.context, self.node.uuid) as task:
-            deployments.do_node_deploy(task, deploy_steps=[{
-                "interface": "deploy", "step": layouts.STEP, "priority": 150,
-                "args": {"layout": "from-template"}}])
-        self.node.refresh()
+        self._deploy_with_step("from-template")
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
         self.assertEqual("from-template", _mark(validation.payload(self.node, "ironic")))
 
@@ -275,14 +279,7 @@ class TestStepRecordKeepsNoSecrets(LayoutCase):
         self.config(layout_images=True, group="provision_agent")
         layout = self._secret_layout()
         self._set(driver="node-default")
-        self.node.provision_state = states.DEPLOYING
-        self.node.target_provision_state = states.ACTIVE
-        self.node.save()
-        with task_manager.acquire(self.context, self.node.uuid) as task:
-            deployments.do_node_deploy(task, deploy_steps=[{
-                "interface": "deploy", "step": layouts.STEP, "priority": 150,
-                "args": {"layout": layout}}])
-        self.node.refresh()
+        self._deploy_with_step(layout)
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
         record = self.node.driver_internal_info[layouts.STEP_KEY]
         self.assertEqual({"source", "name", "sha256"}, set(record))
