@@ -26,6 +26,8 @@ packages=(
   # the ramdisk's HTTP stack (Debian's requests on urllib3 1.26): the functional tests fetch
   # through it under /usr/bin/python3, as provision does in the ramdisk
   python3-requests python3-urllib3 python3-tenacity
+  # oci:// images: a local OCI registry (on 127.0.0.1 only) and skopeo to push artifacts to it
+  docker-registry skopeo
 )
 if [ "${1:-}" = "--bench" ]; then
   # benchmarks/ironic_scale.py --database mariadb: Ironic on what its operators run
@@ -64,3 +66,9 @@ apt_step() {
 apt_step "updating the package lists" apt-get update -q
 apt_step "installing ${#missing[@]} packages (${missing[*]})" \
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Where services start on install, docker-registry's package serves every address (:5000); the
+# tests run registries of their own on 127.0.0.1.
+if [[ " ${missing[*]} " == *" docker-registry "* ]] && command -v systemctl >/dev/null \
+    && systemctl is-active -q docker-registry 2>/dev/null; then
+  systemctl disable -q --now docker-registry
+fi
