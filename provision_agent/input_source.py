@@ -62,17 +62,17 @@ def _get(url, verify, timeout):
         raise InputUnreachable(redact.url(url), f"{exc}; that is not an input document") \
             from None
     except requests.exceptions.SSLError as exc:
-        raise InputUnreachable(redact.url(url), f"TLS verification failed ({_reason(exc)}); give "
+        raise InputUnreachable(redact.url(url), f"TLS verification failed ({reason(exc)}); give "
                                            "the CA with --input_data_ca_bundle") from None
     except (requests.ConnectionError, requests.Timeout) as exc:
-        LOG.info("fetching the input from %s: %s; retrying", redact.url(url), _reason(exc))
-        raise _Transient(_reason(exc)) from None
+        LOG.info("fetching the input from %s: %s; retrying", redact.url(url), reason(exc))
+        raise _Transient(reason(exc)) from None
     except requests.RequestException as exc:
-        raise InputUnreachable(redact.url(url), _reason(exc)) from None
+        raise InputUnreachable(redact.url(url), reason(exc)) from None
     return body
 
 
-def _reason(exc):
+def reason(exc):
     """urllib3's text names pools and objects; keep the part a person can act on."""
     text = str(exc)
     for marker, plain in (("Connection refused", "connection refused"),

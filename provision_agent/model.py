@@ -94,6 +94,10 @@ class Image:
     checksum_of: str = "compressed"
     allow_no_checksum: bool = False
     origin: str = ""
+    checksum_url: str | None = None    # a checksum file, read when the image is
+    checksum_algo: str | None = None   # its digest's algorithm; None: from the length
+    # The download's Authorization header: kept out of repr() so no log line can show it.
+    authorization: str | None = field(default=None, repr=False)
 
 
 @dataclass

@@ -233,11 +233,15 @@ def plan(res):
 
 def _image_step(im, device, mount_point, fs_type):
     where = device or mount_point
-    return Step("write_image", {
+    args = {
         "device": device, "mount_point": mount_point, "uri": im.uri, "format": im.format,
         "compression": im.compression, "checksum": im.checksum, "checksum_of": im.checksum_of,
-        "allow_no_checksum": im.allow_no_checksum, "fs_type": fs_type},
-        f"{im.format} image {redact.url(im.uri)} to {where}")
+        "allow_no_checksum": im.allow_no_checksum, "fs_type": fs_type}
+    # only when given, so that the plans of images without them read as before
+    args.update({k: v for k, v in (("checksum_url", im.checksum_url),
+                                   ("checksum_algo", im.checksum_algo),
+                                   ("authorization", im.authorization)) if v})
+    return Step("write_image", args, f"{im.format} image {redact.url(im.uri)} to {where}")
 
 
 def _fstab_entry(fs, device):

@@ -15,7 +15,10 @@ MARK = "<redacted>"
 # Keys whose values are secret wherever they appear (lower case).
 SECRET_KEYS = {"password", "passwd", "plain_text_passwd", "hashed_passwd", "admin_pass",
                "auth_token", "token", "image_auth_token", "secret", "temp_url_sig",
-               "content", "user_data", "configdrive", "private_key"}
+               "content", "user_data", "configdrive", "private_key",
+               # an image's Authorization header; Ironic's OCI pull secret and the header
+               # Ironic makes of it (instance_info)
+               "authorization", "image_pull_secret", "image_request_authorization_secret"}
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s'\"<>]+")
 
 

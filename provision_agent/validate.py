@@ -240,8 +240,14 @@ def _check_images(layout, add, block_ids, disks):
     mounts = {fs.mount: fs for fs in layout.filesystems if fs.mount}
     fs_devices = {fs.device: fs for fs in layout.filesystems}
     for im in layout.images:
-        if im.checksum is None and not im.allow_no_checksum:
-            add(im, "no checksum: give one, or set allow_no_checksum to write it unverified")
+        if im.checksum and im.checksum_url:
+            add(im, "both checksum and checksum_url: give one of them")
+        elif im.checksum is None and im.checksum_url is None and not im.allow_no_checksum:
+            add(im, "no checksum: give checksum or checksum_url, or set allow_no_checksum to "
+                    "write it unverified")
+        if im.checksum_algo and not im.checksum_url:
+            add(im, "checksum_algo is the algorithm of checksum_url's digest; without "
+                    "checksum_url, give checksum as ALGORITHM:HEX")
         if im.format == "tar":
             if im.target not in mounts:
                 add(im, f"tar images extract into a mounted filesystem; {im.target!r} is not "

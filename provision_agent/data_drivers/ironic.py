@@ -45,6 +45,8 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
         {key: _STR for key in ("image_source", "image_url", "image_os_hash_algo",
                                "image_os_hash_value", "image_checksum", "image_disk_format",
                                "kernel", "ramdisk", "ephemeral_format", "image_fs_type")},
+        # Ironic's OCI resolution: the registry's Authorization header for image_url
+        image_request_authorization_secret={"type": ["string", "null"], "maxLength": 16384},
         capabilities={"type": ["object", "string", "null"]},
         configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
 
@@ -268,43 +270,84 @@ def _hints(data, add):
 
 
 def _checksum(info, add):
+    """The native image's checksum fields: {"checksum": "algo:hex"}, or, for a checksum given
+    as the URL of a checksum file (as Ironic and ironic-python-agent take it, in
+    image_checksum or image_os_hash_value), {"checksum_url": ..., "checksum_algo": ...}: the
+    ramdisk reads that file right before the image."""
     algo, value = info.get("image_os_hash_algo"), info.get("image_os_hash_value")
+    if algo and algo not in CHECKSUM_ALGOS:
+        add("instance_info.image_os_hash_algo",
+            f"{algo!r} is not one of {', '.join(CHECKSUM_ALGOS)}")
+        return {}
+    if value and _is_url(value):
+        return _checksum_url(value, algo)
     if algo and value:
-        if algo not in CHECKSUM_ALGOS:
-            add("instance_info.image_os_hash_algo",
-                f"{algo!r} is not one of {', '.join(CHECKSUM_ALGOS)}")
-            return None
-        return f"{algo}:{value}"
+        return {"checksum": f"{algo}:{value}"}
     legacy = info.get("image_checksum")
     if legacy:
-        if ":" in legacy:
-            return legacy
+        if _is_url(legacy):
+            # Ironic: the digest's length says the algorithm, unless image_os_hash_algo does
+            return _checksum_url(legacy, algo)
+        if legacy.partition(":")[0] in CHECKSUM_ALGOS:
+            return {"checksum": legacy}
         algo = {32: "md5", 64: "sha256", 128: "sha512"}.get(len(legacy))
-        if not algo:
-            add("instance_info.image_checksum", "not an md5, sha256 or sha512 hex digest")
-            return None
-        return f"{algo}:{legacy}"
+        if not algo or ":" in legacy:
+            add("instance_info.image_checksum", "not an md5, sha256 or sha512 hex digest, nor "
+                                                "the http(s) URL of a checksum file")
+            return {}
+        return {"checksum": f"{algo}:{legacy}"}
     add("instance_info", "no image checksum: give image_os_hash_algo and image_os_hash_value, "
-                         "or image_checksum")
-    return None
+                         "or image_checksum (a digest or the URL of a checksum file)")
+    return {}
+
+
+def _is_url(value):
+    return str(value).startswith(("http://", "https://"))
+
+
+def _checksum_url(url, algo):
+    return {"checksum_url": url, **({"checksum_algo": algo} if algo else {})}
+
+
+# What Ironic's OCI resolution sets image_disk_format to when it cannot name a disk format.
+OCI_FORMATS = {
+    "unknown": "Ironic could not tell the OCI artifact's disk type (a reference by manifest "
+               "digest carries none): reference it by tag with a 'disktype' annotation, or "
+               "set image_disk_format to raw or qcow2 before the deploy",
+    "bootc": "the OCI reference is a container image (bootc), not a disk image artifact: "
+             "this deploy interface writes disk images only"}
 
 
 def _image(info, add, target, whole):
     uri = info.get("image_url") or info.get("image_source")
+    if str(uri).startswith("oci://"):
+        add("instance_info.image_source",
+            f"{uri!r} has not been resolved: the deploy interface resolves an oci:// "
+            "reference to its blob's URL (image_url) when it prepares the deploy")
+        return None
     if not uri or not str(uri).startswith(("http://", "https://", "file://", "/")):
         add("instance_info.image_source",
             f"{uri!r} is not a URL or path; the deploy interface passes a URL (image_url)")
         return None
     fmt = info.get("image_disk_format") or "raw"
+    if fmt in OCI_FORMATS:
+        add("instance_info.image_disk_format", f"{fmt!r}: {OCI_FORMATS[fmt]}")
+        return None
     if fmt not in ("raw", "qcow2"):
         add("instance_info.image_disk_format", f"{fmt!r} is not raw or qcow2")
         return None
-    checksum = _checksum(info, add)
     native_format = ("disk" if fmt == "raw" else "qcow2") if whole else fmt
     image = {"uri": uri, "format": native_format, "target": target,
              "origin": "instance_info.image_source"}
-    if checksum:
-        image["checksum"] = checksum
+    image.update(_checksum(info, add))
+    auth = info.get("image_request_authorization_secret")
+    if auth and not (auth[0] != " " and all(" " <= c <= "~" for c in auth)):
+        # named by Ironic's field, and never echoed: it is a credential
+        add("instance_info.image_request_authorization_secret",
+            "is not an HTTP header value (printable ASCII without a leading blank)")
+    elif auth:
+        # As ironic-python-agent gets it: the header for the image's own download.
+        image["authorization"] = auth
     return image
 
 

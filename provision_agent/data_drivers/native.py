@@ -51,8 +51,9 @@ def _message(err):
     expected = err.schema.get("x-expected") if isinstance(err.schema, dict) else None
     if expected and err.validator in ("pattern", "oneOf", "anyOf", "type", "minimum"):
         value = err.instance
+        # x-secret: a credential, however short, is never echoed
         shown = repr(value) if isinstance(value, (str, int, float)) and \
-            len(repr(value)) <= _ECHO_MAX else "this value"
+            len(repr(value)) <= _ECHO_MAX and not err.schema.get("x-secret") else "this value"
         return f"{shown} is not valid here: expected {expected}"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         return _unknown_fields(err)
@@ -168,7 +169,8 @@ def build_layout(doc):
             compression=im.get("compression", "auto"), checksum=im.get("checksum"),
             checksum_of=im.get("checksum_of", "compressed"),
             allow_no_checksum=im.get("allow_no_checksum", False),
-            origin=im.get("origin", f"$.images[{i}]")))
+            origin=im.get("origin", f"$.images[{i}]"), checksum_url=im.get("checksum_url"),
+            checksum_algo=im.get("checksum_algo"), authorization=im.get("authorization")))
     if "bootloader" in doc:
         b = doc["bootloader"]
         layout.bootloader = model.Bootloader(

@@ -2,7 +2,7 @@
 
 The server (also used by test_image_writer.py) runs on 127.0.0.1 in a thread. Each file it
 serves can be told to drop the connection after N bytes (once or always), to refuse Range, to
-answer with a status, or to stall.
+answer with a status (and a Location), to stall, or to want an Authorization header.
 """
 
 import http.server
@@ -27,8 +27,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         srv.requests.append((self.path, dict(self.headers)))
         name = self.path.lstrip("/").split("?")[0]
         rule = srv.rules.get(name, {})
+        if rule.get("auth") and self.headers.get("Authorization") != rule["auth"]:
+            rule = {"status": 401}
         if rule.get("status"):
             self.send_response(rule["status"])
+            if rule.get("location"):
+                self.send_header("Location", rule["location"])
             self.send_header("Content-Length", "0")
             self.end_headers()
             return

@@ -106,6 +106,39 @@ def test_legacy_md5_checksum_and_missing_checksum():
                for p in problems(node(image_os_hash_algo=None, image_os_hash_value=None)))
 
 
+def test_a_checksum_file_url_in_image_checksum_is_read_in_the_ramdisk():
+    """Ironic and ironic-python-agent take a checksum file's URL; it used to be refused as
+    'expected ALGORITHM:HEX' (exit 2)."""
+    url = "http://h/img.raw.sha256sum"
+    out = native(node(image_os_hash_algo=None, image_os_hash_value=None, image_checksum=url))
+    image = out["images"][0]
+    assert image["checksum_url"] == url and "checksum" not in image
+    assert "checksum_algo" not in image        # the digest's length will tell
+    out = native(node(image_os_hash_value=url, image_os_hash_algo="sha512"))
+    assert (out["images"][0]["checksum_url"], out["images"][0]["checksum_algo"]) == (url, "sha512")
+    assert any(p.startswith("instance_info.image_checksum: not an md5, sha256 or sha512 hex "
+                            "digest, nor the http(s) URL of a checksum file")
+               for p in problems(node(image_os_hash_algo=None, image_os_hash_value=None,
+                                      image_checksum="ftp://h/sums")))
+
+
+@pytest.mark.parametrize("fmt,says", [
+    ("unknown", "'unknown': Ironic could not tell the OCI artifact's disk type"),
+    ("bootc", "'bootc': the OCI reference is a container image (bootc), not a disk image")])
+def test_an_oci_artifact_ironic_found_no_disk_format_for_is_refused(fmt, says):
+    out = problems(node(image_source="oci://r.example/images/disk:v1", kernel=None,
+                        ramdisk=None, image_url="http://r.example/v2/images/disk/blobs/x",
+                        image_disk_format=fmt))
+    assert any(p.startswith(f"instance_info.image_disk_format: {says}") for p in out), out
+
+
+def test_an_oci_reference_the_deploy_interface_did_not_resolve_is_refused():
+    out = problems(node(image_source="oci://r.example/images/disk:v1", kernel=None,
+                        ramdisk=None))
+    assert any("'oci://r.example/images/disk:v1' has not been resolved: the deploy interface "
+               "resolves an oci:// reference to its blob's URL (image_url)" in p for p in out)
+
+
 def test_bad_instance_info_fields_are_named():
     out = problems(node(image_source="glance-uuid-1234", root_gb=0, swap_mb="lots"))
     assert any(p.startswith("instance_info.image_source: 'glance-uuid-1234' is not a URL")

@@ -110,7 +110,7 @@ class HttpSource:
         if resp.status_code != expected:
             resp.close()
             raise ImageError(f"image {self.uri}: HTTP {resp.status_code} {resp.reason}, "
-                             f"expected {expected}")
+                             f"expected {expected}{self._refused(resp.status_code)}")
         if first:
             length = resp.headers.get("Content-Length")
             self.size = int(length) if length and length.isdigit() else None
@@ -124,6 +124,13 @@ class HttpSource:
                                  f"{resp.headers.get('Content-Range')!r}")
         self._resp = resp
         self._stall.watch(resp)
+
+    def _refused(self, status):
+        if status not in (401, 403):
+            return ""
+        if "Authorization" in self._session.headers:
+            return " (the server refused the image's Authorization header)"
+        return " (the server wants credentials the image was not given)"
 
     def read(self, n):
         try:

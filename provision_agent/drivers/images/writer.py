@@ -190,10 +190,28 @@ def _headers(options):
     return headers
 
 
+def _checksum(args, options):
+    """The step's "algo:hex": as given, or read from its checksum file (before the target
+    is touched, so that a file without the image's entry changes nothing)."""
+    if not args.get("checksum_url"):
+        return args.get("checksum")
+    from provision_agent.drivers.images import checksum_file
+    return checksum_file.resolve(
+        args["checksum_url"], args["uri"], args.get("checksum_algo"),
+        tls_verify=not options.get("image_insecure"), ca_bundle=options.get("image_ca_bundle"),
+        headers=_headers(options))
+
+
 def write_image(args, *, runner, events, target_root, target_zeroed=False, options=None):
     """The executor's entry: a write_image step's args -> a JSON-able report dict."""
     from provision_agent.drivers import mount     # only for the tar target path
     options = options or {}
+    checksum = _checksum(args, options)
+    headers = _headers(options)
+    if args.get("authorization"):
+        # this image's own credential (an OCI registry's): its download only, never the
+        # checksum file's; requests drops it when a redirect leaves the host
+        headers["Authorization"] = args["authorization"]
     mount_dir = None
     if args.get("format") == "tar":
         mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
@@ -202,11 +220,11 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
             runner, args["device"], options.get("image_zero_target") or "auto")
     report = write_to(
         args["uri"], args.get("device"), fmt=args.get("format", "raw"),
-        compression=args.get("compression") or "auto", checksum=args.get("checksum"),
+        compression=args.get("compression") or "auto", checksum=checksum,
         checksum_of=args.get("checksum_of") or "compressed",
         allow_no_checksum=bool(args.get("allow_no_checksum")), fs_type=args.get("fs_type"),
         mount_dir=mount_dir, tls_verify=not options.get("image_insecure"),
-        ca_bundle=options.get("image_ca_bundle"), headers=_headers(options),
+        ca_bundle=options.get("image_ca_bundle"), headers=headers,
         target_zeroed=target_zeroed, runner=runner, events=events,
         stall={k: options[f"image_{k}"] for k in ("stall_seconds", "stall_bytes")
                if options.get(f"image_{k}") is not None})
