@@ -40,7 +40,7 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import config, fanout, follow, heartbeat, images, layouts, validation
+from ironic_driver import config, fanout, follow, heartbeat, images, layouts, oci, validation
 from ironic_driver.follow import ramdisk_options  # noqa: F401  (part of this module's API)
 
 LOG = logging.getLogger(__name__)
@@ -94,6 +94,8 @@ class ProvisionDeploy(base.DeployInterface):
             layouts.forget(node)    # a layout the set_layout step chose for an earlier deploy
             if images.from_glance(node):
                 images.resolve(task)
+            elif oci.from_oci(node):
+                oci.resolve(task)
             task.driver.network.add_provisioning_network(task)
             task.driver.boot.prepare_ramdisk(task, ramdisk_options(task.node))
         elif node.provision_state == states.ACTIVE:

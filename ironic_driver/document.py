@@ -28,8 +28,14 @@ def secure_boot_requested(node):
     return boot_mode_utils.is_secure_boot_requested(node)
 
 
+# The ramdisk gets the header Ironic's OCI resolution made of the pull secret
+# (image_request_authorization_secret), never the pull secret itself.
+NOT_SENT = ("image_pull_secret",)
+
+
 def build(node, layout=None):
-    instance_info = copy.deepcopy(dict(node.instance_info or {}))
+    instance_info = copy.deepcopy({k: v for k, v in (node.instance_info or {}).items()
+                                   if k not in NOT_SENT})
     doc = {"node_uuid": node.uuid,
            "instance_info": instance_info,
            "properties": {},

@@ -6,7 +6,7 @@ import os
 from ironic.common import exception
 from ironic.conf import CONF
 
-from ironic_driver import document, images, layouts, ssh
+from ironic_driver import document, images, layouts, oci, ssh
 
 LOG = logging.getLogger(__name__)
 
@@ -90,6 +90,21 @@ def _check_api_url():
                        f"Keystone catalog): {exc}")
 
 
+def check_checksum_urls(info):
+    """Ironic's [conductor]disable_support_for_checksum_files refuses checksum files; the
+    ramdisk reads them (provision_agent/drivers/images/checksum_file.py), so the conductor
+    enforces Ironic's setting here."""
+    from ironic.common import checksum_utils
+    for key in ("image_checksum", "image_os_hash_value"):
+        value = info.get(key)
+        try:
+            if isinstance(value, str):
+                checksum_utils.is_checksum_url(value)
+        except exception.ImageChecksumURLNotSupported:
+            raise _invalid(f"instance_info/{key} is the URL of a checksum file, which this "
+                           "conductor refuses ([conductor]disable_support_for_checksum_files)")
+
+
 def stored_disks(task):
     """Disks from the node's stored inspection inventory, or None when there is none."""
     from ironic import objects
@@ -149,8 +164,12 @@ def check_instance(task, data_driver):
         raise exception.MissingParameterValue(
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
             "set it again before every deploy)")
+    check_checksum_urls(info)
     from provision_agent import errors, pipeline
     record = images.check_exists(task) if images.from_glance(node) else None
+    # Ironic's own OCI resolution, as prepare will run it: a reference that does not resolve
+    # (registry, tag, pull secret, no disk artifact) is refused before anything boots.
+    found = oci.identify(node) if oci.from_oci(node) else None
     if data_driver not in pipeline.data_driver_names():
         # Not installed (or not importable) next to the conductor: the ramdisk will judge.
         LOG.warning("Cannot pre-validate node %s: provision data driver %s is not available "
@@ -162,6 +181,8 @@ def check_instance(task, data_driver):
         doc = payload(node, data_driver, step)
         if data_driver != "native":
             doc["instance_info"] = images.for_validation(doc["instance_info"], node, record)
+            if found:
+                doc["instance_info"] = oci.for_validation(doc["instance_info"], found)
         layout = pipeline.load_layout(doc, data_driver)
         for warning in layout.warnings:
             LOG.info("Node %s (layout from %s): %s", node.uuid, choice.describe(), warning)
