@@ -40,7 +40,7 @@ import urllib.parse
 import requests
 import tenacity
 
-from provision_agent import binding, redact
+from provision_agent import binding, bounded_http, redact
 
 LOG = logging.getLogger("provision-ironic-agent")
 
@@ -54,6 +54,35 @@ DEFAULT_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
 DEFAULT_BINDING_DIR = "/run/provision-ironic-agent"
 STARTUP_PAUSES = (3, 10, 30)
 MAX_PARAM = 4096            # a kernel command line is at most a few KiB
+# Ironic's answers to lookup and heartbeat are a node record: kilobytes. Whatever answers on
+# ipa-api-url may send more, or send it slowly; the ramdisk's memory is the machine's RAM.
+MAX_ANSWER = 1 << 20
+ANSWER_SECONDS = 60
+
+
+class Answer:
+    """An HTTP answer, its body read in bounded memory and time (bounded_http)."""
+
+    def __init__(self, status_code, body):
+        self.status_code = status_code
+        self.text = body.decode(errors="replace")
+
+    def json(self):
+        import json
+        return json.loads(self.text)
+
+
+def request(session, method, url, **kwargs):
+    headers = dict(kwargs.pop("headers", {}), **bounded_http.NO_ENCODING)
+    resp = session.request(method, url, headers=headers, stream=True,
+                           hooks=bounded_http.hooks(), **kwargs)
+    try:
+        return Answer(resp.status_code,
+                      bounded_http.read(resp, MAX_ANSWER, ANSWER_SECONDS))
+    except bounded_http.BodyError as exc:
+        raise requests.RequestException(str(exc)) from None
+    finally:
+        resp.close()
 
 
 class AgentError(Exception):
@@ -142,11 +171,11 @@ class Agent:
 
     def _request(self, method, path, **kwargs):
         try:
-            return self.session.request(method, self.api_url + path, headers=HEADERS,
+            return request(self.session, method, self.api_url + path, headers=HEADERS,
                                         timeout=30, verify=self.verify, **kwargs)
         except requests.RequestException as exc:
             raise NotYet(f"{method} {redact.url(self.api_url)}{path}: "
-                         f"{type(exc).__name__}") from None
+                         f"{type(exc).__name__}: {redact.text(str(exc))[:200]}") from None
 
     def lookup(self):
         """Our node's UUID, and the agent token unless it came on the command line."""
@@ -157,8 +186,11 @@ class Agent:
             raise NotYet(f"no node with a port among {', '.join(self.macs)} is deploying")
         if resp.status_code >= 400:
             raise NotYet(f"lookup answered {resp.status_code}: {_reason(resp)}")
-        body = resp.json()
-        uuid = body["node"]["uuid"]
+        try:
+            body = resp.json()
+            uuid = body["node"]["uuid"]
+        except (ValueError, KeyError, TypeError):
+            raise NotYet(f"lookup answered {resp.status_code} without a node record") from None
         token = (body.get("config") or {}).get("agent_token")
         if token and token != HIDDEN_TOKEN:
             self.token = token
@@ -237,7 +269,7 @@ def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: F
         if stop():
             return None
         try:
-            resp = session.request("POST", callback_url, json={"inventory": inventory},
+            resp = request(session, "POST", callback_url, json={"inventory": inventory},
                                    headers=headers, timeout=60, verify=verify)
         except requests.RequestException as exc:
             LOG.warning("Inspection: posting the inventory to %s failed (%s); again shortly",

@@ -3,6 +3,8 @@ provision-ironic-agent's post), on recorded machine files and a scripted API."""
 
 import os
 
+from tests.unit.fake_http import Resp, Session
+
 from provision_agent import inspection
 from provision_agent import ironic_agent as agent_mod
 
@@ -51,21 +53,6 @@ def test_this_machines_inventory_has_every_part_ironic_reads():
         "uefi" if os.path.isdir("/sys/firmware/efi") else "bios")
 
 
-class Resp:
-    def __init__(self, status, body=None):
-        self.status_code, self._body, self.text = status, body or {}, str(body)
-
-    def json(self):
-        return self._body
-
-
-class Session:
-    def __init__(self, script):
-        self.script, self.sent = list(script), []
-
-    def request(self, method, url, **kw):
-        self.sent.append((method, url, kw))
-        return self.script.pop(0)
 
 
 def test_the_inventory_is_posted_until_ironic_takes_it():

@@ -8,6 +8,8 @@ import stat
 
 import pytest
 
+from tests.unit.fake_http import Resp, Session
+
 from provision_agent import binding
 from provision_agent import ironic_agent as agent_mod
 
@@ -52,26 +54,6 @@ def test_source_address_is_the_route_towards_the_api():
     assert agent_mod.source_address("http://127.0.0.1:6385") == "127.0.0.1"
 
 
-class Resp:
-    def __init__(self, status, body=None):
-        self.status_code = status
-        self._body = body or {}
-        self.text = str(body)
-
-    def json(self):
-        return self._body
-
-
-class Session:
-    """Answers requests from a script; records what was sent."""
-
-    def __init__(self, script):
-        self.script = list(script)
-        self.sent = []
-
-    def request(self, method, url, **kwargs):
-        self.sent.append((method, url, kwargs))
-        return self.script.pop(0)
 
 
 @pytest.fixture(autouse=True)
@@ -192,3 +174,12 @@ def test_main_refuses_a_non_http_url_without_echoing_credentials(tmp_path, caplo
     assert agent_mod.main(["--cmdline_file", str(cmdline), "--host_key_file", str(key),
                            "--mac", "52:54:00:aa:bb:01"]) == 2
     assert "not an http(s) URL" in caplog.text and "pw" not in caplog.text
+
+
+def test_an_answer_larger_than_a_node_record_is_not_read_whole():
+    huge = b'{"node": {"uuid": "' + b"x" * (agent_mod.MAX_ANSWER + 10) + b'"}}'
+    agent, session = _agent([Resp(200, raw_body=huge)])
+    with pytest.raises(agent_mod.NotYet, match="larger than 1048576 bytes"):
+        agent.lookup()
+    assert session.sent[0][2]["stream"] is True
+    assert session.sent[0][2]["headers"]["Accept-Encoding"] == "identity"
