@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from tests.ironic import guide, realenv, realglance
+from tests.ironic import guide, realenv, realglance, realregistry
 from tests.ironic.conftest import require
 from tests.ironic.test_heartbeat import AgentProcess
 from tests.vmbench.httpserve import FileServer
@@ -49,7 +49,8 @@ def server(ramdisk, tmp_path_factory):
         "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
         "remote_dir": os.path.join(workdir, "remote"),
         "layouts_dir": layouts,
-    }, extra_conf=realglance.ironic_conf(glance, workdir, http.url()))
+    }, extra_conf=realglance.ironic_conf(glance, workdir, http.url())
+        + realregistry.ironic_conf())
     # data_driver stays the default (ironic), as on a real conductor
     server.glance = glance
     try:
@@ -237,6 +238,36 @@ def test_a_glance_image_to_a_node_found_by_its_heartbeat(server, ramdisk, tmp_pa
     assert sent["image_source"] == image["id"]
     assert sent["image_os_hash_value"] == image["os_hash_value"]
     guide.run("undeploy", env)
+
+
+def test_an_oci_image_with_a_pull_secret(server, ramdisk, tmp_path):
+    """Section 6: an oci:// reference and its pull secret, from a local registry
+    (tests/ironic/test_oci.py checks the secret and the download)."""
+    require(not realregistry.missing(), f"missing: {realregistry.missing()}")
+    registry = realregistry.Registry(str(tmp_path)).start()
+    try:
+        blob, _ = registry.push("images/guide", "v1",
+                                b"\x00" * 510 + b"\x55\xaa" + os.urandom(1 << 16),
+                                media_type="application/octet-stream", title="disk.raw")
+        env = _enrolled(server, ramdisk, "guide-oci", "52:54:00:00:00:07")
+        # a whole-disk image on a machine of three disks: the operator says which
+        server.request("PATCH", "/v1/nodes/guide-oci", [
+            {"op": "add", "path": "/properties/root_device", "value": {"serial": "disk1"}}])
+        env.update(OCI_IMAGE=f"oci://{registry.host}/images/guide:v1",
+                   PULL_SECRET=f"{registry.user}:{registry.password}")
+        guide.run("deploy-oci", env, timeout=200)
+        node = _show(env)
+        assert node["provision_state"] == "active", node["last_error"]
+        uuid = server.node("guide-oci")["uuid"]
+        with open(os.path.join(server.remote_dir, uuid, "input.json")) as f:
+            sent = json.load(f)["instance_info"]
+        assert sent["image_url"] == f"{registry.url}/v2/images/guide/blobs/{blob}"
+        assert sent["image_request_authorization_secret"] == registry.basic()
+        with open(os.path.join(server.remote_dir, uuid, "output.log")) as f:
+            assert f"disk image {sent['image_url']} to /dev/vdb" in f.read()
+        guide.run("undeploy", env)
+    finally:
+        registry.stop()
 
 
 def test_a_conductor_without_paramiko_names_the_extra(tmp_path):
