@@ -25,11 +25,12 @@ TABLES_AT_ONCE = 16
 def _tables_at(steps, index):
     """The steps from index on that run together: a run of partition_table steps (each on its
     own disk, the planner puts them one after another), else the one step."""
-    end, disks = index + 1, {steps[index].args.get("disk")}
+    end = index + 1
     if steps[index].kind == "partition_table":
+        disks = {steps[index].disk}
         while (end < len(steps) and steps[end].kind == "partition_table"
-               and steps[end].args["disk"] not in disks):
-            disks.add(steps[end].args["disk"])
+               and steps[end].disk not in disks):
+            disks.add(steps[end].disk)
             end += 1
     return steps[index:end]
 
@@ -50,6 +51,20 @@ class Executor:
         self.in_table = set()       # partition devices already written with their table
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
         self.tables_follow = set()  # disks a partition_table step writes
+        # kind -> handler(step): the one table steps are dispatched through; a plug-in's
+        # kinds are added by extensions.py
+        self.handlers = {
+            "wipe": self.do_wipe, "partition_table": self.do_partition_table,
+            "partition": self.do_partition, "settle": self.do_settle,
+            "md_create": self.do_md_create, "pv_create": self.do_pv_create,
+            "vg_create": self.do_vg_create, "lv_create": self.do_lv_create,
+            "vg_activate": self.do_vg_activate, "mkfs": self.do_mkfs,
+            "write_image": self.do_write_image, "mount": self.do_mount,
+            "fstab": self.do_fstab, "mdadm_conf": self.do_mdadm_conf,
+            "multipath_conf": self.do_multipath_conf, "bootloader": self.do_bootloader,
+            "configdrive": self.do_configdrive, "umount": self.do_umount}
+        from provision_agent import extensions
+        self.handlers.update(extensions.handlers(self))
 
     def execute(self, steps):
         started = time.monotonic()
@@ -75,17 +90,15 @@ class Executor:
         makes the kernel re-read it)."""
         for step in steps:
             if step.kind == "partition_table":
-                self.tables_follow.add(step.args["disk"])
+                self.tables_follow.add(step.disk)
             if step.kind != "partition":
                 continue
-            disk = step.args["disk"]
-            start, end = step.args["start"], step.args["end"]
-            self.tables.setdefault(disk, {})[step.args["number"]] = (
-                start, None if step.args.get("kind") == "extended" else end - start + 1)
-            if step.args.get("keep"):
-                self.keep_numbers.setdefault(disk, []).append(step.args["number"])
+            self.tables.setdefault(step.disk, {})[step.number] = (
+                step.start, None if step.kind_ == "extended" else step.end - step.start + 1)
+            if step.keep:
+                self.keep_numbers.setdefault(step.disk, []).append(step.number)
             else:
-                self.new_parts.setdefault(disk, []).append(step.args)
+                self.new_parts.setdefault(step.disk, []).append(step.args)
 
     def _run(self, first, count, steps):
         """Run steps: one, or at the same time partition tables of distinct disks (each
@@ -121,21 +134,21 @@ class Executor:
         """(result, exception, seconds) of the step's do_ method."""
         t0 = time.monotonic()
         try:
-            return getattr(self, f"do_{step.kind}")(step.args), None, time.monotonic() - t0
+            return self.handlers[step.kind](step), None, time.monotonic() - t0
         except Exception as exc:
             return None, exc, time.monotonic() - t0
 
     # storage
 
-    def do_wipe(self, args):
-        wipe.wipe(self.runner, args["disk"], args.get("keep") or [],
-                  reread=args["disk"] not in self.tables_follow)
+    def do_wipe(self, step):
+        wipe.wipe(self.runner, step.disk, step.keep or [],
+                  reread=step.disk not in self.tables_follow)
 
-    def do_partition_table(self, args):
-        disk, keep = args["disk"], self.keep_numbers.get(args["disk"], [])
-        self.labels[disk] = args["label"]
+    def do_partition_table(self, step):
+        disk, keep = step.disk, self.keep_numbers.get(step.disk, [])
+        self.labels[disk] = step.label
         parts = self.new_parts.get(disk, [])
-        if args["label"] == "gpt":
+        if step.label == "gpt":
             partitions.write_gpt(self.runner, disk, parts, keep)
         elif not keep:
             partitions.write_msdos(self.runner, disk, parts)
@@ -146,68 +159,68 @@ class Executor:
         self.in_table.update(p["device"] for p in parts)
         return {"partitions": [p["device"] for p in parts]}
 
-    def do_partition(self, args):
-        if args.get("keep"):
-            self.kept.add(args["device"])
+    def do_partition(self, step):
+        if step.keep:
+            self.kept.add(step.device)
             return {"kept": True}
-        if args["device"] in self.in_table:
+        if step.device in self.in_table:
             return {"written_with_table": True}
-        partitions.create(self.runner, args, self.labels.get(args["disk"], "gpt"))
+        partitions.create(self.runner, step.args, self.labels.get(step.disk, "gpt"))
 
-    def do_settle(self, args):
-        for disk in args["disks"]:
+    def do_settle(self, step):
+        for disk in step.disks:
             udev.reread_partitions(self.runner, disk, self.tables.get(disk))
-        udev.wait_for_devices(self.runner, args["devices"])
-        wipe.clear_new(self.runner, [d for d in args["devices"] if d not in self.kept])
+        udev.wait_for_devices(self.runner, step.devices)
+        wipe.clear_new(self.runner, [d for d in step.devices if d not in self.kept])
 
-    def do_md_create(self, args):
-        md.create(self.runner, args)
+    def do_md_create(self, step):
+        md.create(self.runner, step.args)
         udev.settle(self.runner)
-        udev.wait_for_devices(self.runner, [args["device"]])
-        wipe.clear_new(self.runner, [args["device"]])
+        udev.wait_for_devices(self.runner, [step.device])
+        wipe.clear_new(self.runner, [step.device])
 
-    def do_pv_create(self, args):
-        lvm.pv_create(self.runner, args["device"])
+    def do_pv_create(self, step):
+        lvm.pv_create(self.runner, step.device)
 
-    def do_vg_create(self, args):
-        lvm.vg_create(self.runner, args["name"], args["pvs"])
+    def do_vg_create(self, step):
+        lvm.vg_create(self.runner, step.name, step.pvs)
 
-    def do_lv_create(self, args):
-        lvm.lv_create(self.runner, args)
-        udev.wait_for_devices(self.runner, [args["device"]])
+    def do_lv_create(self, step):
+        lvm.lv_create(self.runner, step.args)
+        udev.wait_for_devices(self.runner, [step.device])
 
-    def do_vg_activate(self, args):
+    def do_vg_activate(self, step):
         # checked in the preflight too; the partition table has been rewritten since
-        problems = lvm.kept_vg_problems(self.runner, args)
+        problems = lvm.kept_vg_problems(self.runner, step.args)
         if problems:
-            raise MachineMismatch([Problem(f"volume group {args['name']}", p) for p in problems])
-        lvm.activate(self.runner, args["name"])
+            raise MachineMismatch([Problem(f"volume group {step.name}", p) for p in problems])
+        lvm.activate(self.runner, step.name)
         udev.settle(self.runner)
-        udev.wait_for_devices(self.runner, args["devices"])
-        self.kept.update(args["devices"])
-        return {"kept": args["lvs"]}
+        udev.wait_for_devices(self.runner, step.devices)
+        self.kept.update(step.devices)
+        return {"kept": step.lvs}
 
-    def do_mkfs(self, args):
-        options = list(args.get("options") or [])
-        if args.get("volume_id_of"):
-            options += mkfs.same_volume_id(blockinfo.uuid(self.runner, args["volume_id_of"]),
+    def do_mkfs(self, step):
+        options = list(step.options or [])
+        if step.volume_id_of:
+            options += mkfs.same_volume_id(blockinfo.uuid(self.runner, step.volume_id_of),
                                            options)
-        mkfs.make(self.runner, args["fs_type"], args["device"], args.get("label"), options)
-        uuid = blockinfo.uuid(self.runner, args["device"])
-        self.filesystems.append({"device": args["device"], "fs_type": args["fs_type"],
-                                 "label": args.get("label"), "uuid": uuid})
+        mkfs.make(self.runner, step.fs_type, step.device, step.label, options)
+        uuid = blockinfo.uuid(self.runner, step.device)
+        self.filesystems.append({"device": step.device, "fs_type": step.fs_type,
+                                 "label": step.label, "uuid": uuid})
         return {"uuid": uuid}
 
     # images and the target system
 
-    def do_write_image(self, args):
+    def do_write_image(self, step):
         from provision_agent.drivers.images import writer     # heavy; only runs with images
-        return writer.write_image(args, runner=self.runner, events=self.events,
+        return writer.write_image(step.args, runner=self.runner, events=self.events,
                                   target_root=self.root, options=self.options)
 
-    def do_mount(self, args):
-        made_here = any(fs["device"] == args["device"] for fs in self.filesystems)
-        return {"path": self.mounts.mount(args["device"], args["mount_point"], args["fs_type"],
+    def do_mount(self, step):
+        made_here = any(fs["device"] == step.device for fs in self.filesystems)
+        return {"path": self.mounts.mount(step.device, step.mount_point, step.fs_type,
                                           adopt=made_here)}
 
     def _root_mounted(self, what):
@@ -217,9 +230,9 @@ class Executor:
         LOG.warning("no root filesystem mounted under %s: %s not written", self.root, what)
         return False
 
-    def do_fstab(self, args):
+    def do_fstab(self, step):
         entries = []
-        for entry in args["entries"]:
+        for entry in step.entries:
             uuid = blockinfo.uuid(self.runner, entry["device"])
             if not uuid:
                 raise udev.DeviceMissing(f"{entry['device']} has no filesystem UUID for fstab")
@@ -229,43 +242,44 @@ class Executor:
             fstab.write(self.root, text)
         return {"fstab": text}
 
-    def do_mdadm_conf(self, args):
-        lines = md.device_lines(self.runner, args.get("device_members") or []) + \
-            md.conf_lines(self.runner, args["arrays"])
+    def do_mdadm_conf(self, step):
+        lines = md.device_lines(self.runner, step.device_members or []) + \
+            md.conf_lines(self.runner, step.arrays)
         text = ("# written by provision-agent\nHOMEHOST <ignore>\nMAILADDR root\n"
                 + "".join(line + "\n" for line in lines))
         if self._root_mounted("mdadm.conf"):
             fstab.write(self.root, text, "etc/mdadm/mdadm.conf")
         return {"mdadm_conf": text}
 
-    def do_multipath_conf(self, args):
+    def do_multipath_conf(self, step):
         if not self._root_mounted("/etc/multipath/wwids"):
             return None
         from provision_agent.drivers import multipath
-        text = multipath.write_wwids(self.root, args["wwids"])
+        text = multipath.write_wwids(self.root, step.wwids)
         if not multipath.has_tools(self.root):
             LOG.warning("the image has no multipath-tools: the installed system will use one "
-                        "path of %s, not the multipath device", ", ".join(args["wwids"]))
+                        "path of %s, not the multipath device", ", ".join(step.wwids))
         return {"wwids": text}
 
-    def do_bootloader(self, args):
+    def do_bootloader(self, step):
         from provision_agent.drivers import bootloader
-        return {"boot_mode": bootloader.install(self.runner, self.root, args)}
+        return {"boot_mode": bootloader.install(self.runner, self.root, step.args)}
 
-    def do_configdrive(self, args):
+    def do_configdrive(self, step):
         from provision_agent.drivers import configdrive
-        if args.get("append_to"):
-            disk = args["append_to"]
-            number = partitions.append_at_end(self.runner, disk, args["size_bytes"],
+        args = step.args
+        if step.append_to:
+            disk = step.append_to
+            number = partitions.append_at_end(self.runner, disk, step.size_bytes,
                                               blockinfo.size_bytes(disk), name="config-2")
             udev.reread_partitions(self.runner, disk)
-            device = partition_device(args.get("partitions_of") or disk, number)
+            device = partition_device(step.partitions_of or disk, number)
             udev.wait_for_devices(self.runner, [device])
             args = dict(args, device=device)
         return {"device": args["device"],
                 "bytes": configdrive.write(self.runner, args, self.options)}
 
-    def do_umount(self, args):
+    def do_umount(self, step):
         self.runner.run(["sync"])
-        for mount_point in args["mount_points"]:
+        for mount_point in step.mount_points:
             self.mounts.umount(mount_point)

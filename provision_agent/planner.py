@@ -8,8 +8,8 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import parttypes, redact
+from provision_agent import steps as st
 from provision_agent.resolve import partition_base
-from provision_agent.steps import Step
 from provision_agent.units import human
 
 MULTIPATH_LINKS = "/dev/disk/by-id/dm-uuid-"
@@ -79,86 +79,78 @@ def plan(res):
             name = dev(disk.id)
             keep = [p.number for p in res.placed.get(disk.id, [])
                     if p.part_id and _part(layout, p.part_id).keep]
-            steps.append(Step("wipe", {"disk": name, "keep": keep},
-                              f"wipe old signatures on {name}"
-                              + (f" (keeping partitions {keep})" if keep else "")))
+            steps.append(st.Wipe(name, keep, description=f"wipe old signatures on {name}"
+                                 + (f" (keeping partitions {keep})" if keep else "")))
     tabled = [d for d in layout.disks if d.partitions]
     for disk in tabled:
-        steps.append(Step("partition_table", {"disk": dev(disk.id), "label": disk.table},
-                          f"new {disk.table} partition table on {dev(disk.id)}"))
+        steps.append(st.PartitionTable(dev(disk.id), disk.table, description=f"new {disk.table} "
+                                       f"partition table on {dev(disk.id)}"))
     for disk in tabled:
         name = dev(disk.id)
         for p in res.placed.get(disk.id, []):
             part = _part(layout, p.part_id) if p.part_id else None
-            steps.append(Step("partition", {
-                "disk": name, "number": p.number, "device": p.device,
-                "start": p.start, "end": p.end,
-                "type": parttypes.type_code(disk.table, part.type if part else "extended",
-                                            part.type_guid if part else None),
-                "name": part.name if part else None,
-                "flags": parttypes.flags(disk.table, part.type, part.flags) if part else [],
-                "kind": p.kind, "guid": part.guid if part else None,
-                "keep": bool(part and part.keep)},
-                f"partition {p.device} {human(p.size)} "
+            steps.append(st.Partition(
+                name, p.number, p.device, p.start, p.end,
+                parttypes.type_code(disk.table, part.type if part else "extended",
+                                    part.type_guid if part else None),
+                name=part.name if part else None,
+                flags=parttypes.flags(disk.table, part.type, part.flags) if part else [],
+                kind_=p.kind, guid=part.guid if part else None,
+                keep=bool(part and part.keep),
+                description=f"partition {p.device} {human(p.size)} "
                 + (part.type if part else "extended")))
     part_devices = [p.device for ps in res.placed.values() for p in ps if p.kind != "extended"]
     if part_devices:
-        steps.append(Step("settle", {"disks": [dev(d.id) for d in layout.disks
-                                               if d.partitions],
-                                     "devices": part_devices},
-                          "re-read partition tables and wait for the partition devices"))
+        steps.append(st.Settle([dev(d.id) for d in layout.disks if d.partitions], part_devices,
+                               description="re-read partition tables and wait for the "
+                                           "partition devices"))
 
     for r in layout.raids:
-        steps.append(Step("md_create", {
-            "device": dev(r.id), "name": r.name, "level": r.level,
-            "members": [dev(m) for m in r.members], "spares": [dev(s) for s in r.spares],
-            "metadata": r.metadata, "chunk_kib": r.chunk_kib},
-            f"RAID{r.level} {dev(r.id)} over {len(r.members)} members"))
+        steps.append(st.MdCreate(
+            dev(r.id), r.name, r.level, [dev(m) for m in r.members],
+            [dev(s) for s in r.spares], r.metadata, r.chunk_kib,
+            description=f"RAID{r.level} {dev(r.id)} over {len(r.members)} members"))
     for vg in layout.volume_groups:
         if vg.keep:
             # the VG and its LVs were made by an earlier provisioning: only brought up
-            steps.append(Step("vg_activate", {
-                "name": vg.name, "pvs": [dev(pv) for pv in vg.pvs],
-                "lvs": [lv.name for lv in vg.logical_volumes],
-                "devices": [dev(lv.id) for lv in vg.logical_volumes]},
-                f"keep volume group {vg.name}: activate it and its logical volumes "
+            steps.append(st.VgActivate(
+                vg.name, [dev(pv) for pv in vg.pvs], [lv.name for lv in vg.logical_volumes],
+                [dev(lv.id) for lv in vg.logical_volumes],
+                description=f"keep volume group {vg.name}: activate it and its logical volumes "
                 f"({', '.join(lv.name for lv in vg.logical_volumes) or 'none listed'})"))
             continue
         for pv in vg.pvs:
-            steps.append(Step("pv_create", {"device": dev(pv)}, f"LVM physical volume {dev(pv)}"))
-        steps.append(Step("vg_create", {"name": vg.name, "pvs": [dev(pv) for pv in vg.pvs]},
-                          f"volume group {vg.name}"))
+            steps.append(st.PvCreate(dev(pv), description=f"LVM physical volume {dev(pv)}"))
+        steps.append(st.VgCreate(vg.name, [dev(pv) for pv in vg.pvs],
+                                 description=f"volume group {vg.name}"))
         # 'remaining' is taken last so that it really gets what the others leave.
         for lv in sorted(vg.logical_volumes, key=lambda lv: lv.size.remaining):
             size_bytes, extents = res.lv_sizes[lv.id]
-            steps.append(Step("lv_create", {
-                "vg": vg.name, "name": lv.name, "device": dev(lv.id), "size_bytes": size_bytes,
-                "extents": extents, "stripes": lv.stripes},
-                f"logical volume {dev(lv.id)} " + (human(size_bytes) if size_bytes else extents)))
+            steps.append(st.LvCreate(
+                vg.name, lv.name, dev(lv.id), size_bytes, extents, lv.stripes,
+                description=f"logical volume {dev(lv.id)} "
+                + (human(size_bytes) if size_bytes else extents)))
 
     kept = layout.kept_ids()
     for fs in layout.filesystems:
         if fs.device in image_targets or fs.device in kept:
             continue        # the image brings its own filesystem; a kept one has its own
-        steps.append(Step("mkfs", {"device": dev(fs.device), "fs_type": fs.type,
-                                   "label": fs.label, "options": fs.mkfs_options},
-                          f"{fs.type} on {dev(fs.device)}"
-                          + (f" labelled {fs.label}" if fs.label else "")))
+        steps.append(st.Mkfs(dev(fs.device), fs.type, fs.label, fs.mkfs_options,
+                             description=f"{fs.type} on {dev(fs.device)}"
+                             + (f" labelled {fs.label}" if fs.label else "")))
 
     copies = esp_copies(layout, res)
     if copies:
         primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
         for part_id in copies:
-            args = {"device": dev(part_id), "fs_type": "vfat",
-                    "label": primary.label if primary else None,
-                    "options": primary.mkfs_options if primary else []}
             # fstab mounts /boot/efi by UUID: with the primary's volume ID on every copy, the
             # installed system still mounts an ESP (and boots) when the primary's disk is gone
-            if primary:
-                args["volume_id_of"] = dev(primary.device)
-            steps.append(Step("mkfs", args, f"vfat on {dev(part_id)} for a copy of the ESP"
-                              + (f" with the volume ID of {dev(primary.device)}"
-                                 if primary else "")))
+            steps.append(st.Mkfs(
+                dev(part_id), "vfat", primary.label if primary else None,
+                primary.mkfs_options if primary else [],
+                volume_id_of=dev(primary.device) if primary else None,
+                description=f"vfat on {dev(part_id)} for a copy of the ESP"
+                + (f" with the volume ID of {dev(primary.device)}" if primary else "")))
 
     fs_of = {fs.device: fs for fs in layout.filesystems}
     for im in layout.images:
@@ -171,77 +163,68 @@ def plan(res):
                       if fs.mount and fs.type != "swap" and fs.device not in kept),
                      key=lambda fs: (_depth(fs.mount), fs.mount))
     for fs in mounted:
-        steps.append(Step("mount", {"device": dev(fs.device), "mount_point": fs.mount,
-                                    "fs_type": fs.type, "options": fs.mount_options},
-                          f"mount {dev(fs.device)} at {fs.mount}"))
+        steps.append(st.Mount(dev(fs.device), fs.mount, fs.type, fs.mount_options,
+                              description=f"mount {dev(fs.device)} at {fs.mount}"))
     for im in sorted((im for im in layout.images if im.format == "tar"),
                      key=lambda im: _depth(im.target)):
         steps.append(_image_step(im, None, im.target, None))
 
     if layout.filesystems:
-        steps.append(Step("fstab", {"entries": [_fstab_entry(fs, dev(fs.device))
-                                                for fs in layout.filesystems
-                                                if fs.mount or fs.type == "swap"]},
-                          "write /etc/fstab by UUID"))
+        steps.append(st.Fstab([_fstab_entry(fs, dev(fs.device)) for fs in layout.filesystems
+                               if fs.mount or fs.type == "swap"],
+                              description="write /etc/fstab by UUID"))
     if layout.raids:
-        args = {"arrays": [dev(r.id) for r in layout.raids]}
         # a whole multipath disk as a member is named by its map's link, as partitions are
         maps = {dev(d.id): partition_base(res.disks[d.id]) for d in layout.disks
                 if d.id in res.disks and res.disks[d.id].get("multipath")}
         members = [maps.get(dev(m), dev(m)) for r in layout.raids for m in r.members + r.spares]
-        if any(m.startswith(MULTIPATH_LINKS) for m in members):
-            # md must not take a path's copy of a member before multipath assembles the disk
-            args["device_members"] = members
-        steps.append(Step("mdadm_conf", args, "write /etc/mdadm/mdadm.conf"
-                          + (" with DEVICE lines naming each member once"
-                             if "device_members" in args else "")))
+        # md must not take a path's copy of a member before multipath assembles the disk
+        pinned = any(m.startswith(MULTIPATH_LINKS) for m in members)
+        steps.append(st.MdadmConf([dev(r.id) for r in layout.raids],
+                                  members if pinned else None,
+                                  description="write /etc/mdadm/mdadm.conf"
+                                  + (" with DEVICE lines naming each member once"
+                                     if pinned else "")))
     wwids = multipath_wwids(layout, res)
     if wwids and layout.filesystems:
-        steps.append(Step("multipath_conf", {"wwids": wwids},
-                          f"add {', '.join(wwids)} to /etc/multipath/wwids"))
+        steps.append(st.MultipathConf(wwids, description=f"add {', '.join(wwids)} to "
+                                                         "/etc/multipath/wwids"))
     bl = layout.bootloader
     if bl and bl.type != "none":
         targets = [dev(t) for t in boot_targets(layout, res)]
         extra = [dev(p) for p in copies]
-        steps.append(Step("bootloader", {"type": bl.type, "boot_mode": bl.boot_mode,
-                                         "targets": targets, "kernel_params": bl.kernel_params,
-                                         "esp_copies": extra},
-                          f"grub2 ({bl.boot_mode}) on {', '.join(targets) or 'no disk'}"
-                          + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
-                             if extra else "")))
+        steps.append(st.Bootloader(bl.type, bl.boot_mode, targets, bl.kernel_params, extra,
+                                   description=f"grub2 ({bl.boot_mode}) on "
+                                   f"{', '.join(targets) or 'no disk'}"
+                                   + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
+                                      if extra else "")))
     cd = layout.configdrive
     if cd:
-        device = dev(cd.partition or CONFIGDRIVE_ID)
-        args = {"device": device, "format": cd.format, "content": cd.content,
-                "meta_data": cd.meta_data, "user_data": cd.user_data,
-                "network_data": cd.network_data}
-        where = device
-        if device is None:
+        step = st.Configdrive(dev(cd.partition or CONFIGDRIVE_ID), cd.format, cd.content,
+                              cd.meta_data, cd.user_data, cd.network_data)
+        where = step.device
+        if step.device is None:
             # the disk holds a whole-disk image: its table exists only once the image is
             # written, so the partition is added then, behind the image's own
             disk_id = cd.disk or layout.disks[0].id
-            disk = dev(disk_id)
-            args.update(device=None, append_to=disk, size_bytes=CONFIGDRIVE_BYTES,
-                        partitions_of=partition_base(res.disks[disk_id]))
-            where = f"a new {CONFIGDRIVE_BYTES >> 20}MiB partition at the end of {disk}"
-        steps.append(Step("configdrive", args, f"{cd.format} configdrive on {where}"))
+            step.append_to = dev(disk_id)
+            step.size_bytes = CONFIGDRIVE_BYTES
+            step.partitions_of = partition_base(res.disks[disk_id])
+            where = f"a new {CONFIGDRIVE_BYTES >> 20}MiB partition at the end of {step.append_to}"
+        step.description = f"{cd.format} configdrive on {where}"
+        steps.append(step)
     if mounted:
-        steps.append(Step("umount", {"mount_points": [fs.mount for fs in reversed(mounted)]},
-                          "unmount the target filesystems"))
+        steps.append(st.Umount([fs.mount for fs in reversed(mounted)],
+                               description="unmount the target filesystems"))
     return steps
 
 
 def _image_step(im, device, mount_point, fs_type):
-    where = device or mount_point
-    args = {
-        "device": device, "mount_point": mount_point, "uri": im.uri, "format": im.format,
-        "compression": im.compression, "checksum": im.checksum, "checksum_of": im.checksum_of,
-        "allow_no_checksum": im.allow_no_checksum, "fs_type": fs_type}
-    # only when given, so that the plans of images without them read as before
-    args.update({k: v for k, v in (("checksum_url", im.checksum_url),
-                                   ("checksum_algo", im.checksum_algo),
-                                   ("authorization", im.authorization)) if v})
-    return Step("write_image", args, f"{im.format} image {redact.url(im.uri)} to {where}")
+    return st.WriteImage(
+        device, mount_point, im.uri, im.format, im.compression, im.checksum, im.checksum_of,
+        im.allow_no_checksum, fs_type, checksum_url=im.checksum_url or None,
+        checksum_algo=im.checksum_algo or None, authorization=im.authorization or None,
+        description=f"{im.format} image {redact.url(im.uri)} to {device or mount_point}")
 
 
 def _fstab_entry(fs, device):

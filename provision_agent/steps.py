@@ -1,68 +1,264 @@
-"""The plan's vocabulary: typed steps with plain, JSON-able arguments.
+"""The plan's vocabulary: one dataclass per step kind, its fields the step's arguments.
 
-The planner produces a list of Step; the executor dispatches on Step.kind to driver calls.
-Arguments are fully resolved (device paths, sector ranges, sizes in bytes) so that the printed
-plan is exactly what will run. Values only knowable at run time (filesystem UUIDs of written
-images, for example) are read by the executor from the device named in the step.
+The planner builds these, the executor dispatches each through its handler table, and the
+printed plan is these fields (`args`): fully resolved (device paths, sector ranges, sizes in
+bytes), so that the plan is exactly what runs. Values only knowable at run time (filesystem
+UUIDs of written images, for example) are read by the executor from the device named in the
+step. The JSON plan is a public contract (Ironic shows it, programs read it): its schema is
+`schema/plan-v1.json`, generated from these classes (docs/plan-format.md) and checked against
+what the planner emits by the tests.
 
-Kinds, in the order a plan uses them, and their args:
-  wipe             disk, keep (list of partition numbers left byte-for-byte intact)
-  partition_table  disk, label ("gpt" | "msdos"); the table is written here whole, with the
-                   disk's partition steps that follow (one sgdisk or sfdisk call), and those
-                   steps then only report it; an msdos table around kept partitions is
-                   edited one partition step at a time
-  partition        disk, number, device, start, end (sectors, inclusive, 512-byte units),
-                   type (GPT type GUID for gpt; MBR type byte as "0x83" for msdos), name (GPT
-                   partition name or null), flags (list: "boot", "esp", "bios_grub", "raid",
-                   "lvm", "swap"), kind ("primary" | "extended" | "logical" | null for gpt),
-                   guid (unique partition GUID or null)
-  settle           disks, devices (partition devices that must exist afterwards)
-  md_create        device ("/dev/md/NAME"), name, level (0,1,4,5,6,10), members, spares,
-                   metadata ("1.0", "1.2", ...), chunk_kib (int or null)
-  pv_create        device
-  vg_create        name, pvs
-  lv_create        vg, name, device ("/dev/VG/NAME"), size_bytes (int or null),
-                   extents (lvcreate -l form such as "100%FREE" or "40%VG", or null),
-                   stripes (int or null)
-  vg_activate      name, pvs (the kept partitions it must consist of), lvs (names that must
-                   exist), devices ("/dev/VG/NAME" of those): a kept VG, activated as it is
-  mkfs             device, fs_type (ext2|ext3|ext4|xfs|vfat|btrfs|swap), label, options (list
-                   of extra mkfs arguments)
-  write_image      device (target block device, or null for tar), mount_point (for tar, the
-                   path inside the target root), uri, format ("raw" | "disk" | "tar" | "qcow2"),
-                   compression, checksum, checksum_of, allow_no_checksum, fs_type
-  mount            device, mount_point (path inside the target root, "/" first), fs_type, options
-  fstab            entries: list of {device, mount_point, fs_type, options, dump, pass}; the
-                   executor writes each by UUID read from the device
-  mdadm_conf       arrays: list of md device paths; device_members (when a member is on a
-                   multipath disk): every member, each written as a DEVICE line by a stable
-                   link so md never assembles from one path's copy of a partition
-  multipath_conf   wwids: the multipath disks' WWIDs, added to the target's
-                   /etc/multipath/wwids so that the installed system assembles them
-  bootloader       see the bootloader module
-  configdrive      see the configdrive module
-  umount           mount_points (deepest first)
+A site adds a kind through the stevedore namespace `provision_agent.step_kinds` (extensions.py):
+a Step subclass with its own `kind`, registered here at load time.
 """
 
-from dataclasses import asdict, dataclass, field
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar
 
-KINDS = (
-    "wipe", "partition_table", "partition", "settle", "md_create", "pv_create", "vg_create",
-    "lv_create", "vg_activate", "mkfs", "write_image", "mount", "fstab", "mdadm_conf", "multipath_conf", "bootloader",
-    "configdrive", "umount",
-)
+# Fields whose None is left out of `args`, so that plans without them read as they always did.
+OPTIONAL = {"optional": True}
 
 
 @dataclass
 class Step:
-    kind: str
-    args: dict = field(default_factory=dict)
+    kind: ClassVar[str] = ""
     # A short human sentence for the printed plan and for progress events.
-    description: str = ""
+    description: str = field(default="", kw_only=True)
 
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown step kind {self.kind!r}")
+    @property
+    def args(self):
+        """The step's arguments as the JSON plan shows them."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "description":
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("optional"):
+                continue
+            out[f.metadata.get("name", f.name)] = value
+        return out
 
     def to_dict(self):
-        return asdict(self)
+        return {"kind": self.kind, "args": self.args, "description": self.description}
+
+
+@dataclass
+class Wipe(Step):
+    """Old signatures off a disk; `keep`: partition numbers left byte for byte."""
+    kind: ClassVar[str] = "wipe"
+    disk: str
+    keep: list = field(default_factory=list)
+
+
+@dataclass
+class PartitionTable(Step):
+    """The table is written here whole, with the disk's partition steps that follow (one
+    sgdisk or sfdisk call), and those steps then only report it; an msdos table around kept
+    partitions is edited one partition step at a time."""
+    kind: ClassVar[str] = "partition_table"
+    disk: str
+    label: str                  # gpt | msdos
+
+
+@dataclass
+class Partition(Step):
+    """Sectors are 512-byte units, inclusive; `type` a GPT type GUID or an MBR type byte
+    ("0x83"); `kind` primary | extended | logical (msdos) or None (gpt)."""
+    kind: ClassVar[str] = "partition"
+    disk: str
+    number: int
+    device: str
+    start: int
+    end: int
+    type: str
+    name: str | None = None
+    flags: list = field(default_factory=list)
+    # "kind" in the plan; named so here because a step's kind is its class's
+    kind_: str | None = field(default=None, metadata={"name": "kind"})
+    guid: str | None = None
+    keep: bool = False
+
+
+@dataclass
+class Settle(Step):
+    """Re-read the tables of `disks`; the partition `devices` must exist afterwards."""
+    kind: ClassVar[str] = "settle"
+    disks: list
+    devices: list
+
+
+@dataclass
+class MdCreate(Step):
+    """An md array `device` (/dev/md/NAME) over `members`; `metadata` 1.0 for what firmware
+    reads as a plain filesystem."""
+    kind: ClassVar[str] = "md_create"
+    device: str
+    name: str
+    level: int
+    members: list
+    spares: list = field(default_factory=list)
+    metadata: str = "1.2"
+    chunk_kib: int | None = None
+
+
+@dataclass
+class PvCreate(Step):
+    """An LVM physical volume on `device`."""
+    kind: ClassVar[str] = "pv_create"
+    device: str
+
+
+@dataclass
+class VgCreate(Step):
+    """A volume group `name` over the physical volumes `pvs`."""
+    kind: ClassVar[str] = "vg_create"
+    name: str
+    pvs: list
+
+
+@dataclass
+class LvCreate(Step):
+    """`size_bytes`, or `extents` in lvcreate -l form ("100%FREE", "40%VG")."""
+    kind: ClassVar[str] = "lv_create"
+    vg: str
+    name: str
+    device: str
+    size_bytes: int | None
+    extents: str | None
+    stripes: int | None = None
+
+
+@dataclass
+class VgActivate(Step):
+    """A kept VG brought up as it is: made of the kept partitions `pvs`, holding `lvs`."""
+    kind: ClassVar[str] = "vg_activate"
+    name: str
+    pvs: list
+    lvs: list
+    devices: list
+
+
+@dataclass
+class Mkfs(Step):
+    """`volume_id_of`: a device whose filesystem UUID this one takes (an ESP copy)."""
+    kind: ClassVar[str] = "mkfs"
+    device: str
+    fs_type: str
+    label: str | None = None
+    options: list = field(default_factory=list)
+    volume_id_of: str | None = field(default=None, metadata=OPTIONAL)
+
+
+@dataclass
+class WriteImage(Step):
+    """`device` for block-level formats, `mount_point` (inside the target root) for tar."""
+    kind: ClassVar[str] = "write_image"
+    device: str | None
+    mount_point: str | None
+    uri: str
+    format: str                 # raw | disk | tar | qcow2
+    compression: str = "auto"
+    checksum: str | None = None
+    checksum_of: str = "compressed"
+    allow_no_checksum: bool = False
+    fs_type: str | None = None
+    checksum_url: str | None = field(default=None, metadata=OPTIONAL)
+    checksum_algo: str | None = field(default=None, metadata=OPTIONAL)
+    authorization: str | None = field(default=None, metadata=OPTIONAL)
+
+
+@dataclass
+class Mount(Step):
+    """`device` mounted at `mount_point` inside the target root."""
+    kind: ClassVar[str] = "mount"
+    device: str
+    mount_point: str
+    fs_type: str
+    options: str = "defaults"
+
+
+@dataclass
+class Fstab(Step):
+    """entries: {device, mount_point, fs_type, options, dump, pass}, written by UUID."""
+    kind: ClassVar[str] = "fstab"
+    entries: list
+
+
+@dataclass
+class MdadmConf(Step):
+    """`device_members` (a member on a multipath disk): every member, each a DEVICE line by a
+    stable link, so md never assembles from one path's copy of a partition."""
+    kind: ClassVar[str] = "mdadm_conf"
+    arrays: list
+    device_members: list | None = field(default=None, metadata=OPTIONAL)
+
+
+@dataclass
+class MultipathConf(Step):
+    """WWIDs added to the target's /etc/multipath/wwids."""
+    kind: ClassVar[str] = "multipath_conf"
+    wwids: list
+
+
+@dataclass
+class Bootloader(Step):
+    """grub2 for `boot_mode` on the `targets` disks; an ESP copied to `esp_copies` (UEFI)."""
+    kind: ClassVar[str] = "bootloader"
+    type: str
+    boot_mode: str
+    targets: list
+    kernel_params: str = ""
+    esp_copies: list = field(default_factory=list)
+
+
+@dataclass
+class Configdrive(Step):
+    """Onto `device`; or, behind a whole-disk image, onto a new `size_bytes` partition
+    appended to `append_to` once the image is written (named after `partitions_of`)."""
+    kind: ClassVar[str] = "configdrive"
+    device: str | None
+    format: str
+    content: str | None = None
+    meta_data: dict | None = None
+    user_data: str | None = None
+    network_data: dict | None = None
+    append_to: str | None = field(default=None, metadata=OPTIONAL)
+    size_bytes: int | None = field(default=None, metadata=OPTIONAL)
+    partitions_of: str | None = field(default=None, metadata=OPTIONAL)
+
+
+@dataclass
+class Umount(Step):
+    """The target filesystems unmounted, deepest first."""
+    kind: ClassVar[str] = "umount"
+    mount_points: list
+
+
+BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, PvCreate, VgCreate, LvCreate,
+            VgActivate, Mkfs, WriteImage, Mount, Fstab, MdadmConf, MultipathConf, Bootloader,
+            Configdrive, Umount)
+KINDS = {cls.kind: cls for cls in BUILT_IN}
+
+
+def register(cls):
+    """A plug-in's step kind; refuses one that would shadow another."""
+    if not (isinstance(cls, type) and issubclass(cls, Step) and cls.kind):
+        raise ValueError(f"{cls!r} is not a Step subclass with a kind")
+    if KINDS.get(cls.kind, cls) is not cls:
+        raise ValueError(f"step kind {cls.kind!r} is already taken")
+    KINDS[cls.kind] = cls
+    return cls
+
+
+def make(kind, args, description=""):
+    """A step from its JSON form (kind, args): what a plan document holds."""
+    cls = KINDS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown step kind {kind!r}")
+    names = {f.metadata.get("name", f.name): f.name for f in dataclasses.fields(cls)
+             if f.name != "description"}
+    unknown = set(args) - set(names)
+    if unknown:
+        raise ValueError(f"step kind {kind!r} has no argument {sorted(unknown)[0]!r}")
+    return cls(description=description, **{names[k]: v for k, v in args.items()})

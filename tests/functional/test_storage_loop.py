@@ -19,7 +19,7 @@ from provision_agent.drivers import wipe
 from provision_agent.events import Events
 from provision_agent.executor import Executor
 from provision_agent.runner import Runner
-from provision_agent.steps import Step
+from provision_agent.steps import make as Step
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "mkfs.ext4", "mkfs.xfs", "sgdisk", "parted", "sfdisk", "wipefs",

@@ -9,7 +9,7 @@ import pytest
 from provision_agent.errors import CommandError, MachineMismatch
 from provision_agent.events import Events
 from provision_agent.executor import Executor
-from provision_agent.steps import Step
+from provision_agent.steps import make as Step
 from tests.unit.fakes import FakeRunner
 
 STEPS = [
@@ -68,7 +68,7 @@ def test_partition_table_keeps_partitions_named_keep(tmp_path):
                                                 "size": 2048} for n in (1, 2, 3)]}}
     steps = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
              Step("partition", {"disk": "/dev/vda", "number": 2, "device": "/dev/vda2",
-                                "start": 4096, "end": 6143, "keep": True}),
+                                "start": 4096, "end": 6143, "type": "X", "keep": True}),
              Step("partition", {"disk": "/dev/vda", "number": 3, "device": "/dev/vda3",
                                 "start": 6144, "end": 8191, "type": "X", "name": None,
                                 "flags": [], "guid": None, "kind": None, "keep": False})]
@@ -187,7 +187,7 @@ def test_an_msdos_table_around_kept_partitions_is_edited_a_partition_at_a_time(t
                                                 "size": 2048} for n in (1, 2)]}}
     steps = [Step("partition_table", {"disk": "/dev/vda", "label": "msdos"}),
              Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
-                                "start": 2048, "end": 4095, "keep": True}),
+                                "start": 2048, "end": 4095, "type": "0x83", "keep": True}),
              Step("partition", {"disk": "/dev/vda", "number": 2, "device": "/dev/vda2",
                                 "start": 4096, "end": 8191, "type": "0x83", "name": None,
                                 "flags": [], "guid": None, "kind": "primary", "keep": False})]
@@ -208,7 +208,8 @@ def test_write_image_is_handed_the_step_and_its_report_kept(tmp_path, monkeypatc
 
     monkeypatch.setattr(writer, "write_image", fake)
     ex = Executor(FakeRunner(), Events(), str(tmp_path), options={"image_insecure": False})
-    report = ex.execute([Step("write_image", {"device": "/dev/vda1", "uri": "file:///x"})])
+    report = ex.execute([Step("write_image", {"device": "/dev/vda1", "mount_point": None,
+                                              "uri": "file:///x", "format": "raw"})])
     assert seen["args"]["uri"] == "file:///x" and seen["target_root"] == str(tmp_path)
     assert seen["options"] == {"image_insecure": False}
     assert report["steps"][0]["result"] == {"bytes_written": 42}

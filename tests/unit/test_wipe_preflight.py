@@ -8,7 +8,7 @@ import pytest
 from provision_agent import preflight
 from provision_agent.drivers import wipe
 from provision_agent.errors import MachineMismatch
-from provision_agent.steps import Step
+from provision_agent.steps import make as Step
 from tests.unit.fakes import FakeRunner
 
 # vda1 + vdb1 form md0; md0 is an LVM PV of VG "old"; vda2 holds an ext4 filesystem.
@@ -128,8 +128,8 @@ def test_preflight_reads_every_disk_with_one_lsblk_and_finds_use_on_the_second()
 
 
 def test_preflight_checks_kept_partitions_against_the_disk():
-    step = Step("partition", {"disk": "/dev/vda", "number": 1, "start": 2048, "end": 4095,
-                              "keep": True})
+    step = Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
+                              "start": 2048, "end": 4095, "type": "0x83", "keep": True})
     table = {"partitiontable": {"partitions": [{"node": "/dev/vda1", "start": 4096,
                                                 "size": 2048}]}}
     found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, [step]),
@@ -193,7 +193,8 @@ def test_preflight_refuses_a_vg_name_taken_on_a_disk_outside_the_plan():
 
 
 def test_preflight_asks_lvm_about_names_only_when_the_plan_makes_a_volume_group():
-    steps = [Step("partition", {"disk": "/dev/vda", "number": 1})]
+    steps = [Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
+                                "start": 2048, "end": 4095, "type": "0x83"})]
     r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})})
     preflight.check(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, steps), LIVE, r,
                     mounted={}, swaps=[])

@@ -1,0 +1,81 @@
+"""The JSON plan's schema, made from the step classes (steps.py): what `--plan_format json`
+prints and Ironic shows. schema/plan-v1.json and docs/plan-format.md are written from here by
+scripts/plan_format.py, and a unit test keeps both equal to what this module makes and checks
+the planner's output against the schema."""
+
+import dataclasses
+import types
+import typing
+
+from provision_agent import steps
+
+_JSON = {str: "string", int: "integer", bool: "boolean", float: "number", list: "array",
+         dict: "object"}
+
+
+def _types(hint):
+    """JSON types of a field's annotation (`str | None` → ["string", "null"])."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return [t for arg in typing.get_args(hint) for t in _types(arg)]
+    if hint is type(None):
+        return ["null"]
+    return [_JSON[typing.get_origin(hint) or hint]]
+
+
+def arguments(cls):
+    """[(name, JSON types, required, description)] of a step class's arguments."""
+    hints = typing.get_type_hints(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        if f.name == "description":
+            continue
+        optional = bool(f.metadata.get("optional"))
+        rows.append((f.metadata.get("name", f.name), _types(hints[f.name]), not optional))
+    return rows
+
+
+def step_schema(cls):
+    props, required = {}, []
+    for name, json_types, needed in arguments(cls):
+        props[name] = {"type": json_types[0] if len(json_types) == 1 else json_types}
+        if needed:
+            required.append(name)
+    return {"type": "object", "required": ["kind", "args", "description"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"const": cls.kind},
+                "description": {"type": "string"},
+                "args": {"type": "object", "properties": props, "required": required,
+                         "additionalProperties": False}},
+            "description": " ".join((cls.__doc__ or "").split())}
+
+
+def schema(kinds=None):
+    kinds = kinds or steps.BUILT_IN
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://provision-agent.invalid/schema/plan-v1.json",
+        "title": "provision-agent plan, version 1 (provision --dry_run --plan_format json)",
+        "type": "object",
+        "required": ["layout", "steps", "warnings"],
+        "additionalProperties": False,
+        "properties": {
+            "layout": {"type": "object", "description": "The resolved layout: disks with "
+                       "their devices and placed partitions, arrays, volume groups, "
+                       "filesystems, images."},
+            "warnings": {"type": "array", "items": {"type": "string"}},
+            "steps": {"type": "array", "items": {"oneOf": [
+                {"$ref": f"#/$defs/{cls.kind}"} for cls in kinds]}},
+        },
+        "$defs": {cls.kind: step_schema(cls) for cls in kinds},
+    }
+
+
+def markdown_table(kinds=None):
+    lines = ["| kind | arguments (`?`: absent unless set) | what it does |", "|---|---|---|"]
+    for cls in kinds or steps.BUILT_IN:
+        args = ", ".join(f"`{name}`{'' if needed else '?'}"
+                         for name, _types_, needed in arguments(cls))
+        doc = " ".join((cls.__doc__ or "").split()).replace("|", "\\|")
+        lines.append(f"| `{cls.kind}` | {args} | {doc} |")
+    return "\n".join(lines)
