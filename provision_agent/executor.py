@@ -52,7 +52,7 @@ class Executor:
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
         self.tables_follow = set()  # disks a partition_table step writes
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
-        # kinds are added by extensions.py
+        # kinds are added when its first step comes (extensions.py)
         self.handlers = {
             "wipe": self.do_wipe, "partition_table": self.do_partition_table,
             "partition": self.do_partition, "settle": self.do_settle,
@@ -63,8 +63,6 @@ class Executor:
             "fstab": self.do_fstab, "mdadm_conf": self.do_mdadm_conf,
             "multipath_conf": self.do_multipath_conf, "bootloader": self.do_bootloader,
             "configdrive": self.do_configdrive, "umount": self.do_umount}
-        from provision_agent import extensions
-        self.handlers.update(extensions.handlers(self))
 
     def execute(self, steps):
         started = time.monotonic()
@@ -134,7 +132,11 @@ class Executor:
         """(result, exception, seconds) of the step's do_ method."""
         t0 = time.monotonic()
         try:
-            return self.handlers[step.kind](step), None, time.monotonic() - t0
+            handler = self.handlers.get(step.kind)
+            if handler is None:
+                from provision_agent import extensions     # only a plan with a plug-in kind
+                handler = self.handlers[step.kind] = extensions.handler(self, step.kind)
+            return handler(step), None, time.monotonic() - t0
         except Exception as exc:
             return None, exc, time.monotonic() - t0
 

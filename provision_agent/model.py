@@ -130,6 +130,8 @@ class Layout:
     images: list = field(default_factory=list)
     bootloader: Bootloader | None = None
     configdrive: Configdrive | None = None
+    # plug-in step kinds' sections, by name (extensions.py)
+    extensions: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)      # shown with the plan; nothing refused
 
     def partitions(self):

@@ -67,6 +67,18 @@ def multipath_wwids(layout, res):
 
 
 def plan(res):
+    """The built-in steps, with the plug-ins' (extensions.py) at the start, before the target
+    is unmounted, and at the end."""
+    if not res.layout.extensions:
+        return _built_in(res)
+    from provision_agent import extensions
+    steps = extensions.planned(res, "first") + _built_in(res)
+    inside = extensions.planned(res, "in_target")
+    at = next((i for i, s in enumerate(steps) if s.kind == "umount"), len(steps))
+    return steps[:at] + inside + steps[at:] + extensions.planned(res, "last")
+
+
+def _built_in(res):
     layout = res.layout
     steps = []
     dev = res.devices.get

@@ -92,6 +92,9 @@ def check(layout):
                 "add one to images, or set bootloader type 'none' for a layout without an OS")
     _check_overlaps(layout, add)
     validate_text.check(layout, add)
+    if layout.extensions:
+        from provision_agent import extensions     # only a document with plug-in sections
+        problems += [Problem(where, msg) for where, msg in extensions.problems(layout)]
     return problems
 
 

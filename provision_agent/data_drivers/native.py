@@ -184,6 +184,7 @@ def build_layout(doc):
             meta_data=c.get("meta_data"), user_data=c.get("user_data"),
             network_data=c.get("network_data"), partition=c.get("partition"),
             disk=c.get("disk"), origin=c.get("origin", "$.configdrive"))
+    layout.extensions = dict(doc.get("extensions") or {})
     if problems:
         raise InputError(problems)
     return layout

@@ -1,0 +1,56 @@
+"""An example step-kind plug-in (docs/extending.md): a vendor's RAID controller configured
+before any disk is touched, the way a site would add one without forking provision.
+
+Installed by a tests/unit fixture as the entry point
+    [provision_agent.step_kinds]
+    vendor_raid = tests.plugins.example_vendor:VendorRaid
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from provision_agent import steps
+
+
+@dataclass
+class VendorRaidStep(steps.Step):
+    """A logical volume made by the vendor's controller CLI."""
+    kind: ClassVar[str] = "vendor_raid"
+    controller: str
+    level: int
+    slots: list
+
+
+class VendorRaid:
+    name = "vendor_raid"
+    step = VendorRaidStep
+    phase = "first"
+    schema = {"type": "object", "required": ["controller", "volumes"],
+              "additionalProperties": False,
+              "properties": {
+                  "controller": {"type": "string", "pattern": "^slot[0-9]{1,2}$"},
+                  "volumes": {"type": "array", "minItems": 1, "maxItems": 8, "items": {
+                      "type": "object", "required": ["level", "slots"],
+                      "additionalProperties": False,
+                      "properties": {"level": {"enum": [0, 1, 5, 10]},
+                                     "slots": {"type": "array", "minItems": 1,
+                                               "items": {"type": "integer"}}}}}}}
+
+    def validate(self, section, layout):
+        problems = []
+        for i, volume in enumerate(section["volumes"]):
+            if volume["level"] == 1 and len(volume["slots"]) != 2:
+                problems.append(f"volumes[{i}]: RAID1 on this controller takes two slots")
+        return problems
+
+    def plan(self, section, resolved):
+        return [VendorRaidStep(section["controller"], v["level"], v["slots"],
+                               description=f"RAID{v['level']} on controller "
+                                           f"{section['controller']} over slots {v['slots']}")
+                for v in section["volumes"]]
+
+    def run(self, step, context):
+        context.runner.run(["vendor-raidcli", "--controller", step.controller, "create",
+                            "--level", str(step.level),
+                            "--slots", ",".join(map(str, step.slots))])
+        return {"controller": step.controller}
