@@ -9,7 +9,6 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 
 from provision_agent import parttypes, redact
 from provision_agent import steps as st
-from provision_agent.resolve import partition_base
 from provision_agent.units import human
 
 MULTIPATH_LINKS = "/dev/disk/by-id/dm-uuid-"
@@ -79,13 +78,23 @@ def plan(res):
 
 
 def _built_in(res):
-    layout = res.layout
-    steps = []
-    dev = res.devices.get
-    image_targets = {im.target for im in layout.images if im.format in ("raw", "qcow2")}
+    steps = _tables(res) + _volumes(res)
+    copies = esp_copies(res.layout, res)
+    steps += _filesystems(res, copies) + _block_images(res)
+    mounted = _mounted(res.layout)
+    steps += _mounts_and_tar_images(res, mounted) + _system_files(res)
+    steps += _bootloader(res, copies) + _configdrive(res)
+    if mounted:
+        steps.append(st.Umount([fs.mount for fs in reversed(mounted)],
+                               description="unmount the target filesystems"))
+    return steps
 
-    # Every disk's wipe before any table: an old array or VG spanning two disks is gone before
-    # either disk gets its new table.
+
+def _tables(res):
+    """Every disk's wipe before any table (an old array or VG spanning two disks is gone
+    before either disk gets its new table), the tables one after another (the executor writes
+    them at once), the partitions, and the wait for their devices."""
+    layout, dev, steps = res.layout, res.devices.get, []
     for disk in layout.disks:
         if disk.wipe:
             name = dev(disk.id)
@@ -98,96 +107,122 @@ def _built_in(res):
         steps.append(st.PartitionTable(dev(disk.id), disk.table, description=f"new {disk.table} "
                                        f"partition table on {dev(disk.id)}"))
     for disk in tabled:
-        name = dev(disk.id)
-        for p in res.placed.get(disk.id, []):
-            part = _part(layout, p.part_id) if p.part_id else None
-            steps.append(st.Partition(
-                name, p.number, p.device, p.start, p.end,
-                parttypes.type_code(disk.table, part.type if part else "extended",
-                                    part.type_guid if part else None),
-                name=part.name if part else None,
-                flags=parttypes.flags(disk.table, part.type, part.flags) if part else [],
-                kind_=p.kind, guid=part.guid if part else None,
-                keep=bool(part and part.keep),
-                description=f"partition {p.device} {human(p.size)} "
-                + (part.type if part else "extended")))
+        steps += [_partition_step(layout, disk, dev(disk.id), p)
+                  for p in res.placed.get(disk.id, [])]
     part_devices = [p.device for ps in res.placed.values() for p in ps if p.kind != "extended"]
     if part_devices:
-        steps.append(st.Settle([dev(d.id) for d in layout.disks if d.partitions], part_devices,
+        steps.append(st.Settle([dev(d.id) for d in tabled], part_devices,
                                description="re-read partition tables and wait for the "
                                            "partition devices"))
+    return steps
 
+
+def _partition_step(layout, disk, name, p):
+    part = _part(layout, p.part_id) if p.part_id else None
+    return st.Partition(
+        name, p.number, p.device, p.start, p.end,
+        parttypes.type_code(disk.table, part.type if part else "extended",
+                            part.type_guid if part else None),
+        name=part.name if part else None,
+        flags=parttypes.flags(disk.table, part.type, part.flags) if part else [],
+        kind_=p.kind, guid=part.guid if part else None, keep=bool(part and part.keep),
+        description=f"partition {p.device} {human(p.size)} "
+                    + (part.type if part else "extended"))
+
+
+def _volumes(res):
+    """md arrays, then LVM: kept VGs only activated, new ones made with their LVs."""
+    layout, dev, steps = res.layout, res.devices.get, []
     for r in layout.raids:
         steps.append(st.MdCreate(
             dev(r.id), r.name, r.level, [dev(m) for m in r.members],
             [dev(s) for s in r.spares], r.metadata, r.chunk_kib,
             description=f"RAID{r.level} {dev(r.id)} over {len(r.members)} members"))
     for vg in layout.volume_groups:
+        lvs = vg.logical_volumes
         if vg.keep:
             # the VG and its LVs were made by an earlier provisioning: only brought up
             steps.append(st.VgActivate(
-                vg.name, [dev(pv) for pv in vg.pvs], [lv.name for lv in vg.logical_volumes],
-                [dev(lv.id) for lv in vg.logical_volumes],
+                vg.name, [dev(pv) for pv in vg.pvs], [lv.name for lv in lvs],
+                [dev(lv.id) for lv in lvs],
                 description=f"keep volume group {vg.name}: activate it and its logical volumes "
-                f"({', '.join(lv.name for lv in vg.logical_volumes) or 'none listed'})"))
+                f"({', '.join(lv.name for lv in lvs) or 'none listed'})"))
             continue
         for pv in vg.pvs:
             steps.append(st.PvCreate(dev(pv), description=f"LVM physical volume {dev(pv)}"))
         steps.append(st.VgCreate(vg.name, [dev(pv) for pv in vg.pvs],
                                  description=f"volume group {vg.name}"))
         # 'remaining' is taken last so that it really gets what the others leave.
-        for lv in sorted(vg.logical_volumes, key=lambda lv: lv.size.remaining):
+        for lv in sorted(lvs, key=lambda lv: lv.size.remaining):
             size_bytes, extents = res.lv_sizes[lv.id]
             steps.append(st.LvCreate(
                 vg.name, lv.name, dev(lv.id), size_bytes, extents, lv.stripes,
                 description=f"logical volume {dev(lv.id)} "
                 + (human(size_bytes) if size_bytes else extents)))
+    return steps
 
+
+def _filesystems(res, copies):
+    """mkfs where the layout makes a filesystem (an image's target brings its own, a kept one
+    has its own), and a vfat for each ESP copy."""
+    layout, dev, steps = res.layout, res.devices.get, []
+    image_targets = {im.target for im in layout.images if im.format in ("raw", "qcow2")}
     kept = layout.kept_ids()
     for fs in layout.filesystems:
         if fs.device in image_targets or fs.device in kept:
-            continue        # the image brings its own filesystem; a kept one has its own
+            continue
         steps.append(st.Mkfs(dev(fs.device), fs.type, fs.label, fs.mkfs_options,
                              description=f"{fs.type} on {dev(fs.device)}"
                              + (f" labelled {fs.label}" if fs.label else "")))
+    primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
+    for part_id in copies:
+        # fstab mounts /boot/efi by UUID: with the primary's volume ID on every copy, the
+        # installed system still mounts an ESP (and boots) when the primary's disk is gone
+        steps.append(st.Mkfs(
+            dev(part_id), "vfat", primary.label if primary else None,
+            primary.mkfs_options if primary else [],
+            volume_id_of=dev(primary.device) if primary else None,
+            description=f"vfat on {dev(part_id)} for a copy of the ESP"
+            + (f" with the volume ID of {dev(primary.device)}" if primary else "")))
+    return steps
 
-    copies = esp_copies(layout, res)
-    if copies:
-        primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
-        for part_id in copies:
-            # fstab mounts /boot/efi by UUID: with the primary's volume ID on every copy, the
-            # installed system still mounts an ESP (and boots) when the primary's disk is gone
-            steps.append(st.Mkfs(
-                dev(part_id), "vfat", primary.label if primary else None,
-                primary.mkfs_options if primary else [],
-                volume_id_of=dev(primary.device) if primary else None,
-                description=f"vfat on {dev(part_id)} for a copy of the ESP"
-                + (f" with the volume ID of {dev(primary.device)}" if primary else "")))
 
-    fs_of = {fs.device: fs for fs in layout.filesystems}
-    for im in layout.images:
-        if im.format != "tar":
-            fs = fs_of.get(im.target)
-            steps.append(_image_step(im, dev(im.target), None, fs.type if fs else None))
+def _block_images(res):
+    fs_of = {fs.device: fs for fs in res.layout.filesystems}
+    return [_image_step(im, res.devices.get(im.target), None,
+                        fs_of[im.target].type if im.target in fs_of else None)
+            for im in res.layout.images if im.format != "tar"]
 
-    # A kept filesystem is not mounted either: even a mount writes to its superblock.
-    mounted = sorted((fs for fs in layout.filesystems
-                      if fs.mount and fs.type != "swap" and fs.device not in kept),
-                     key=lambda fs: (_depth(fs.mount), fs.mount))
-    for fs in mounted:
-        steps.append(st.Mount(dev(fs.device), fs.mount, fs.type, fs.mount_options,
-                              description=f"mount {dev(fs.device)} at {fs.mount}"))
-    for im in sorted((im for im in layout.images if im.format == "tar"),
-                     key=lambda im: _depth(im.target)):
-        steps.append(_image_step(im, None, im.target, None))
 
+def _mounted(layout):
+    """The target's filesystems in mount order; a kept one is not mounted either: even a
+    mount writes to its superblock."""
+    kept = layout.kept_ids()
+    return sorted((fs for fs in layout.filesystems
+                   if fs.mount and fs.type != "swap" and fs.device not in kept),
+                  key=lambda fs: (_depth(fs.mount), fs.mount))
+
+
+def _mounts_and_tar_images(res, mounted):
+    steps = [st.Mount(res.devices.get(fs.device), fs.mount, fs.type, fs.mount_options,
+                      description=f"mount {res.devices.get(fs.device)} at {fs.mount}")
+             for fs in mounted]
+    steps += [_image_step(im, None, im.target, None)
+              for im in sorted((im for im in res.layout.images if im.format == "tar"),
+                               key=lambda im: _depth(im.target))]
+    return steps
+
+
+def _system_files(res):
+    """fstab, mdadm.conf and multipath wwids of the installed system."""
+    layout, dev, steps = res.layout, res.devices.get, []
     if layout.filesystems:
         steps.append(st.Fstab([_fstab_entry(fs, dev(fs.device)) for fs in layout.filesystems
                                if fs.mount or fs.type == "swap"],
                               description="write /etc/fstab by UUID"))
     if layout.raids:
         # a whole multipath disk as a member is named by its map's link, as partitions are
-        maps = {dev(d.id): partition_base(res.disks[d.id]) for d in layout.disks
+        maps = {dev(d.id): res.partition_bases[d.id] for d in layout.disks
                 if d.id in res.disks and res.disks[d.id].get("multipath")}
         members = [maps.get(dev(m), dev(m)) for r in layout.raids for m in r.members + r.spares]
         # md must not take a path's copy of a member before multipath assembles the disk
@@ -201,34 +236,39 @@ def _built_in(res):
     if wwids and layout.filesystems:
         steps.append(st.MultipathConf(wwids, description=f"add {', '.join(wwids)} to "
                                                          "/etc/multipath/wwids"))
-    bl = layout.bootloader
-    if bl and bl.type != "none":
-        targets = [dev(t) for t in boot_targets(layout, res)]
-        extra = [dev(p) for p in copies]
-        steps.append(st.Bootloader(bl.type, bl.boot_mode, targets, bl.kernel_params, extra,
-                                   description=f"grub2 ({bl.boot_mode}) on "
-                                   f"{', '.join(targets) or 'no disk'}"
-                                   + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
-                                      if extra else "")))
-    cd = layout.configdrive
-    if cd:
-        step = st.Configdrive(dev(cd.partition or CONFIGDRIVE_ID), cd.format, cd.content,
-                              cd.meta_data, cd.user_data, cd.network_data)
-        where = step.device
-        if step.device is None:
-            # the disk holds a whole-disk image: its table exists only once the image is
-            # written, so the partition is added then, behind the image's own
-            disk_id = cd.disk or layout.disks[0].id
-            step.append_to = dev(disk_id)
-            step.size_bytes = CONFIGDRIVE_BYTES
-            step.partitions_of = partition_base(res.disks[disk_id])
-            where = f"a new {CONFIGDRIVE_BYTES >> 20}MiB partition at the end of {step.append_to}"
-        step.description = f"{cd.format} configdrive on {where}"
-        steps.append(step)
-    if mounted:
-        steps.append(st.Umount([fs.mount for fs in reversed(mounted)],
-                               description="unmount the target filesystems"))
     return steps
+
+
+def _bootloader(res, copies):
+    bl = res.layout.bootloader
+    if not bl or bl.type == "none":
+        return []
+    targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
+    extra = [res.devices.get(p) for p in copies]
+    return [st.Bootloader(bl.type, bl.boot_mode, targets, bl.kernel_params, extra,
+                          description=f"grub2 ({bl.boot_mode}) on "
+                          f"{', '.join(targets) or 'no disk'}"
+                          + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
+                             if extra else ""))]
+
+
+def _configdrive(res):
+    cd = res.layout.configdrive
+    if not cd:
+        return []
+    step = st.Configdrive(res.devices.get(cd.partition or CONFIGDRIVE_ID), cd.format,
+                          cd.content, cd.meta_data, cd.user_data, cd.network_data)
+    where = step.device
+    if step.device is None:
+        # the disk holds a whole-disk image: its table exists only once the image is written,
+        # so the partition is added then, behind the image's own
+        disk_id = cd.disk or res.layout.disks[0].id
+        step.append_to = res.devices.get(disk_id)
+        step.size_bytes = CONFIGDRIVE_BYTES
+        step.partitions_of = res.partition_bases[disk_id]
+        where = f"a new {CONFIGDRIVE_BYTES >> 20}MiB partition at the end of {step.append_to}"
+    step.description = f"{cd.format} configdrive on {where}"
+    return [step]
 
 
 def _image_step(im, device, mount_point, fs_type):

@@ -25,6 +25,8 @@ class Resolved:
     vg_extents: dict = field(default_factory=dict)  # vg id -> extents available
     lv_sizes: dict = field(default_factory=dict)    # lv id -> (size_bytes | None, extents | None)
     matched_by: dict = field(default_factory=dict)  # disk id -> the hints that found the disk
+    # disk id -> what its partitions' device names derive from (partition_base)
+    partition_bases: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)    # shown with the plan
 
 
@@ -55,66 +57,84 @@ def md_size(level, member_sizes):
 
 
 def resolve(layout, disks):
-    """Returns (Resolved, problems). Run validate.check first: this assumes references hold."""
+    """Returns (Resolved, problems). Run validate.check first: this assumes references hold.
+    Everything the planner needs about devices and sizes is in Resolved: planning never comes
+    back here."""
     res = Resolved(layout)
     problems = []
     taken = {}
     for disk in layout.disks:
-        try:
-            hints, found, tie = _find(disks, disk)
-        except ValueError as exc:
-            problems.append(Problem(disk.origin or disk.id, f"bad disk hint: {exc}"))
-            continue
-        names = ", ".join(d["name"] for d in found)
-        path = inventory.path_named(disks, hints)
-        if path:
-            name, mp = path
-            problems.append(Problem(disk.origin or disk.id,
-                                    f"{name} is one path of multipath disk {mp['name']} (paths "
-                                    f"{', '.join(inventory.path_names(mp))}); writing to one "
-                                    f"path behind multipathd's back corrupts the disk: name "
-                                    f"{mp['name']}, or give its wwn or serial"))
-            continue
-        if not found:
-            problems.append(Problem(disk.origin or disk.id,
-                                    f"no disk matches {_all_hints(disk)}; the machine has "
-                                    f"{_disk_list(disks)}"))
-            continue
-        if len(found) > 1:
-            problems.append(Problem(disk.origin or disk.id,
-                                    f"{len(found)} disks match {_hint_text(hints)} ({names}); "
-                                    "add a hint so exactly one does"))
-            continue
-        dev = found[0]
-        if dev["name"] in taken:
-            other = taken[dev["name"]]
-            problems.append(Problem(disk.origin or disk.id, f"{dev['name']} is already matched "
-                                                            f"by {other.origin or other.id}"))
-            continue
-        taken[dev["name"]] = disk
-        res.matched_by[disk.id] = _hint_text(hints)
-        if tie:
-            res.matched_by[disk.id] += f", tie broken by {_hint_text(tie[1])}"
-            res.warnings.append(f"{disk.origin or disk.id}: {_hint_text(hints)} matches "
-                                f"{len(tie[0])} disks ({', '.join(d['name'] for d in tie[0])}); "
-                                f"{_hint_text(tie[1])} picked {dev['name']}")
-        if hints is not disk.hints:
-            res.warnings.append(f"{disk.origin or disk.id}: found {dev['name']} by a fallback "
-                                f"({_hint_text(hints)}); no disk matched {_hint_text(disk.hints)}")
-        res.disks[disk.id] = dev
-        res.devices[disk.id] = dev["name"]
-        res.sizes[disk.id] = dev["size"]
-        if sum(p.size.remaining for p in disk.partitions) > 1:
-            continue    # validation reports it; there is no single way to place them
-        placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions,
-                                      partitions_of=partition_base(dev))
-        problems += [Problem(disk.origin or disk.id, e) for e in errs]
-        res.placed[disk.id] = placed
-        for p in placed:
-            if p.part_id:
-                res.devices[p.part_id] = p.device
-                res.sizes[p.part_id] = p.size
+        dev = _match(disks, disk, taken, res, problems)
+        if dev is not None:
+            _place(disk, dev, res, problems)
+    _size_arrays(layout, res, problems)
+    _size_volume_groups(layout, res, problems)
+    return res, problems
 
+
+def _match(disks, disk, taken, res, problems):
+    """The inventory disk this layout disk names, recorded in res; None (and a problem) when
+    none, several, or one already taken."""
+    where = disk.origin or disk.id
+    try:
+        hints, found, tie = _find(disks, disk)
+    except ValueError as exc:
+        problems.append(Problem(where, f"bad disk hint: {exc}"))
+        return None
+    path = inventory.path_named(disks, hints)
+    if path:
+        name, mp = path
+        problems.append(Problem(where, f"{name} is one path of multipath disk {mp['name']} "
+                                       f"(paths {', '.join(inventory.path_names(mp))}); writing "
+                                       f"to one path behind multipathd's back corrupts the "
+                                       f"disk: name {mp['name']}, or give its wwn or serial"))
+        return None
+    if not found:
+        problems.append(Problem(where, f"no disk matches {_all_hints(disk)}; the machine has "
+                                       f"{_disk_list(disks)}"))
+        return None
+    if len(found) > 1:
+        names = ", ".join(d["name"] for d in found)
+        problems.append(Problem(where, f"{len(found)} disks match {_hint_text(hints)} "
+                                       f"({names}); add a hint so exactly one does"))
+        return None
+    dev = found[0]
+    if dev["name"] in taken:
+        other = taken[dev["name"]]
+        problems.append(Problem(where, f"{dev['name']} is already matched by "
+                                       f"{other.origin or other.id}"))
+        return None
+    taken[dev["name"]] = disk
+    res.matched_by[disk.id] = _hint_text(hints)
+    if tie:
+        res.matched_by[disk.id] += f", tie broken by {_hint_text(tie[1])}"
+        res.warnings.append(f"{where}: {_hint_text(hints)} matches {len(tie[0])} disks "
+                            f"({', '.join(d['name'] for d in tie[0])}); "
+                            f"{_hint_text(tie[1])} picked {dev['name']}")
+    if hints is not disk.hints:
+        res.warnings.append(f"{where}: found {dev['name']} by a fallback "
+                            f"({_hint_text(hints)}); no disk matched {_hint_text(disk.hints)}")
+    res.disks[disk.id] = dev
+    res.devices[disk.id] = dev["name"]
+    res.sizes[disk.id] = dev["size"]
+    res.partition_bases[disk.id] = partition_base(dev)
+    return dev
+
+
+def _place(disk, dev, res, problems):
+    if sum(p.size.remaining for p in disk.partitions) > 1:
+        return      # validation reports it; there is no single way to place them
+    placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions,
+                                  partitions_of=res.partition_bases[disk.id])
+    problems += [Problem(disk.origin or disk.id, e) for e in errs]
+    res.placed[disk.id] = placed
+    for p in placed:
+        if p.part_id:
+            res.devices[p.part_id] = p.device
+            res.sizes[p.part_id] = p.size
+
+
+def _size_arrays(layout, res, problems):
     for r in layout.raids:
         res.devices[r.id] = md_device(r.name)
         member_sizes = [res.sizes[m] for m in r.members if m in res.sizes]
@@ -125,6 +145,8 @@ def resolve(layout, disks):
                 problems.append(Problem(r.origin or r.id,
                                         f"spare {s!r} is smaller than the smallest member"))
 
+
+def _size_volume_groups(layout, res, problems):
     for vg in layout.volume_groups:
         pv_sizes = [res.sizes.get(pv) for pv in vg.pvs]
         if None in pv_sizes:
@@ -133,7 +155,6 @@ def resolve(layout, disks):
         res.vg_extents[vg.id] = extents
         res.sizes[vg.id] = extents * EXTENT
         problems += _place_lvs(vg, extents, res)
-    return res, problems
 
 
 def _find(disks, disk):
