@@ -16,74 +16,43 @@ def _where(obj):
     return obj.origin or getattr(obj, "id", "?")
 
 
+class _Ids:
+    """The layout's objects by kind of id, and how often each device is used."""
+
+    def __init__(self, layout, add):
+        self.add = add
+        self.disks = {d.id: d for d in layout.disks}
+        self.parts = {p.id: p for _, p in layout.partitions()}
+        self.raids = {r.id: r for r in layout.raids}
+        self.lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
+        self.whole_disks = {d.id: d for d in layout.disks if not d.partitions}
+        self.block = set(self.parts) | set(self.raids) | set(self.lvs) | set(self.whole_disks)
+        self.users = Counter()
+
+    def use(self, ref, obj, what, allowed):
+        """One more user of ref: a device may hold one array, volume group or filesystem."""
+        if ref not in allowed:
+            kind = "disk with partitions" if ref in self.disks else "unknown id"
+            self.add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
+            return
+        self.users[ref] += 1
+        if self.users[ref] == 2:
+            self.add(obj, f"{ref!r} is used by more than one raid, volume group or filesystem")
+
+
 def check(layout):
     problems = []
     add = lambda obj, msg: problems.append(Problem(_where(obj), msg))  # noqa: E731
-
-    objects = {}
-    for obj in _referencable(layout):
-        if obj.id in objects:
-            add(obj, f"duplicate id {obj.id!r} (also used at {_where(objects[obj.id])})")
-        else:
-            objects[obj.id] = obj
-    disks = {d.id: d for d in layout.disks}
-    parts = {p.id: p for _, p in layout.partitions()}
-    raids = {r.id: r for r in layout.raids}
-    lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
-    whole_disks = {d.id: d for d in layout.disks if not d.partitions}
-    block_ids = set(parts) | set(raids) | set(lvs) | set(whole_disks)
-
+    _check_unique_ids(layout, add)
+    ids = _Ids(layout, add)
     _check_disks(layout, add)
-    users = Counter()
-
-    def use(ref, obj, what, allowed):
-        if ref not in allowed:
-            kind = "disk with partitions" if ref in disks else "unknown id"
-            add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
-            return
-        users[ref] += 1
-        if users[ref] == 2:
-            add(obj, f"{ref!r} is used by more than one raid, volume group or filesystem")
-
-    for r in layout.raids:
-        for ref in r.members + r.spares:
-            use(ref, r, "member", set(parts) | set(whole_disks))
-        if len(r.members) < MIN_MEMBERS[r.level]:
-            add(r, f"RAID{r.level} needs at least {MIN_MEMBERS[r.level]} members, "
-                   f"got {len(r.members)}")
-        if r.chunk_kib is not None and r.level == 1:
-            add(r, "chunk does not apply to RAID1")
-    names = Counter(r.name for r in layout.raids)
-    for r in layout.raids:
-        if names[r.name] > 1:
-            add(r, f"duplicate raid name {r.name!r}")
-
-    vg_names = Counter(vg.name for vg in layout.volume_groups)
-    for vg in layout.volume_groups:
-        if vg_names[vg.name] > 1:
-            add(vg, f"duplicate volume group name {vg.name!r}")
-        for ref in vg.pvs:
-            use(ref, vg, "physical volume", set(parts) | set(raids) | set(whole_disks))
-        remaining = [lv for lv in vg.logical_volumes if lv.size.remaining]
-        if len(remaining) > 1:
-            add(vg, f"'remaining' is used by {len(remaining)} logical volumes; at most one may")
-        lv_names = Counter(lv.name for lv in vg.logical_volumes)
-        for lv in vg.logical_volumes:
-            if lv_names[lv.name] > 1:
-                add(lv, f"duplicate logical volume name {lv.name!r} in {vg.name}")
-            if lv.stripes and lv.stripes > len(vg.pvs):
-                add(lv, f"{lv.stripes} stripes need as many physical volumes; "
-                        f"{vg.name} has {len(vg.pvs)}")
-
-    _check_kept(layout, parts, add)
-    _check_filesystems(layout, use, block_ids, add)
-    _check_images(layout, add, block_ids, disks)
-    _check_bootloader(layout, add, disks, parts)
-    if layout.configdrive and layout.configdrive.partition \
-            and layout.configdrive.partition not in parts:
-        add(layout.configdrive, f"partition {layout.configdrive.partition!r} does not exist")
-    if layout.configdrive and layout.configdrive.disk and layout.configdrive.disk not in disks:
-        add(layout.configdrive, f"disk {layout.configdrive.disk!r} does not exist")
+    _check_raids(layout, ids, add)
+    _check_volume_groups(layout, ids, add)
+    _check_kept(layout, ids.parts, add)
+    _check_filesystems(layout, ids.use, ids.block, add)
+    _check_images(layout, add, ids.block, ids.disks)
+    _check_bootloader(layout, add, ids.disks, ids.parts)
+    _check_configdrive_refs(layout, ids, add)
     _check_configdrive_disk(layout, add)
     _check_configdrive_content(layout, add)
     bl = layout.bootloader
@@ -96,6 +65,58 @@ def check(layout):
         from provision_agent import extensions     # only a document with plug-in sections
         problems += [Problem(where, msg) for where, msg in extensions.problems(layout)]
     return problems
+
+
+def _check_unique_ids(layout, add):
+    objects = {}
+    for obj in _referencable(layout):
+        if obj.id in objects:
+            add(obj, f"duplicate id {obj.id!r} (also used at {_where(objects[obj.id])})")
+        else:
+            objects[obj.id] = obj
+
+
+def _check_raids(layout, ids, add):
+    for r in layout.raids:
+        for ref in r.members + r.spares:
+            ids.use(ref, r, "member", set(ids.parts) | set(ids.whole_disks))
+        if len(r.members) < MIN_MEMBERS[r.level]:
+            add(r, f"RAID{r.level} needs at least {MIN_MEMBERS[r.level]} members, "
+                   f"got {len(r.members)}")
+        if r.chunk_kib is not None and r.level == 1:
+            add(r, "chunk does not apply to RAID1")
+    names = Counter(r.name for r in layout.raids)
+    for r in layout.raids:
+        if names[r.name] > 1:
+            add(r, f"duplicate raid name {r.name!r}")
+
+
+def _check_volume_groups(layout, ids, add):
+    vg_names = Counter(vg.name for vg in layout.volume_groups)
+    for vg in layout.volume_groups:
+        if vg_names[vg.name] > 1:
+            add(vg, f"duplicate volume group name {vg.name!r}")
+        for ref in vg.pvs:
+            ids.use(ref, vg, "physical volume",
+                    set(ids.parts) | set(ids.raids) | set(ids.whole_disks))
+        remaining = [lv for lv in vg.logical_volumes if lv.size.remaining]
+        if len(remaining) > 1:
+            add(vg, f"'remaining' is used by {len(remaining)} logical volumes; at most one may")
+        lv_names = Counter(lv.name for lv in vg.logical_volumes)
+        for lv in vg.logical_volumes:
+            if lv_names[lv.name] > 1:
+                add(lv, f"duplicate logical volume name {lv.name!r} in {vg.name}")
+            if lv.stripes and lv.stripes > len(vg.pvs):
+                add(lv, f"{lv.stripes} stripes need as many physical volumes; "
+                        f"{vg.name} has {len(vg.pvs)}")
+
+
+def _check_configdrive_refs(layout, ids, add):
+    cd = layout.configdrive
+    if cd and cd.partition and cd.partition not in ids.parts:
+        add(cd, f"partition {cd.partition!r} does not exist")
+    if cd and cd.disk and cd.disk not in ids.disks:
+        add(cd, f"disk {cd.disk!r} does not exist")
 
 
 def _check_overlaps(layout, add):

@@ -120,57 +120,15 @@ def _size(value, where, problems, default_unit="MiB"):
 def build_layout(doc):
     """Model objects from a schema-valid native document."""
     problems = []
-    layout = model.Layout()
-    for i, d in enumerate(doc["disks"]):
-        where = f"$.disks[{i}]"
-        disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
-                          fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
-                          wipe=d.get("wipe", True), origin=d.get("origin", where))
-        for j, p in enumerate(d.get("partitions", [])):
-            pwhere = f"{where}.partitions[{j}]"
-            disk.partitions.append(model.Partition(
-                id=p["id"], size=_size(p["size"], pwhere + ".size", problems),
-                type=p.get("type", "linux"), type_guid=p.get("type_guid"), name=p.get("name"),
-                guid=p.get("guid"), flags=list(p.get("flags", [])), keep=p.get("keep", False),
-                origin=p.get("origin", pwhere)))
-        layout.disks.append(disk)
-    for i, r in enumerate(doc.get("raids", [])):
-        where = f"$.raids[{i}]"
-        chunk = r.get("chunk")
-        chunk_kib = None
-        if chunk is not None:
-            chunk_kib = _size(chunk, where + ".chunk", problems, "KiB").bytes // 1024
-        layout.raids.append(model.Raid(
-            id=r["id"], name=r.get("name", r["id"]), level=r["level"],
-            members=list(r["members"]), spares=list(r.get("spares", [])),
-            metadata=r.get("metadata", "1.2"), chunk_kib=chunk_kib,
-            origin=r.get("origin", where)))
-    for i, v in enumerate(doc.get("volume_groups", [])):
-        where = f"$.volume_groups[{i}]"
-        vg = model.VolumeGroup(id=v["id"], name=v.get("name", v["id"]), pvs=list(v["pvs"]),
-                               keep=v.get("keep", False), origin=v.get("origin", where))
-        for j, lv in enumerate(v.get("logical_volumes", [])):
-            lwhere = f"{where}.logical_volumes[{j}]"
-            vg.logical_volumes.append(model.LogicalVolume(
-                id=lv["id"], name=lv.get("name", lv["id"]),
-                size=_size(lv["size"], lwhere + ".size", problems),
-                stripes=lv.get("stripes"), origin=lv.get("origin", lwhere)))
-        layout.volume_groups.append(vg)
-    for i, f in enumerate(doc.get("filesystems", [])):
-        layout.filesystems.append(model.Filesystem(
-            device=f["device"], type=f["type"], mount=f.get("mount"), label=f.get("label"),
-            mount_options=f.get("mount_options", "defaults"),
-            mkfs_options=list(f.get("mkfs_options", [])), fstab_pass=f.get("fstab_pass"),
-            origin=f.get("origin", f"$.filesystems[{i}]")))
-    for i, im in enumerate(doc.get("images", [])):
-        fmt = im.get("format", "raw")
-        layout.images.append(model.Image(
-            uri=im["uri"], format=fmt, target=im.get("target", "/"),
-            compression=im.get("compression", "auto"), checksum=im.get("checksum"),
-            checksum_of=im.get("checksum_of", "compressed"),
-            allow_no_checksum=im.get("allow_no_checksum", False),
-            origin=im.get("origin", f"$.images[{i}]"), checksum_url=im.get("checksum_url"),
-            checksum_algo=im.get("checksum_algo"), authorization=im.get("authorization")))
+    layout = model.Layout(
+        disks=[_disk(d, f"$.disks[{i}]", problems) for i, d in enumerate(doc["disks"])],
+        raids=[_raid(r, f"$.raids[{i}]", problems) for i, r in enumerate(doc.get("raids", []))],
+        volume_groups=[_vg(v, f"$.volume_groups[{i}]", problems)
+                       for i, v in enumerate(doc.get("volume_groups", []))],
+        filesystems=[_filesystem(f, f"$.filesystems[{i}]")
+                     for i, f in enumerate(doc.get("filesystems", []))],
+        images=[_image(im, f"$.images[{i}]") for i, im in enumerate(doc.get("images", []))],
+        extensions=dict(doc.get("extensions") or {}))
     if "bootloader" in doc:
         b = doc["bootloader"]
         layout.bootloader = model.Bootloader(
@@ -184,7 +142,61 @@ def build_layout(doc):
             meta_data=c.get("meta_data"), user_data=c.get("user_data"),
             network_data=c.get("network_data"), partition=c.get("partition"),
             disk=c.get("disk"), origin=c.get("origin", "$.configdrive"))
-    layout.extensions = dict(doc.get("extensions") or {})
     if problems:
         raise InputError(problems)
     return layout
+
+
+def _disk(d, where, problems):
+    disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
+                      fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
+                      wipe=d.get("wipe", True), origin=d.get("origin", where))
+    for j, p in enumerate(d.get("partitions", [])):
+        pwhere = f"{where}.partitions[{j}]"
+        disk.partitions.append(model.Partition(
+            id=p["id"], size=_size(p["size"], pwhere + ".size", problems),
+            type=p.get("type", "linux"), type_guid=p.get("type_guid"), name=p.get("name"),
+            guid=p.get("guid"), flags=list(p.get("flags", [])), keep=p.get("keep", False),
+            origin=p.get("origin", pwhere)))
+    return disk
+
+
+def _raid(r, where, problems):
+    chunk = r.get("chunk")
+    chunk_kib = None
+    if chunk is not None:
+        chunk_kib = _size(chunk, where + ".chunk", problems, "KiB").bytes // 1024
+    return model.Raid(id=r["id"], name=r.get("name", r["id"]), level=r["level"],
+                      members=list(r["members"]), spares=list(r.get("spares", [])),
+                      metadata=r.get("metadata", "1.2"), chunk_kib=chunk_kib,
+                      origin=r.get("origin", where))
+
+
+def _vg(v, where, problems):
+    vg = model.VolumeGroup(id=v["id"], name=v.get("name", v["id"]), pvs=list(v["pvs"]),
+                           keep=v.get("keep", False), origin=v.get("origin", where))
+    for j, lv in enumerate(v.get("logical_volumes", [])):
+        lwhere = f"{where}.logical_volumes[{j}]"
+        vg.logical_volumes.append(model.LogicalVolume(
+            id=lv["id"], name=lv.get("name", lv["id"]),
+            size=_size(lv["size"], lwhere + ".size", problems),
+            stripes=lv.get("stripes"), origin=lv.get("origin", lwhere)))
+    return vg
+
+
+def _filesystem(f, where):
+    return model.Filesystem(
+        device=f["device"], type=f["type"], mount=f.get("mount"), label=f.get("label"),
+        mount_options=f.get("mount_options", "defaults"),
+        mkfs_options=list(f.get("mkfs_options", [])), fstab_pass=f.get("fstab_pass"),
+        origin=f.get("origin", where))
+
+
+def _image(im, where):
+    return model.Image(
+        uri=im["uri"], format=im.get("format", "raw"), target=im.get("target", "/"),
+        compression=im.get("compression", "auto"), checksum=im.get("checksum"),
+        checksum_of=im.get("checksum_of", "compressed"),
+        allow_no_checksum=im.get("allow_no_checksum", False), origin=im.get("origin", where),
+        checksum_url=im.get("checksum_url"), checksum_algo=im.get("checksum_algo"),
+        authorization=im.get("authorization"))
