@@ -13,7 +13,7 @@ ironic data driver gives the ramdisk the header for the blob's download only.
 
 build_instance_info_for_deploy itself is not called: its OCI client reads answers of any
 size (a manifest, every page of a tag list) with only a per-request timeout. The same Ironic
-code runs here on a session that is bounded (BoundedSession): MAX_ANSWER bytes an answer,
+code runs here on a bounded session (bounded_session.py): MAX_ANSWER bytes an answer,
 DEADLINE seconds for the whole resolution, MAX_REDIRECTS. The ramdisk downloads the blob
 from the registry whatever image_download_source says (the conductor caches nothing).
 
@@ -24,7 +24,6 @@ named like secrets (`*secret*`) and image_url.
 
 import base64
 import logging
-import time
 
 import requests
 
@@ -32,6 +31,7 @@ from ironic.common import exception
 from ironic.common import image_service
 from ironic.drivers.modules import deploy_utils
 
+from ironic_driver import bounded_session
 from provision_agent import bounded_http, redact
 
 LOG = logging.getLogger(__name__)
@@ -44,45 +44,8 @@ MAX_REDIRECTS = 5
 FOR_VALIDATION = ("image_url", "image_checksum", "image_disk_format")
 
 
-class Overdue(Exception):
-    """The resolution ran past DEADLINE."""
-
-
 def from_oci(node):
     return str((node.instance_info or {}).get("image_source") or "").startswith(SCHEME)
-
-
-class BoundedSession(requests.Session):
-    """The session Ironic's OCI client talks through: each answer is read here, at most
-    MAX_ANSWER bytes (inflated), every request's timeouts cut to what is left of one
-    deadline. Ironic reads `.text`/`.json()` of what this returns."""
-
-    def __init__(self, like, deadline):
-        super().__init__()
-        self.verify = like.verify
-        for prefix, adapter in like.adapters.items():    # Ironic's TLS settings
-            self.mount(prefix, adapter)
-        self.max_redirects = MAX_REDIRECTS
-        self.headers.update(bounded_http.NO_ENCODING)
-        self.hooks["response"].append(bounded_http.skip_redirect_body)
-        self.end = time.monotonic() + deadline
-        self.deadline = deadline
-
-    def request(self, method, url, **kwargs):
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise Overdue(f"the registry did not answer within {self.deadline} s")
-        timeout = kwargs.get("timeout") or left
-        kwargs["timeout"] = tuple(min(t, left) for t in timeout) \
-            if isinstance(timeout, tuple) else min(timeout, left)
-        streamed = kwargs.get("stream")
-        kwargs["stream"] = True
-        resp = super().request(method, url, **kwargs)
-        if not streamed:
-            body = bounded_http.read(resp, MAX_ANSWER, max(0.1, self.end - time.monotonic()))
-            resp._content, resp._content_consumed = body, True    # what .text/.json() read
-            resp.close()
-        return resp
 
 
 def identify(node):
@@ -92,16 +55,20 @@ def identify(node):
     auth = image_service.get_image_service_auth_override(node)
     oci = image_service.OciImageService()
     # Ironic's client made its own session; it talks through ours instead.
-    oci._client.session = BoundedSession(oci._client.session, DEADLINE)
+    session = oci._client.session = bounded_session.BoundedSession(
+        oci._client.session, DEADLINE, MAX_ANSWER, MAX_REDIRECTS)
     try:
         oci.set_image_auth(source, auth)
         found = oci.identify_specific_image(
             source, deploy_utils.get_image_download_source(node),
             (node.properties or {}).get("cpu_arch"))
     except Exception as exc:     # Ironic's, requests', ours: each is explained
+        why = f"the registry did not answer within {DEADLINE} s" if session.expired \
+            else _why(exc, auth)
         raise exception.InvalidParameterValue(
-            _scrub(f"instance_info/image_source {redact.url(source)}: {_why(exc, auth)}",
-                   auth, oci))
+            _scrub(f"instance_info/image_source {redact.url(source)}: {why}", auth, oci))
+    finally:
+        session.close()
     if not found or not found.get("image_url"):
         raise exception.InvalidParameterValue(
             f"instance_info/image_source {redact.url(source)}: the registry holds no disk "
@@ -157,7 +124,7 @@ def _why(exc, auth):
         return f"more than {MAX_REDIRECTS} redirects"
     if isinstance(exc, bounded_http.BodyError):
         return f"the registry's answer was refused: {exc}"
-    if isinstance(exc, (Overdue, exception.IronicException)):
+    if isinstance(exc, exception.IronicException):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
 

@@ -35,6 +35,17 @@ def missing_prerequisites():
     return missing
 
 
+def dry_run_options(ramdisk, workdir, inventory):
+    """[provision_agent] options for a stand-in ramdisk (the local sshd) that runs the real
+    `provision --dry_run` against a recorded inventory; its job files stay under
+    workdir/remote."""
+    return {"ssh_private_key_file": ramdisk.client_key_file, "poll_interval": 1,
+            "deploy_timeout": 120, "connect_timeout": 5, "command_timeout": 20,
+            "provision_command": bin_path("provision"),
+            "provision_extra_args": f"--dry_run,--inventory_file,{inventory}",
+            "remote_dir": os.path.join(workdir, "remote")}
+
+
 def wait_for(predicate, timeout, interval=0.2, what="condition"):
     deadline = time.monotonic() + timeout
     while True:

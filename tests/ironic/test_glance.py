@@ -28,14 +28,9 @@ def env(ramdisk, tmp_path_factory):
     httpboot = os.path.join(workdir, "httpboot")
     os.makedirs(httpboot)
     with FileServer(httpboot) as http:
-        ironic = realenv.Ironic(workdir, {
-            "ssh_private_key_file": ramdisk.client_key_file,
-            "poll_interval": 1, "deploy_timeout": 120, "connect_timeout": 5,
-            "command_timeout": 20,
-            "provision_command": realenv.bin_path("provision"),
-            "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
-            "remote_dir": os.path.join(workdir, "remote"),
-        }, extra_conf=realglance.ironic_conf(glance, workdir, http.url()))
+        ironic = realenv.Ironic(
+            workdir, realenv.dry_run_options(ramdisk, workdir, INVENTORY),
+            extra_conf=realglance.ironic_conf(glance, workdir, http.url()))
         ironic.start()
         ironic.remote_dir = os.path.join(workdir, "remote")
         try:

@@ -5,9 +5,7 @@ artifact pushed by skopeo) and a real Ironic resolving it with its own OCI code.
 image step downloads the blob the document names from the registry onto a file."""
 
 import hashlib
-import io
 import json
-import logging
 import os
 
 import pytest
@@ -16,11 +14,10 @@ import zstandard
 from provision_agent import inventory as inv_mod
 from provision_agent import pipeline
 from provision_agent.drivers.images import writer
-from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
-from provision_agent.events import Events
 from provision_agent.runner import Runner
 from tests.ironic import realenv, realregistry
 from tests.ironic.conftest import require
+from tests.unit.test_image_authorization import refused_download
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
@@ -36,14 +33,8 @@ def env(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("oci-ironic"))
     registry = realregistry.Registry(workdir).start()
     blob_digest, _ = registry.push("images/disk", "v1", BLOB)
-    ironic = realenv.Ironic(workdir, {
-        "ssh_private_key_file": ramdisk.client_key_file,
-        "poll_interval": 1, "deploy_timeout": 120, "connect_timeout": 5,
-        "command_timeout": 20,
-        "provision_command": realenv.bin_path("provision"),
-        "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
-        "remote_dir": os.path.join(workdir, "remote"),
-    }, extra_conf=realregistry.ironic_conf())
+    ironic = realenv.Ironic(workdir, realenv.dry_run_options(ramdisk, workdir, INVENTORY),
+                            extra_conf=realregistry.ironic_conf())
     try:
         ironic.start()
         ironic.remote_dir = os.path.join(workdir, "remote")
@@ -139,20 +130,8 @@ def test_a_wrong_secret_fails_the_download_with_exit_5_and_no_secret(env, deploy
     doc = json.loads(json.dumps(sent))
     wrong = registry.basic()[:-4] + "AAA="
     doc["instance_info"]["image_request_authorization_secret"] = wrong
-    step = _image_step(doc)
-    stream = io.StringIO()
-    events = Events([stream])
-    caplog.set_level(logging.DEBUG)
-    with pytest.raises(ImageError) as exc:
-        writer.write_image(dict(step.args, device=str(tmp_path / "disk")), runner=Runner(),
-                           events=events, target_root=str(tmp_path), options={})
-    assert exc.value.exit_code == EXIT_IMAGE_ERROR
-    assert "HTTP 401 Unauthorized, expected 200 (the server refused the image's " \
-           "Authorization header)" in str(exc.value)
-    assert not (tmp_path / "disk").exists() or (tmp_path / "disk").stat().st_size == 0
-    events.result("failed", exc.value.exit_code, str(exc.value))
-    for text in (str(exc.value), stream.getvalue(), caplog.text):
-        assert _shows_none(registry, text) == [] and wrong.split()[1] not in text
+    shown = refused_download(_image_step(doc).args, tmp_path, caplog)
+    assert _shows_none(registry, shown) == [] and wrong.split()[1] not in shown
 
 
 def _image_step(document):

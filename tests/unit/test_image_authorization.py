@@ -104,19 +104,26 @@ def test_a_redirect_to_another_host_does_not_carry_it(http_server, tmp_path):
     assert sent == [("/v2/blob", SECRET), ("/cdn/blob", None)]
 
 
-def test_a_refused_authorization_is_exit_5_and_shows_no_secret(http_server, tmp_path, caplog):
-    http_server.files["v2/blob"] = IMAGE
-    http_server.rules["v2/blob"] = {"auth": "Basic b3RoZXI6cGFzcw=="}
-    step = _step(_plan(_doc(http_server.url + "v2/blob")))
+def refused_download(args, tmp_path, caplog):
+    """Runs an image step whose Authorization the server refuses: exit 5, saying so. Returns
+    all it showed (the error, the events with the run's result, the log) to look for
+    secrets in; tests/ironic/test_oci.py does the same against the real registry."""
     stream = io.StringIO()
     events = Events([stream])
     caplog.set_level(logging.DEBUG)
     with pytest.raises(ImageError) as exc:
-        writer.write_image(dict(step.args, device=str(tmp_path / "disk")), runner=Runner(),
+        writer.write_image(dict(args, device=str(tmp_path / "disk")), runner=Runner(),
                            events=events, target_root=str(tmp_path), options={})
     assert exc.value.exit_code == EXIT_IMAGE_ERROR
     assert "HTTP 401 Unauthorized, expected 200 (the server refused the image's " \
            "Authorization header)" in str(exc.value)
+    assert not (tmp_path / "disk").exists() or (tmp_path / "disk").stat().st_size == 0
     events.result("failed", exc.value.exit_code, str(exc.value))
-    for text in (str(exc.value), stream.getvalue(), caplog.text):
-        assert SECRET.split()[1] not in text
+    return "\n".join((str(exc.value), stream.getvalue(), caplog.text))
+
+
+def test_a_refused_authorization_is_exit_5_and_shows_no_secret(http_server, tmp_path, caplog):
+    http_server.files["v2/blob"] = IMAGE
+    http_server.rules["v2/blob"] = {"auth": "Basic b3RoZXI6cGFzcw=="}
+    step = _step(_plan(_doc(http_server.url + "v2/blob")))
+    assert SECRET.split()[1] not in refused_download(step.args, tmp_path, caplog)
