@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 
+from provision_agent.ironic_agent import DEFAULT_BINDING_DIR
 from tests.ironic import realenv, realglance
 from tests.vmbench import FileServer, testos
 from tests.vmbench.bmc import RedfishEmulator, VirtualBMC
@@ -152,6 +153,10 @@ sync_power_state_interval = -1
 # as docs/ironic.md section 9 recommends: the ramdisk goes out compressed (91 MiB, not 351)
 disable_zstandard_decompression = true
 {self._glance_conf()}
+[provision_agent]
+# Where our ramdisk's agent writes its node binding (the default of both sides); realenv's
+# stand-in ramdisk, a directory on this host, is not what these machines boot.
+binding_dir = {DEFAULT_BINDING_DIR}
 [redfish]
 # the emulator answers at once; Ironic's defaults wait up to minutes between retries
 connection_attempts = 3
