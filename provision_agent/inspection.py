@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import platform
+import re
 import subprocess
 
 LOG = logging.getLogger(__name__)
@@ -21,6 +22,8 @@ LOG = logging.getLogger(__name__)
 # 1.84: /v1/continue_inspection (Ironic's own inspection, without ironic-inspector)
 API_VERSION = "1.84"
 MAX_READ = 1 << 20        # /proc and /sys files are small; the bound is for a broken one
+# A MAC, with colons or pxelinux's `01-` hardware type and dashes
+BOOTIF_RE = re.compile(r"(?:01-)?[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}")
 
 
 def _read(path, default=None):
@@ -102,15 +105,24 @@ def system_vendor(dmi="/sys/class/dmi/id"):
             "manufacturer": _read(os.path.join(dmi, "sys_vendor"))}
 
 
-def boot_mode():
-    return {"current_boot_mode": "uefi" if os.path.isdir("/sys/firmware/efi") else "bios"}
+def boot_info(bootif=None):
+    """The boot mode, and the NIC the machine network-booted from: BOOTIF of the kernel
+    command line, as Ironic's (i)PXE configs pass it (`52:54:00:..`, or pxelinux's
+    `01-52-54-00-..`). Ironic's inspection marks that port, and only that one, as the one
+    to PXE-boot ([inspector]update_pxe_enabled): without it every port of the node lost
+    pxe_enabled, and the node's next network boot found no boot configuration for its MAC."""
+    info = {"current_boot_mode": "uefi" if os.path.isdir("/sys/firmware/efi") else "bios"}
+    if bootif and BOOTIF_RE.fullmatch(bootif):
+        info["pxe_interface"] = bootif.lower()
+    return info
 
 
-def collect(disks=None):
-    """The inventory Ironic's inspection takes (ironic-python-agent's keys)."""
+def collect(disks=None, bootif=None):
+    """The inventory Ironic's inspection takes (ironic-python-agent's keys); bootif: the
+    kernel command line's BOOTIF."""
     if disks is None:
         from provision_agent import inventory
         disks = inventory.discover()
     return {"interfaces": interfaces(), "cpu": cpu(), "memory": memory(), "disks": disks,
-            "system_vendor": system_vendor(), "boot": boot_mode(),
+            "system_vendor": system_vendor(), "boot": boot_info(bootif),
             "hostname": platform.node()}

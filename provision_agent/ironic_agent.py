@@ -375,7 +375,8 @@ def main(argv=None):
     if callback:
         from provision_agent import inspection
         LOG.info("Inspection: posting this machine's inventory to %s", redact.url(callback))
-        post_inventory(requests.Session(), callback, inspection.collect(), verify=not insecure)
+        post_inventory(requests.Session(), callback,
+                       inspection.collect(bootif=params.get("BOOTIF")), verify=not insecure)
         if not api_url:
             return 0
     agent = Agent(api_url, macs, ssh_port=args.ssh_port, host_key=host_key,

@@ -30,9 +30,11 @@ def ironic(ramdisk, tmp_path_factory):
     server.stop()
 
 
-def _agent(tmp_path, callback):
+def _agent(tmp_path, callback, bootif):
     cmdline = tmp_path / "cmdline"
-    cmdline.write_text(f"console=ttyS0 ipa-inspection-callback-url={callback}\n")
+    # BOOTIF: the NIC the machine network-booted from, as Ironic's iPXE config passes it
+    cmdline.write_text(f"console=ttyS0 ipa-inspection-callback-url={callback} "
+                       f"BOOTIF={bootif}\n")
     argv = [realenv.bin_path("provision-ironic-agent") or sys.executable, "--cmdline_file",
             str(cmdline), "--host_key_file", str(tmp_path / "unused.pub")]
     (tmp_path / "unused.pub").write_text("ssh-ed25519 AAAA inspection\n")
@@ -53,7 +55,7 @@ def test_our_agent_answers_ironics_inspection_and_validate_plans_against_it(iron
     ironic.wait_state(uuid, ["manageable"], 30)
     ironic.set_state(uuid, "inspect")
     ironic.wait_state(uuid, ["inspect wait"], 60)
-    done = _agent(tmp_path, f"{ironic.ramdisk_api_url}/v1/continue_inspection")
+    done = _agent(tmp_path, f"{ironic.ramdisk_api_url}/v1/continue_inspection", mac)
     assert done.returncode == 0, done.stderr
     assert f"Ironic took the inventory" in done.stderr and uuid in done.stderr, done.stderr
     node = ironic.wait_state(uuid, ["manageable", "inspect failed"], 120)
@@ -63,6 +65,11 @@ def test_our_agent_answers_ironics_inspection_and_validate_plans_against_it(iron
     assert [(d["name"], d["size"]) for d in stored["disks"]] == \
         [(d["name"], d["size"]) for d in here]
     assert mac in [i["mac_address"] for i in stored["interfaces"]]
+    # Ironic's ports hook keeps PXE on for the port the machine booted from: without it the
+    # node's next network boot finds no boot configuration for its MAC (iPXE waits forever).
+    assert stored["boot"]["pxe_interface"] == mac
+    ports = ironic.get(f"/v1/ports?node={uuid}&fields=address,pxe_enabled")["ports"]
+    assert [(p["address"], p["pxe_enabled"]) for p in ports] == [(mac, True)]
     # validate plans a layout against what was inspected: one that names a disk this machine
     # has passes, one that names another is refused before anything boots
     first = here[0]["name"]

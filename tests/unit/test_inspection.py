@@ -73,3 +73,14 @@ def test_a_refusal_is_not_retried():
     assert agent_mod.post_inventory(session, "http://h/v1/continue_inspection", {},
                                     sleep=lambda s: None) is None
     assert len(session.sent) == 1
+
+
+def test_the_boot_nic_from_bootif_as_ironics_pxe_configs_pass_it():
+    """Ironic's inspection keeps PXE on for the port named by boot.pxe_interface only."""
+    assert inspection.boot_info("52:54:00:AA:BB:01")["pxe_interface"] == "52:54:00:aa:bb:01"
+    assert inspection.boot_info("01-52-54-00-aa-bb-01")["pxe_interface"] == \
+        "01-52-54-00-aa-bb-01"
+    for junk in (None, "", "${mac}", "52:54:00:aa:bb", "52:54:00:aa:bb:01 x", "0" * 5000):
+        assert "pxe_interface" not in inspection.boot_info(junk), junk
+    assert inspection.collect([], bootif="52:54:00:aa:bb:01")["boot"]["pxe_interface"] == \
+        "52:54:00:aa:bb:01"
