@@ -22,6 +22,9 @@ from urllib3 import connection, connectionpool
 from provision_agent import bounded_http
 
 
+SLACK = 0.1     # seconds
+
+
 class Overdue(Exception):
     """The session's deadline passed."""
 
@@ -61,6 +64,11 @@ class BoundedSession(requests.Session):
             resp._content, resp._content_consumed = body, True    # what .text/.json() read
             resp.close()
         return resp
+
+    def spent(self):
+        """Whether the deadline has come: a failure now is the deadline's (a timeout cut to
+        the last moments may fire just before the timer does)."""
+        return self.expired or time.monotonic() >= self._end - SLACK
 
     def track(self, sock):
         if self.expired:

@@ -63,7 +63,7 @@ def identify(node):
             source, deploy_utils.get_image_download_source(node),
             (node.properties or {}).get("cpu_arch"))
     except Exception as exc:     # Ironic's, requests', ours: each is explained
-        why = f"the registry did not answer within {DEADLINE} s" if session.expired \
+        why = f"the registry did not answer within {DEADLINE} s" if session.spent() \
             else _why(exc, auth)
         raise exception.InvalidParameterValue(
             _scrub(f"instance_info/image_source {redact.url(source)}: {why}", auth, oci))

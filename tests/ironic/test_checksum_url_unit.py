@@ -3,27 +3,22 @@ the ramdisk to read, unless Ironic's [conductor]disable_support_for_checksum_fil
 (the file itself is read in the ramdisk: tests/unit/test_checksum_file.py)."""
 
 from ironic.common import exception
-from ironic.tests.unit.db import base as db_base
-from ironic.tests.unit.objects import utils as obj_utils
 
-from tests.ironic import test_unit
+from tests.ironic import dbcase, test_unit
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
 SUMS = "http://images.example.com/disk.raw.sha256sum"
 
 
-class TestChecksumUrlValidate(db_base.DbTestCase):
-    _clear_attrs = test_unit.TestWithNode._clear_attrs
+class TestChecksumUrlValidate(dbcase.NodeTestCase):
     _validate = test_unit.TestWithNode._validate
     _key = test_unit.TestWithNode._key
 
     def setUp(self):
         super().setUp()
-        self.config(enabled_deploy_interfaces=["provision", "fake"])
-        self.node = obj_utils.create_test_node(
-            self.context, driver="fake-hardware", deploy_interface="provision",
-            driver_info={"provision_ssh_address": "192.0.2.10", "provision_host_key": KEY},
-            instance_info={}, properties={"root_device": {"serial": "disk0"}})
+        self.node = self.make_node(
+            driver_info={"provision_ssh_address": "192.0.2.10",
+                         "provision_host_key": test_unit.HOST_KEY},
+            properties={"root_device": {"serial": "disk0"}})
 
     def test_a_checksum_file_url_passes_validate(self):
         self._validate(image_source="http://images.example.com/disk.raw", image_checksum=SUMS)

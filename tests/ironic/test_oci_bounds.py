@@ -1,7 +1,7 @@
 """What the conductor reads from an OCI registry is bounded (ironic_driver/oci.py,
 bounded_session.py): Ironic's own OCI code against a local registry that answers too much,
-forever, a byte at a time, or in circles. Each ends in InvalidParameterValue naming the
-bound, within its time."""
+forever, a byte at a time, in circles, or as a gzip bomb. Each ends in InvalidParameterValue
+naming the bound, within its time."""
 
 import http.server
 import json
@@ -14,13 +14,11 @@ from ironic.common import exception
 from ironic.conf import CONF
 
 from ironic_driver import oci
+from tests import bombserver
 
 
-class Hostile(http.server.BaseHTTPRequestHandler):
+class Hostile(bombserver._Handler):      # its _send, and its quiet log
     protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
 
     def do_GET(self):
         self.server.paths.append(self.path)
@@ -29,6 +27,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         how = self.server.how
         if how == "huge":
             return self._send(200, b'{"tags": ["' + b"v" * (5 << 20) + b'"]}')
+        if how == "bomb":       # 2 MiB on the wire, 2 GiB inflated
+            return self._send(200, bombserver.gzip_zeros(), "gzip")
         if how == "pages":      # a tag list whose next page is always another
             return self._send(200, json.dumps({"tags": ["v0"]}).encode(),
                               Link=f'<{self.path}&n={len(self.server.paths)}>; rel="next"')
@@ -42,18 +42,6 @@ class Hostile(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"x")
                 self.wfile.flush()
                 time.sleep(0.05)
-
-    def _send(self, status, body, **headers):
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
 
 @pytest.fixture
 def registry():
@@ -80,10 +68,11 @@ def _identify(srv, how):
     return str(exc.value), time.monotonic() - start
 
 
-def test_an_answer_past_its_size_is_refused(registry):
-    message, _ = _identify(registry, "huge")
+@pytest.mark.parametrize("how,inflated", [("huge", ""), ("bomb", " once inflated")])
+def test_an_answer_past_its_size_is_refused(registry, how, inflated):
+    message, _ = _identify(registry, how)
     assert f"the registry's answer was refused: the answer is larger than {oci.MAX_ANSWER} " \
-           "bytes" in message
+           f"bytes{inflated}" in message
 
 
 def test_endless_pages_end_at_the_deadline(registry, monkeypatch):
