@@ -6,7 +6,7 @@ database writes need not: each is a lock upgrade (a write), the save, and for a 
 the resume. On sqlite, the database of a standalone Ironic, a write that meets another fails
 with 'database is locked' and Ironic retries it after 0.1-1 s, and the retries take the CPU
 that the next write needs; one turn queued the writes behind each other's retry sleeps, three
-overlap them (benchmarks/README.md, "Ironic scale").
+overlap them (benchmarks/ironic_scale.md).
 
 A turn is held for database work only, never across SSH: a ramdisk that is slow to answer
 must not keep other nodes' progress from being recorded. Waiting for a turn is bounded too:
