@@ -1,8 +1,9 @@
 #!/bin/bash
 # Small bootable Debian bookworm test OS for the boot e2e tests, cached outside the clone keyed
 # by this script's hash: prints the cache directory holding root.ext4.zst and root.tar.zst.
-# The marker unit prints PROVISION-BOOT-OK, the configdrive label, the multipath maps and the
-# chain of devices under / to the serial console.
+# The marker unit (boot-marker.sh, part of the cache key) prints PROVISION-BOOT-OK, the
+# configdrive, the multipath maps, the chain of devices under /, and the SSH keys and user data
+# it found on a config-2 configdrive to the serial console.
 # MODULES=dep (set after the shipped initrd was built): provisioning regenerates the initramfs in
 # the VM, and MODULES=most copies ~3000 modules one shell call at a time — over 5 min under TCG;
 # dep takes what the VM's own devices need, and the test boots the same VM hardware.
@@ -12,7 +13,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_AGENT_CACHE:-$HOME/.cache/provision-agent}
-key=$(sha256sum "$here/build-debian.sh" | cut -c1-16)
+key=$(cat "$here/build-debian.sh" "$here/boot-marker.sh" | sha256sum | cut -c1-16)
 out=$cache/test-os-$key
 if [ -s "$out/root.ext4.zst" ] && [ -s "$out/root.tar.zst" ]; then echo "$out"; exit 0; fi
 mkdir -p "$cache"
@@ -35,13 +36,15 @@ mmdebstrap --variant=minbase --skip=check/empty \
   --dpkgopt=path-exclude=/usr/share/doc/* --dpkgopt=path-exclude=/usr/share/man/* \
   --dpkgopt=path-exclude=/usr/share/locale/* \
   --customize-hook='mkdir -p "$1/etc/default" && echo "GRUB_TERMINAL=serial" >> "$1/etc/default/grub" && echo "GRUB_TIMEOUT=1" >> "$1/etc/default/grub" && echo "GRUB_DISABLE_RECOVERY=true" >> "$1/etc/default/grub"' \
+  --customize-hook="upload $here/boot-marker.sh /usr/local/sbin/boot-marker" \
+  --customize-hook='chmod 755 "$1/usr/local/sbin/boot-marker"' \
   --customize-hook='cat > "$1/etc/systemd/system/boot-marker.service" <<UNIT
 [Unit]
 Description=print the provision boot marker
 After=local-fs.target systemd-udev-settle.service
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c "echo PROVISION-BOOT-OK cd=\$(blkid -L config-2 || blkid -L cidata || echo none) mpath=\$(dmsetup ls --target multipath 2>/dev/null | cut -f1 | paste -sd, | grep . || echo none) root=\$(lsblk -nrs -o NAME,TYPE \$(findmnt -n -o SOURCE /) | tr \" \" : | paste -sd,) > /dev/ttyS0"
+ExecStart=/usr/local/sbin/boot-marker
 [Install]
 WantedBy=multi-user.target
 UNIT
