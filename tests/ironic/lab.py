@@ -7,6 +7,7 @@ the lab closes; no hand steps.
 
 import base64
 import contextlib
+import copy
 import json
 import os
 import pathlib
@@ -184,7 +185,9 @@ image_download_source = http
             info.update(self.vbmc.add(dom.name))
         return info
 
-    def enroll(self, name, power="redfish", boot="ipxe", provide_timeout=900):
+    def enroll(self, name, power="redfish", boot="ipxe", provide_timeout=900, interfaces=None,
+               properties=None):
+        """interfaces, properties: more of the node's (e.g. {"inspect": "agent"})."""
         dom = self.domains[name]
         hardware = "provision-redfish" if power == "redfish" else "provision-ipmi"
         management = "redfish" if power == "redfish" else "ipmitool"
@@ -192,8 +195,9 @@ image_download_source = http
         return self.ironic.enroll(
             name, self.driver_info(name, power), {}, macs=[dom.mac], driver=hardware,
             interfaces={"boot": boot, "power": "redfish" if power == "redfish" else "ipmitool",
-                        "management": management},
-            properties={"capabilities": capabilities}, provide_timeout=provide_timeout)
+                        "management": management, **(interfaces or {})},
+            properties={"capabilities": capabilities, **(properties or {})},
+            provide_timeout=provide_timeout)
 
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
@@ -215,8 +219,10 @@ def provision_opts(deploy_timeout):
 
 
 def instance_info(lab, test_os, firmware, layout=None):
-    """The test OS as a partition image on the firmware's sample layout, with a configdrive."""
-    layout = json.loads((SAMPLES / (layout or LAYOUTS[firmware])).read_text())
+    """The test OS as a partition image on the firmware's sample layout (or layout: a sample's
+    file name, or a layout), with a configdrive."""
+    layout = (copy.deepcopy(layout) if isinstance(layout, dict)
+              else json.loads((SAMPLES / (layout or LAYOUTS[firmware])).read_text()))
     layout["bootloader"] = {"boot_mode": firmware, "kernel_params": "console=ttyS0"}
     layout.pop("images", None)      # the image comes through Ironic (image_source)
     image = test_os / "root.ext4.zst"
@@ -230,6 +236,15 @@ def instance_info(lab, test_os, firmware, layout=None):
 def set_instance_info(ironic, uuid, info):
     ironic.request("PATCH", f"/v1/nodes/{uuid}", [
         {"op": "add", "path": f"/instance_info/{k}", "value": v} for k, v in info.items()])
+
+
+def report_times(name, times):
+    """Prints a test's phase times and keeps them with the lab's logs (CI's quiet pytest
+    output does not show the print)."""
+    print(f"\n{name}: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{name}-times.json").write_text(json.dumps(
+        {k: round(v, 1) for k, v in times.items()}, indent=1) + "\n")
 
 
 def wait_state(ironic, uuid, states, timeout):
