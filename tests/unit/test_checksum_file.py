@@ -5,6 +5,7 @@ against the local HTTP server of test_image_sources."""
 
 import hashlib
 import json
+import time
 
 import pytest
 
@@ -94,6 +95,17 @@ def test_an_oversized_file_is_cut_at_its_limit(http_server, monkeypatch):
     http_server.files["big"] = b"0" * 5000
     with pytest.raises(ImageError, match="larger than 1000 bytes; that is not a checksum file"):
         checksum_file.resolve(http_server.url + "big", URL)
+
+
+def test_a_dripping_server_is_cut_at_the_deadline(http_server):
+    """A byte every 50 ms never trips a read timeout; the deadline still ends it."""
+    http_server.files["drip.sha256sum"] = f"{SHA256}  disk.raw\n".encode() * 100
+    http_server.rules["drip.sha256sum"] = {"drip": 0.05}
+    start = time.monotonic()
+    with pytest.raises(ImageError, match="not read whole when its time ran out .the answer "
+                                         "took longer than 2.0 s"):
+        checksum_file.resolve(http_server.url + "drip.sha256sum", URL, deadline=2)
+    assert time.monotonic() - start < 4
 
 
 def test_an_unreachable_server_is_tried_within_the_deadline():

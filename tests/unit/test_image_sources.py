@@ -2,7 +2,8 @@
 
 The server (also used by test_image_writer.py) runs on 127.0.0.1 in a thread. Each file it
 serves can be told to drop the connection after N bytes (once or always), to refuse Range, to
-answer with a status (and a Location), to stall, or to want an Authorization header.
+answer with a status (and a Location), to stall, to drip, or to want an Authorization
+header.
 """
 
 import http.server
@@ -57,6 +58,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = data[start:]
         if rule.get("stall"):
             time.sleep(rule["stall"])
+        if rule.get("drip"):            # a byte, then a pause, for as long as it is heard
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(rule["drip"])
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         drop = rule.get("drop_after")
         if drop is not None and rule.get("drops", 1) > 0:
             rule["drops"] = rule.get("drops", 1) - 1

@@ -10,16 +10,19 @@ sha256sum, or BSD's `SHA256 (NAME) = HEX`), `#` lines ignored. The algorithm is 
 (instance_info image_os_hash_algo) or follows from the digest's length.
 
 The download is bounded: at most MAX_BYTES, DEADLINE seconds for everything (retries
-included), MAX_REDIRECTS redirects whose bodies are never read.
+included; a body still dripping in at the deadline is cut), MAX_REDIRECTS redirects whose
+bodies are never read.
 """
 
 import logging
 import os
+import threading
 import time
 import urllib.parse
 
 from provision_agent import bounded_http, redact
 from provision_agent.input_source import reason
+from provision_agent.drivers.images import sources
 from provision_agent.drivers.images.checksums import ALGORITHMS
 from provision_agent.errors import ImageError
 
@@ -89,17 +92,28 @@ def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLI
 def _get(session, url, seconds, verify, shown):
     """(body, None), or (None, why) for a failure worth another attempt."""
     timeout = (min(CONNECT_TIMEOUT, seconds), seconds)
+    began = time.monotonic()
     with session.get(url, stream=True, timeout=timeout, verify=verify) as resp:
         if resp.status_code in _TRANSIENT:
             return None, f"HTTP {resp.status_code}"
         if resp.status_code != 200:
             raise ImageError(f"{shown}: HTTP {resp.status_code} {resp.reason}, expected 200")
+        # bounded_http.read looks at the clock between 64 KiB reads, and a server dripping a
+        # byte at a time keeps one such read going: at the deadline the socket is shut down
+        cut = threading.Timer(seconds, sources.shutdown, [resp])
+        cut.daemon = True
+        cut.start()
         try:
-            return bounded_http.read(resp, MAX_BYTES, seconds), None
+            return bounded_http.read(resp, MAX_BYTES, round(seconds, 1)), None
         except bounded_http.BodyBroken as exc:
             return None, str(exc)
         except bounded_http.BodyError as exc:
+            if time.monotonic() - began >= seconds:
+                raise ImageError(f"{shown}: not read whole when its time ran out ({exc})") \
+                    from None
             raise ImageError(f"{shown}: {exc}; that is not a checksum file") from None
+        finally:
+            cut.cancel()
 
 
 def _text(body, shown):

@@ -218,11 +218,11 @@ class StallWatch:
                 got, self._got, resp = self._got, 0, self._resp
             if got < self.min_bytes and resp is not None:
                 self.stalled = True
-                _shutdown(resp)
+                shutdown(resp)
                 return
 
 
-def _shutdown(resp):
+def shutdown(resp):
     # The connection's socket; a connection that will close has handed it to the response's
     # file object (http.client), so look there too.
     conn = getattr(getattr(resp.raw, "connection", None), "sock", None)
