@@ -36,13 +36,9 @@ EPILOG = (
     "Examples: provision --input_data_file layout.json --dry_run ; "
     "provision --input_data_file layout.json --inventory_file inventory.json --dry_run "
     "--plan_format json ; provision --data_driver nailgun --input_data_file provision.json ; "
-    "provision inventory > inventory.json. "
-    "Exit codes: 0 success; 1 unexpected error; 2 invalid input (schema or semantic, every "
-    "problem listed with its location); 3 the machine does not match (disk not found, "
-    "ambiguous or too small); 4 a command failed while executing; 5 image error (download, "
-    "checksum, format); 6 the input document could not be fetched (--input_data_url: "
-    "unreachable, refused, HTTP error or TLS failure, after retries). "
-    "Tracebacks are shown only with --debug.")
+    "provision inventory > inventory.json. Exit codes: "
+    + "; ".join(f"{code} {text}" for code, text in errors.EXIT_CODES.items())
+    + ". Tracebacks are shown only with --debug.")
 
 
 def setup_logging(debug, log_file):

@@ -1,8 +1,6 @@
 """Typed errors. Each carries the process exit code the CLI turns it into.
 
-Exit codes (also in the README and `provision --help`):
-  0 success, 1 unexpected, 2 invalid input, 3 machine does not match,
-  4 a command failed while executing, 5 image error, 6 the input document could not be fetched.
+EXIT_CODES is what `provision --help` and docs/cli.md say about them (scripts/cli_doc.py).
 """
 
 from dataclasses import dataclass
@@ -14,6 +12,19 @@ EXIT_MACHINE_MISMATCH = 3
 EXIT_COMMAND_FAILED = 4
 EXIT_IMAGE_ERROR = 5
 EXIT_INPUT_UNREACHABLE = 6
+EXIT_CODES = {
+    EXIT_OK: "success (or a dry run that planned)",
+    EXIT_UNEXPECTED: "unexpected error (run with --debug for a traceback)",
+    EXIT_INVALID_INPUT: "invalid input: schema or semantic problems, each listed with its "
+                        "location",
+    EXIT_MACHINE_MISMATCH: "the machine does not match: a disk not found, ambiguous, or too "
+                           "small",
+    EXIT_COMMAND_FAILED: "a command failed while executing (the command, exit code and stderr "
+                         "are shown)",
+    EXIT_IMAGE_ERROR: "image error: download, checksum, decompression or format",
+    EXIT_INPUT_UNREACHABLE: "the input document could not be fetched (--input_data_url: "
+                            "unreachable, refused, HTTP error or TLS failure, after retries)",
+}
 
 
 @dataclass(frozen=True)
