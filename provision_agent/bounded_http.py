@@ -10,6 +10,8 @@ before requests reads its body. Needs nothing but the standard library (requests
 objects are used as they come), so the ramdisk's interpreter can run it alone in tests.
 """
 
+import socket
+import threading
 import time
 import zlib
 
@@ -41,14 +43,30 @@ def hooks():
 
 def read(resp, limit, seconds):
     """The body of a stream=True response, at most `limit` bytes once decoded, read within
-    `seconds` (each read is also bounded by the request's read timeout). Raises BodyError."""
+    `seconds`. Raises BodyError.
+
+    One read of CHUNK bytes keeps going while a byte arrives within each receive's timeout, so
+    the clock between reads is not enough against a server that drips: at the deadline a
+    timer shuts the response's socket down, and the read in progress fails."""
     inflate = _inflater(resp.headers.get("Content-Encoding", ""))
     end = time.monotonic() + seconds
+    cut = threading.Timer(seconds, shutdown, [resp])
+    cut.daemon = True
+    cut.start()
+    try:
+        return _read(resp, limit, seconds, end, inflate)
+    finally:
+        cut.cancel()
+
+
+def _read(resp, limit, seconds, end, inflate):
     out = bytearray()
     while True:
         try:
             data = resp.raw.read(CHUNK, decode_content=False)
         except Exception as exc:    # urllib3's and socket errors differ by version
+            if time.monotonic() >= end:
+                raise BodyError(f"the answer took longer than {seconds} s") from None
             raise BodyBroken(f"the connection failed after {len(out)} bytes "
                              f"({type(exc).__name__})") from None
         if not data:
@@ -65,6 +83,20 @@ def read(resp, limit, seconds):
     if inflate is not None:
         inflate.finish()
     return bytes(out)
+
+
+def shutdown(resp):
+    """Shuts a response's socket down, so that a read blocked on it fails at once."""
+    # The connection's socket; a connection that will close has handed it to the response's
+    # file object (http.client), so look there too.
+    conn = getattr(getattr(resp.raw, "connection", None), "sock", None)
+    fp = getattr(getattr(getattr(resp.raw, "_fp", None), "fp", None), "raw", None)
+    for sock in (conn, getattr(fp, "_sock", None)):
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _inflater(header):

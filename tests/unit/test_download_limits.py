@@ -103,3 +103,21 @@ def test_a_configdrive_url_uses_the_image_tls_options(monkeypatch):
     assert seen["verify"] == "/ca.pem"
     configdrive.fetch("https://h/cd", options={"image_insecure": True})
     assert seen["verify"] is False
+
+
+@pytest.mark.parametrize("fetch", ["input document", "configdrive"])
+def test_a_dripping_document_or_configdrive_is_cut_at_its_deadline(drip, monkeypatch, fetch):
+    """A byte every 0.1 s keeps each receive within its timeout: only the read's own deadline,
+    which shuts the socket down, ends it (bounded_http.read)."""
+    from provision_agent import input_source
+    from provision_agent.errors import InputUnreachable
+    monkeypatch.setattr(input_source, "DEADLINE", 1)
+    monkeypatch.setattr(configdrive, "FETCH_SECONDS", 1)
+    start = time.monotonic()
+    if fetch == "input document":
+        with pytest.raises(InputUnreachable, match="took longer than 1 s"):
+            input_source.fetch(drip + "/input.json", attempts=1)
+    else:
+        with pytest.raises(ImageError, match="took longer than 1 s"):
+            configdrive.fetch(drip + "/configdrive")
+    assert time.monotonic() - start < 5

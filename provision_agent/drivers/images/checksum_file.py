@@ -16,13 +16,11 @@ bodies are never read.
 
 import logging
 import os
-import threading
 import time
 import urllib.parse
 
 from provision_agent import bounded_http, redact
 from provision_agent.input_source import reason
-from provision_agent.drivers.images import sources
 from provision_agent.drivers.images.checksums import ALGORITHMS
 from provision_agent.errors import ImageError
 
@@ -98,12 +96,8 @@ def _get(session, url, seconds, verify, shown):
             return None, f"HTTP {resp.status_code}"
         if resp.status_code != 200:
             raise ImageError(f"{shown}: HTTP {resp.status_code} {resp.reason}, expected 200")
-        # bounded_http.read looks at the clock between 64 KiB reads, and a server dripping a
-        # byte at a time keeps one such read going: at the deadline the socket is shut down
-        cut = threading.Timer(seconds, sources.shutdown, [resp])
-        cut.daemon = True
-        cut.start()
         try:
+            # cut at the deadline even while a server drips it in (bounded_http.read)
             return bounded_http.read(resp, MAX_BYTES, round(seconds, 1)), None
         except bounded_http.BodyBroken as exc:
             return None, str(exc)
@@ -112,8 +106,6 @@ def _get(session, url, seconds, verify, shown):
                 raise ImageError(f"{shown}: not read whole when its time ran out ({exc})") \
                     from None
             raise ImageError(f"{shown}: {exc}; that is not a checksum file") from None
-        finally:
-            cut.cancel()
 
 
 def _text(body, shown):

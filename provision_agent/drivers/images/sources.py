@@ -8,7 +8,6 @@ expected, so the operator does not have to guess from a traceback.
 
 import logging
 import os
-import socket
 import threading
 import urllib.parse
 
@@ -222,17 +221,7 @@ class StallWatch:
                 return
 
 
-def shutdown(resp):
-    # The connection's socket; a connection that will close has handed it to the response's
-    # file object (http.client), so look there too.
-    conn = getattr(getattr(resp.raw, "connection", None), "sock", None)
-    fp = getattr(getattr(getattr(resp.raw, "_fp", None), "fp", None), "raw", None)
-    for sock in (conn, getattr(fp, "_sock", None)):
-        try:
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+shutdown = bounded_http.shutdown
 
 
 BUILTIN = {"file": FileSource, "http": HttpSource, "https": HttpSource}
