@@ -10,6 +10,9 @@ tests/unit/test_cli_doc.py runs the check.
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docgen  # noqa: E402  (a sibling script, not a package)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "cli.md")
 MARK = "<!-- {} generated from the code by scripts/cli_doc.py; do not edit by hand -->"
@@ -42,26 +45,13 @@ def exit_codes_table():
     return "\n".join(rows)
 
 
-def _with(text, name, table):
-    begin, end = MARK.format(f"BEGIN {name}"), MARK.format(f"END {name}")
-    head, _, rest = text.partition(begin)
-    _, _, tail = rest.partition(end)
-    return f"{head}{begin}\n{table}\n{end}{tail}"
-
-
 def main(argv):
     with open(DOC) as f:
-        current = f.read()
-    wanted = _with(_with(current, "options", options_table()), "exit codes",
-                   exit_codes_table())
-    if "--check" in argv:
-        if wanted != current:
-            print(f"{DOC} is out of date: run python scripts/cli_doc.py")
-            return 1
-        return 0
-    with open(DOC, "w") as f:
-        f.write(wanted)
-    return 0
+        text = f.read()
+    for name, table in (("options", options_table()), ("exit codes", exit_codes_table())):
+        text = docgen.between(text, MARK.format(f"BEGIN {name}"), MARK.format(f"END {name}"),
+                              table, DOC)
+    return docgen.write_or_check({DOC: text}, argv, "cli_doc.py")
 
 
 if __name__ == "__main__":

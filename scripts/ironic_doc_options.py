@@ -10,6 +10,9 @@ the guide fails the unit suite.
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docgen  # noqa: E402  (a sibling script, not a package)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "ironic.md")
 BEGIN = ("<!-- BEGIN generated from ironic_driver/config.py by scripts/ironic_doc_options.py; "
@@ -44,25 +47,13 @@ def render():
 
 
 def update(text):
-    head, sep, rest = text.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
-    if not sep or not sep2:
-        raise SystemExit(f"{DOC}: the generated-table markers are missing")
-    return f"{head}{BEGIN}\n{render()}\n{END}{tail}"
+    return docgen.between(text, BEGIN, END, render(), DOC)
 
 
 def main(argv):
     with open(DOC) as f:
         text = f.read()
-    new = update(text)
-    if "--check" in argv:
-        if new != text:
-            print(f"{DOC} is out of date: run python scripts/ironic_doc_options.py")
-            return 1
-        return 0
-    with open(DOC, "w") as f:
-        f.write(new)
-    return 0
+    return docgen.write_or_check({DOC: update(text)}, argv, "ironic_doc_options.py")
 
 
 if __name__ == "__main__":

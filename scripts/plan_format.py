@@ -11,6 +11,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docgen  # noqa: E402  (a sibling script, not a package)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(ROOT, "provision_agent", "schema", "plan-v1.json")
 DOC = os.path.join(ROOT, "docs", "plan-format.md")
@@ -26,32 +29,11 @@ def generated():
             plan_schema.markdown_table())
 
 
-def _doc_with(table):
-    with open(DOC) as f:
-        text = f.read()
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n{table}\n{END}{tail}"
-
-
 def main(argv):
     schema, table = generated()
-    with open(SCHEMA) if os.path.exists(SCHEMA) else open(os.devnull) as f:
-        current_schema = f.read()
     with open(DOC) as f:
-        current_doc = f.read()
-    doc = _doc_with(table)
-    if "--check" in argv:
-        stale = [p for p, a, b in ((SCHEMA, current_schema, schema), (DOC, current_doc, doc))
-                 if a != b]
-        for path in stale:
-            print(f"{path} is out of date: run python scripts/plan_format.py")
-        return 1 if stale else 0
-    with open(SCHEMA, "w") as f:
-        f.write(schema)
-    with open(DOC, "w") as f:
-        f.write(doc)
-    return 0
+        doc = docgen.between(f.read(), BEGIN, END, table, DOC)
+    return docgen.write_or_check({SCHEMA: schema, DOC: doc}, argv, "plan_format.py")
 
 
 if __name__ == "__main__":
