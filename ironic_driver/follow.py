@@ -86,10 +86,16 @@ def waiting(node):
 
 
 def ramdisk_options(node):
-    """Kernel parameters for the ramdisk: Ironic's own (ipa-api-url), and, for a node whose
-    host key is pinned statically, the word that keeps the build's key (else the ramdisk makes
-    a fresh one per boot and reports it in the heartbeat)."""
+    """Kernel parameters for the ramdisk: Ironic's own (ipa-api-url), loglevel (below), and,
+    for a node whose host key is pinned statically, the word that keeps the build's key (else
+    the ramdisk makes a fresh one per boot and reports it in the heartbeat)."""
     options = deploy_utils.build_agent_options(node)
+    # The kernel prints its whole command line at boot, at notice level ("Command line:",
+    # "Kernel command line:" and the parameters it leaves to init), on the serial console
+    # whoever watches the BMC reads; a virtual-media boot carries the agent token there
+    # (ipa-agent-token). loglevel=4 keeps notices off the console, as `quiet` does: kernel
+    # warnings and errors still show, init's own lines (redacted) too, all of it in dmesg.
+    options["loglevel"] = "4"
     if node.driver_info.get("provision_host_key"):
         options["provision.hostkey"] = "baked"
     return options

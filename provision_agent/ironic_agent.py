@@ -104,10 +104,10 @@ def kernel_params(text):
     return params
 
 
-def mac_addresses(sysfs="/sys/class/net"):
-    """MACs of the machine's Ethernet NICs (virtual ones without a device are left out: a
-    bridge or a bond does not name a port Ironic knows)."""
-    macs = []
+def ethernet_nics(sysfs="/sys/class/net"):
+    """[(name, MAC)] of the machine's Ethernet NICs (virtual ones without a device are left
+    out: a bridge or a bond does not name a port Ironic knows)."""
+    nics = []
     for name in sorted(os.listdir(sysfs)):
         path = os.path.join(sysfs, name)
         try:
@@ -121,8 +121,13 @@ def mac_addresses(sysfs="/sys/class/net"):
         except OSError:
             continue
         if mac and mac != "00:00:00:00:00:00":
-            macs.append(mac)
-    return macs
+            nics.append((name, mac))
+    return nics
+
+
+def mac_addresses(sysfs="/sys/class/net"):
+    """MACs of the machine's Ethernet NICs, what the node is looked up by."""
+    return [mac for _name, mac in ethernet_nics(sysfs)]
 
 
 def source_address(api_url):

@@ -13,8 +13,9 @@ packages=(
   # the Ironic lab: machines as libvirt domains behind Redfish/IPMI emulators (whose libvirt
   # binding only Debian's python3 has), iPXE boot files, ipmitool for Ironic's ipmi driver
   libvirt-daemon-system libvirt-clients python3-libvirt ipxe ipmitool
-  # Ironic's plain pxe boot interface (tox -e ironic-lab)
-  pxelinux syslinux-common
+  # Ironic's plain pxe boot interface, and the BIOS ISOs its redfish-virtual-media boot
+  # builds (tox -e ironic-lab)
+  pxelinux syslinux-common isolinux
   # functional tests on loop devices and the tools provision drives
   gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
   # configdrive: config-2 ISO and NoCloud vfat

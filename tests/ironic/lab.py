@@ -21,13 +21,15 @@ from tests.ironic import realenv, realglance
 from tests.vmbench import FileServer, testos
 from tests.vmbench.bmc import RedfishEmulator, VirtualBMC
 from tests.vmbench.bootnet import IPXE_FILES, BootNetwork
-from tests.vmbench.libvirt import OVMF_CODE, Domain, Libvirtd
+from tests.vmbench.libvirt import OVMF_CODE, Domain, Libvirtd, StoragePool
 from tests.vmbench.ramdisk import client_key
 from tests.vmbench.vm import HOST_KEY_LINE  # noqa: F401  (the tests read consoles with it)
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "ironic-lab"
 TOOLS = ("qemu-system-x86_64", "virsh", "dnsmasq", "ip", "ipmitool", "mmdebstrap", "zstd",
          "sfdisk", "blkid", "wipefs")
+# What Ironic's redfish-virtual-media boot builds a BIOS ISO with (Debian's isolinux)
+ISOLINUX_BIN = "/usr/lib/ISOLINUX/isolinux.bin"
 
 
 def missing():
@@ -96,7 +98,10 @@ class Lab:
             self.stack.callback(dom.remove_disks)
             self.stack.callback(dom.undefine)
             self.domains[name] = dom
-        self.bmc = RedfishEmulator(w, [d.uuid for d in self.domains.values()]).start()
+        pool = self.stack.enter_context(StoragePool(os.path.join(w, "pool"),
+                                                    f"pa-pool-{os.getpid()}"))
+        self.bmc = RedfishEmulator(w, [d.uuid for d in self.domains.values()],
+                                   storage_pool=pool.name).start()
         self.stack.callback(self.bmc.stop)
         self.vbmc = None
         if self.ipmi:
@@ -105,7 +110,7 @@ class Lab:
         if self.glance:
             self.glance = realglance.Glance(w).start()
             self.stack.callback(self.glance.stop)
-        http_root = os.path.join(w, "httpboot")
+        self.http_root = http_root = os.path.join(w, "httpboot")
         os.makedirs(http_root)
         self.http = self.stack.enter_context(FileServer(http_root, address=self.net.host_address))
         self.images = self.stack.enter_context(
@@ -133,7 +138,8 @@ class Lab:
         w = self.workdir
         return f"""[DEFAULT]
 enabled_hardware_types = provision-redfish,provision-ipmi,fake-hardware
-enabled_boot_interfaces = ipxe,pxe,fake
+enabled_boot_interfaces = ipxe,pxe,redfish-virtual-media,fake
+isolinux_bin = {ISOLINUX_BIN}
 enabled_power_interfaces = redfish,ipmitool,fake
 enabled_management_interfaces = redfish,ipmitool,fake
 {self.net.ironic_conf()}
@@ -162,6 +168,10 @@ binding_dir = {DEFAULT_BINDING_DIR}
 # the emulator answers at once; Ironic's defaults wait up to minutes between retries
 connection_attempts = 3
 connection_retry_interval = 1
+# virtual media: the ISOs Ironic builds are served from http_root (no Swift here), with the
+# command line the ramdisk needs (Ironic's default is "nofb vga=normal")
+use_swift = false
+kernel_append_params = console=ttyS0 sshkey={key}
 """
 
     def _glance_conf(self):

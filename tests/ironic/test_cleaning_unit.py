@@ -60,7 +60,7 @@ class TestCleaning(dbcase.NodeTestCase):
             self.assertIsNone(task.driver.deploy.prepare_cleaning(task))
             self.assertEqual(states.CLEANWAIT, task.driver.deploy.erase_devices_metadata(task))
         prepare.assert_called_once_with(mock.ANY, deploy.ramdisk_options(self.node))
-        self.assertEqual({"ipa-api-url": dbcase.API_URL},
+        self.assertEqual({"ipa-api-url": dbcase.API_URL, "loglevel": "4"},
                          deploy.ramdisk_options(self.node))
         power.assert_called_once_with(mock.ANY, states.REBOOT)
         self.node.refresh()

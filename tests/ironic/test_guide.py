@@ -6,10 +6,12 @@ is refused before anything powers on. Every runnable block of docs/ironic.md is 
 
 import json
 import os
+import re
 import threading
 
 import pytest
 
+from provision_agent import netconfig
 from tests.ironic import guide, realenv, realglance, realregistry
 from tests.ironic.conftest import require
 from tests.ironic.test_heartbeat import AgentProcess
@@ -268,6 +270,23 @@ def test_an_oci_image_with_a_pull_secret(server, ramdisk, tmp_path):
         guide.run("undeploy", env)
     finally:
         registry.stop()
+
+
+def test_the_network_data_of_a_boot_without_dhcp(server, ramdisk, tmp_path):
+    """Section 9: the guide's network_data example, as Ironic's API takes it (its schema
+    checks it); the libvirt lab boots a machine with one (tests/ironic/test_lab_vmedia.py)."""
+    env = _enrolled(server, ramdisk, "guide-netdata", "52:54:00:12:34:56")
+    with open(guide.DOC) as f:
+        example = json.loads(re.search(r"`NETWORK_DATA` is the file.*?```json\n(.*?)```",
+                                       f.read(), re.S).group(1))
+    path = tmp_path / "network_data.json"
+    path.write_text(json.dumps(example))
+    env["NETWORK_DATA"] = str(path)
+    guide.run("network-data", env)
+    assert server.node("guide-netdata")["network_data"] == example
+    # and what the ramdisk makes of it
+    plan = netconfig.plan(example, {"52:54:00:12:34:56": "eth0"})
+    assert [str(a) for a in plan.nics["eth0"].addresses] == ["192.0.2.100/24"]
 
 
 def test_a_conductor_without_paramiko_names_the_extra(tmp_path):

@@ -91,12 +91,13 @@ class TestHeartbeat(dbcase.NodeTestCase):
         with task_manager.acquire(self.context, self.node.uuid) as task, \
                 mock.patch.object(task.driver.boot, "prepare_ramdisk") as prepare:
             task.driver.deploy.prepare(task)
-        prepare.assert_called_once_with(mock.ANY, {"ipa-api-url": dbcase.API_URL})
+        prepare.assert_called_once_with(mock.ANY, {"ipa-api-url": dbcase.API_URL,
+                                                   "loglevel": "4"})
 
     def test_a_statically_pinned_node_keeps_the_builds_key(self):
         self.node.driver_info = {"provision_host_key": KEY}
-        self.assertEqual({"ipa-api-url": dbcase.API_URL, "provision.hostkey": "baked"},
-                         deploy.ramdisk_options(self.node))
+        self.assertEqual({"ipa-api-url": dbcase.API_URL, "provision.hostkey": "baked",
+                          "loglevel": "4"}, deploy.ramdisk_options(self.node))
 
     def test_follow_without_any_address_waits_and_says_why(self):
         self.deploy_waiting()

@@ -50,14 +50,16 @@ def _free_port():
 
 
 class RedfishEmulator:
-    """sushy-emulator on 127.0.0.1, limited to the given domains."""
+    """sushy-emulator on 127.0.0.1, limited to the given domains; storage_pool: the libvirt
+    pool (libvirt.StoragePool) its virtual media uploads ISOs to."""
 
-    def __init__(self, workdir, domain_uuids):
+    def __init__(self, workdir, domain_uuids, storage_pool="default"):
         self.dir = os.path.join(workdir, "sushy")
         os.makedirs(self.dir, exist_ok=True)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.domain_uuids = list(domain_uuids)
+        self.storage_pool = storage_pool
         self.proc = None
 
     def start(self, timeout=60):
@@ -72,6 +74,7 @@ SUSHY_EMULATOR_ALLOWED_INSTANCES = {self.domain_uuids!r}
 SUSHY_EMULATOR_BOOT_LOADER_MAP = {{'UEFI': {{'x86_64': {OVMF_CODE!r}}},
                                   'Legacy': {{'x86_64': None}}}}
 SUSHY_EMULATOR_SECURE_BOOT_DISABLED_NVRAM = {OVMF_VARS!r}
+SUSHY_EMULATOR_STORAGE_POOL = {self.storage_pool!r}
 """)
         self.out = open(os.path.join(self.dir, "sushy.log"), "w")
         self.proc = subprocess.Popen([os.path.join(bin_dir, "sushy-emulator"), "--config", conf],

@@ -114,6 +114,10 @@ tftp_root = {self.tftp_root}
 tftp_server = {self.host_address}
 """
 
+    def static_address(self, index=0):
+        """An address on the network that DHCP never leases (for network_data)."""
+        return str(list(self.net.hosts())[99 + index])
+
     def leased_address(self, mac):
         """The address dnsmasq gave mac, or None."""
         for line in self.leases.read_text().splitlines():

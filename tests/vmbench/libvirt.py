@@ -85,6 +85,30 @@ class Libvirtd:
         self.started = []
 
 
+class StoragePool:
+    """A directory pool of libvirt's for the ISOs a BMC's virtual media inserts: sushy-tools'
+    libvirt driver uploads each one into the pool it is configured with (by name) and adds a
+    CD-ROM with it to the domain."""
+
+    def __init__(self, workdir, name):
+        self.dir = Path(workdir)
+        self.name = name
+
+    def __enter__(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        virsh("pool-define-as", self.name, "dir", "--target", str(self.dir))
+        try:
+            virsh("pool-start", self.name)
+        except RuntimeError:
+            virsh("pool-undefine", self.name, check=False)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        virsh("pool-destroy", self.name, check=False)
+        virsh("pool-undefine", self.name, check=False)
+
+
 class Domain:
     """A libvirt domain defined (not started) with boot order network, then disk: the BMC
     powers it and sets its boot device. `firmware` is 'bios' or 'uefi' (OVMF)."""
