@@ -21,14 +21,15 @@ def blocks():
     return dict(found)
 
 
-def run(name, env, timeout=300, ok=True):
-    """Runs one block with bash -eu; returns the CompletedProcess (stdout+stderr in .out)."""
+def run(name, env, timeout=300, ok=True, cwd=None):
+    """Runs one block with bash -eu (in cwd: a block may write files where it runs); returns
+    the CompletedProcess (stdout+stderr in .out)."""
     script = blocks()[name]
     full_env = dict(os.environ, **env)
     # The `baremetal` CLI of the venv running the tests comes first.
     full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
     done = subprocess.run(["bash", "-eu", "-o", "pipefail", "-c", script], env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
     done.out = done.stdout + done.stderr
     RAN.add(name)
     if ok and done.returncode != 0:

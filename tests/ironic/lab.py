@@ -160,6 +160,9 @@ sync_power_state_interval = -1
 # as docs/ironic.md section 9 recommends: the ramdisk goes out compressed (91 MiB, not 351)
 disable_zstandard_decompression = true
 {self._glance_conf()}
+[nova]
+# No Nova here, and nodes allocated by metalsmith have instance UUIDs (docs/ironic.md section 10)
+send_power_notifications = false
 [provision_agent]
 # Where our ramdisk's agent writes its node binding (the default of both sides); realenv's
 # stand-in ramdisk, a directory on this host, is not what these machines boot.

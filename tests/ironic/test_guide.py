@@ -24,6 +24,10 @@ RAID1_LVM = os.path.join(ROOT, "samples", "two-disk-raid-lvm.json")
 SINGLE = os.path.join(ROOT, "samples", "single-disk.json")
 
 
+# Section 10: a conductor without Nova whose nodes get instance UUIDs from allocations.
+NO_NOVA = "[nova]\nsend_power_notifications = false\n"
+
+
 def _load(path):
     with open(path) as f:
         return json.load(f)
@@ -52,7 +56,7 @@ def server(ramdisk, tmp_path_factory):
         "remote_dir": os.path.join(workdir, "remote"),
         "layouts_dir": layouts,
     }, extra_conf=realglance.ironic_conf(glance, workdir, http.url())
-        + realregistry.ironic_conf())
+        + realregistry.ironic_conf() + NO_NOVA)
     # data_driver stays the default (ironic), as on a real conductor
     server.glance = glance
     try:
@@ -270,6 +274,57 @@ def test_an_oci_image_with_a_pull_secret(server, ramdisk, tmp_path):
         guide.run("undeploy", env)
     finally:
         registry.stop()
+
+
+def test_metalsmith_allocates_by_resource_class_and_trait(server, ramdisk, template, tmp_path):
+    """Section 10: a real SDK client, as Nova drives Ironic. Allocations (Ironic's, then
+    metalsmith's) pick the node by resource class and trait and put the trait into
+    instance_info, where it runs the deploy template; metalsmith's configdrive reaches the
+    "ramdisk". The libvirt lab boots the result (tests/ironic/test_lab_metalsmith.py)."""
+    env = _enrolled(server, ramdisk, "guide-metalsmith", "52:54:00:00:00:08")
+    key = tmp_path / "id.pub"
+    key.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo "
+                   "guide\n")
+    path = tmp_path / "root.img"
+    path.write_bytes(os.urandom(1 << 20))
+    env.update(RESOURCE_CLASS="baremetal-guide", IRONIC_URL=server.url,
+               GLANCE_URL=server.glance.url, SSH_PUBLIC_KEY=str(key), INSTANCE_USER="ops",
+               GLANCE_IMAGE=server.glance.create_image(str(path), "guide-metalsmith")["id"])
+    for block in ("resource-class", "trait"):
+        guide.run(block, env)
+    # Allocations take only nodes whose power state Ironic knows: a real BMC's is read when
+    # the node is managed; fake-hardware's is whatever it was last told.
+    server.request("PUT", "/v1/nodes/guide-metalsmith/states/power", {"target": "power off"})
+    realenv.wait_for(lambda: server.node("guide-metalsmith")["power_state"] == "power off", 30)
+    # Ironic's own allocation: the trait lands in instance_info, no deploy needed to see it
+    allocated = guide.run("allocation", env)
+    node = server.node("guide-metalsmith")
+    assert node["instance_info"]["traits"] == [template], (allocated.out, node)
+    assert node["instance_uuid"] == node["allocation_uuid"]
+    guide.run("allocation-delete", env)
+    assert server.node("guide-metalsmith")["instance_uuid"] is None
+
+    guide.run("clouds-yaml", env, cwd=tmp_path)
+    guide.run("metalsmith-deploy", env, cwd=tmp_path, timeout=300)
+    node = server.node("guide-metalsmith")
+    assert node["provision_state"] == "active", node["last_error"]
+    assert node["instance_info"]["traits"] == [template]
+    assert node["instance_info"]["root_gb"] == 2
+    assert node["driver_internal_info"]["provision_layout_step"]["name"] == "raid1-lvm"
+    with open(os.path.join(server.remote_dir, node["uuid"], "input.json")) as f:
+        sent = json.load(f)["instance_info"]
+    meta = sent["configdrive"]["meta_data"]
+    assert list(meta["public_keys"].values()) == [key.read_text().strip()]
+    assert meta["hostname"] == "guide-metalsmith" and meta["uuid"] == node["uuid"]
+    assert sent["configdrive"]["user_data"].startswith("#cloud-config\n")
+    assert '"name": "ops"' in sent["configdrive"]["user_data"]
+    assert "network_data" not in sent["configdrive"]   # metalsmith's needs Neutron ports
+    guide.run("metalsmith-undeploy", env, cwd=tmp_path, timeout=300)
+    node = server.node("guide-metalsmith")
+    assert node["provision_state"] == "available" and node["instance_uuid"] is None
+    assert server.get("/v1/allocations")["allocations"] == []
+    # an allocated node's power actions, none of them reported to a Nova that is not there
+    assert "send a power notification" not in server.log_text()
 
 
 def test_the_network_data_of_a_boot_without_dhcp(server, ramdisk, tmp_path):
