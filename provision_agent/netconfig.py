@@ -94,6 +94,8 @@ def _address(text, where, version=None):
 
 def _prefix(netmask, version, where):
     """A prefix length from a netmask (dotted, or IPv6 form) or a prefix length."""
+    if isinstance(netmask, bool) or not isinstance(netmask, (str, int)):
+        raise Unusable(f"{where}: the netmask is not a string")
     text = str(netmask)
     if text.isdigit() and len(text) <= 3:
         bits = int(text)
@@ -147,6 +149,16 @@ def plan(doc, macs):
     if not isinstance(doc, dict):
         raise Unusable("the document is not a JSON object")
     result = Plan()
+    links = _links(doc, macs, result)
+    for i, net in enumerate(_list(doc, "networks", "")):
+        _network(net, f"networks[{i}]", links, result)
+    result.dns.extend(d for d in _dns(_list(doc, "services", ""), "services")
+                      if d not in result.dns)
+    return result
+
+
+def _links(doc, macs, result):
+    """{link id: the Nic it configures, or None for a link left alone}"""
     links = {}
     for i, link in enumerate(_list(doc, "links", "")):
         where = f"links[{i}]"
@@ -156,7 +168,7 @@ def plan(doc, macs):
             result.notes.append(f"link {link_id}: type {kind} is not built by the ramdisk")
             links[link_id] = None
             continue
-        mac = (_text(link, "ethernet_mac_address", where) or "").lower()
+        mac = _text(link, "ethernet_mac_address", where).lower()
         if not MAC_RE.fullmatch(mac):
             raise Unusable(f"{where}.ethernet_mac_address {mac!r} is not a MAC address")
         mtu = link.get("mtu")
@@ -169,31 +181,31 @@ def plan(doc, macs):
             links[link_id] = None
             continue
         links[link_id] = result.nics.setdefault(name, Nic(name, mac, mtu))
-    for i, net in enumerate(_list(doc, "networks", "")):
-        where = f"networks[{i}]"
-        link_id = _text(net, "link", where)
-        kind = _text(net, "type", where)
-        if link_id not in links:
-            raise Unusable(f"{where}.link {link_id!r} names no link")
-        version = STATIC.get(kind)
-        if version is None and kind not in DHCP:
-            raise Unusable(f"{where}.type {kind!r} is not a network type of network_data")
-        # Checked even for a link left alone: a broken entry means a broken file.
-        address = _interface(net, version, where) if version else None
-        routes = _routes(net, version, where) if version else []
-        dns = _dns(_list(net, "services", f"{where}."), f"{where}.services")
-        nic = links[link_id]
-        if nic is None:
-            continue
-        if version:
-            nic.addresses.append(address)
-            nic.routes.extend(routes)
-        elif kind in ("ipv4_dhcp", "ipv6_dhcp", "ipv6_dhcpv6-stateful"):
-            nic.dhcp = True
-        result.dns.extend(d for d in dns if d not in result.dns)
-    result.dns.extend(d for d in _dns(_list(doc, "services", ""), "services")
-                      if d not in result.dns)
-    return result
+    return links
+
+
+def _network(net, where, links, result):
+    link_id = _text(net, "link", where)
+    kind = _text(net, "type", where)
+    if link_id not in links:
+        raise Unusable(f"{where}.link {link_id!r} names no link")
+    version = STATIC.get(kind)
+    if version is None and kind not in DHCP:
+        raise Unusable(f"{where}.type {kind!r} is not a network type of network_data")
+    # Checked even for a link left alone: a broken entry means a broken file.
+    address = _interface(net, version, where) if version else None
+    routes = _routes(net, version, where) if version else []
+    dns = _dns(_list(net, "services", f"{where}."), f"{where}.services")
+    nic = links[link_id]
+    if nic is None:
+        return
+    if version:
+        nic.addresses.append(address)
+        nic.routes.extend(routes)
+    elif kind == "ipv4_dhcp":
+        # init's DHCP is IPv4's; IPv6 autoconfiguration is the kernel's, DHCPv6 not run
+        nic.dhcp = True
+    result.dns.extend(d for d in dns if d not in result.dns)
 
 
 def load(path):

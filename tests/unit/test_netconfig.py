@@ -68,6 +68,7 @@ def test_ipv6_netmask_forms_a_default_route_and_dhcp_types():
          "netmask": "ffff:ffff:ffff:ffff::",
          "routes": [{"network": "::", "netmask": "::", "gateway": "2001:db8::1"}]},
         {"id": "v6b", "type": "ipv6", "link": "port-0", "ip_address": "2001:db8:1::5/80"},
+        {"id": "slaac", "type": "ipv6_slaac", "link": "port-0"},
         {"id": "v4", "type": "ipv4_dhcp", "link": "port-0"}]
     nic = netconfig.plan(doc, MACS).nics["ens2"]
     assert [str(a) for a in nic.addresses] == ["2001:db8::5/64", "2001:db8:1::5/80"]
@@ -97,6 +98,7 @@ def test_links_without_a_nic_here_and_bonds_are_named_and_left_alone():
     (lambda d: d["networks"][0].update(ip_address="2001:db8::5"), "is not an IPv4 address"),
     (lambda d: d["networks"][0].update(netmask="255.0.255.0"), "is not contiguous"),
     (lambda d: d["networks"][0].update(netmask="33"), "too long for IPv4"),
+    (lambda d: d["networks"][0].update(netmask=["255.255.255.0"]), "netmask is not a string"),
     (lambda d: d["networks"][0].pop("netmask"), "no netmask"),
     (lambda d: d["networks"][0].update(link="nowhere"), "names no link"),
     (lambda d: d["networks"][0].update(type="ipv5"), "is not a network type"),
