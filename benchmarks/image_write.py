@@ -37,7 +37,7 @@ from pathlib import Path
 
 from benchmarks import image_limits
 from provision_agent.drivers.images import formats, writer
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_IPA = "/tmp/venv-ipa/bin/python"

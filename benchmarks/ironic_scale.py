@@ -345,7 +345,7 @@ def _mac(i):
 
 def _start_agent(ironic, sshd, args, i, stop):
     """Node i's agent loop, in a thread: what its ramdisk would send."""
-    from provision_agent import ironic_agent
+    from provision_agent.agent import ironic as ironic_agent
     agent = ironic_agent.Agent(ironic.url, [_mac(i)], ssh_port=sshd.port,
                                host_key=sshd.host_key, address="127.0.0.1",
                                interval=args.heartbeat_interval,

@@ -12,10 +12,10 @@ import re
 from datetime import datetime
 
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
-STEP = re.compile(r" INFO provision_agent\.executor: step 1/\d+: ")
-RUN = re.compile(r" INFO provision_agent\.runner: run: (\S+)(?: (\S+))?")
+STEP = re.compile(r" INFO provision_agent\.run\.executor: step 1/\d+: ")
+RUN = re.compile(r" INFO provision_agent\.run\.runner: run: (\S+)(?: (\S+))?")
 # the exit line names only the program; which command it was comes from the run line before
-EXIT = re.compile(r" DEBUG provision_agent\.runner: exit -?\d+ after ([0-9.]+)s: ")
+EXIT = re.compile(r" DEBUG provision_agent\.run\.runner: exit -?\d+ after ([0-9.]+)s: ")
 
 PHASES = ("start-up", "preparation", "tools", "udev settle", "python in steps", "after steps")
 

@@ -21,7 +21,7 @@ from tests.vmbench import VM
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = ["single-disk.json", "two-disk-raid-lvm.json", "three-disk-raid5-raid0-striped.json",
            "msdos-logical.json"]
-RUN_LINE = re.compile(r" INFO provision_agent\.runner: run: (.*)$")
+RUN_LINE = re.compile(r" INFO provision_agent\.run\.runner: run: (.*)$")
 # Truly blank disks for both sides: old md payloads (a PV label inside an array, say) would
 # come back to life when the same geometry is recreated and change what each side has to do.
 # The virtio disks unmap a punched hole, so zeroing all of them takes well under a second.
@@ -32,11 +32,11 @@ BLANK = ("umount -R /tmp/provision-target >/dev/null 2>&1; vgchange -an >/dev/nu
          "blockdev --rereadpt $d; done; udevadm settle; sync")
 
 
-EXIT_LINE = re.compile(r" DEBUG provision_agent\.runner: exit (\d+) after ")
-STDIN_LINE = re.compile(r" DEBUG provision_agent\.runner: stdin of \S+: (\".*\")$")
+EXIT_LINE = re.compile(r" DEBUG provision_agent\.run\.runner: exit (\d+) after ")
+STDIN_LINE = re.compile(r" DEBUG provision_agent\.run\.runner: stdin of \S+: (\".*\")$")
 
 
-AT_ONCE = re.compile(r" INFO provision_agent\.executor: step \d+/\d+: .* at once\)$")
+AT_ONCE = re.compile(r" INFO provision_agent\.run\.executor: step \d+/\d+: .* at once\)$")
 
 
 def script_of(log, at_once=False):
@@ -47,7 +47,7 @@ def script_of(log, at_once=False):
     at_once in the background, waited for before the next step."""
     cmds, started, group = [], False, None
     for line in log.splitlines():
-        if "provision_agent.executor: step " in line:
+        if "provision_agent.run.executor: step " in line:
             started = True
             if at_once and AT_ONCE.search(line):
                 group = group if group is not None else len(cmds)

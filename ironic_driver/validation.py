@@ -112,7 +112,7 @@ def stored_disks(task):
         inv = objects.NodeInventory.get_by_node_id(task.context, task.node.id)
     except exception.NodeInventoryNotFound:
         return None
-    from provision_agent import inventory
+    from provision_agent.plan import inventory
     return inventory.from_document(inv.inventory_data or {}, "node inventory")
 
 
@@ -165,7 +165,8 @@ def check_instance(task, data_driver):
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
             "set it again before every deploy)")
     check_checksum_urls(info)
-    from provision_agent import errors, pipeline
+    from provision_agent import errors
+    from provision_agent.plan import pipeline
     record = images.check_exists(task) if images.from_glance(node) else None
     # Ironic's own OCI resolution, as prepare will run it: a reference that does not resolve
     # (registry, tag, pull secret, no disk artifact) is refused before anything boots.

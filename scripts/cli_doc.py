@@ -1,5 +1,5 @@
 """Writes the option and exit-code tables of docs/cli.md from the code: the oslo.config
-options (provision_agent/config.py) and errors.EXIT_CODES.
+options (provision_agent/cli/config.py) and errors.EXIT_CODES.
 
     python scripts/cli_doc.py          # rewrite the tables in place
     python scripts/cli_doc.py --check  # exit 1 when docs/cli.md is out of date
@@ -24,7 +24,7 @@ def _cell(text):
 
 def options_table():
     sys.path.insert(0, ROOT)
-    from provision_agent import config
+    from provision_agent.cli import config
     rows = ["| option | default | meaning |", "|---|---|---|"]
     for opt in config.cli_opts + config.logging_cli_opts:
         default = "(unset)" if opt.default in (None, "", []) else f"`{opt.default}`"

@@ -101,7 +101,7 @@ import urllib3
 result = {"urllib3": urllib3.__version__}
 try:
     if what == "input":
-        from provision_agent import input_source
+        from provision_agent.cli import input_source
         got = input_source.fetch(url, attempts=1)
     elif what == "configdrive":
         from provision_agent.drivers import configdrive

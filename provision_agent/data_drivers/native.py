@@ -7,11 +7,11 @@ from importlib import resources
 
 import jsonschema
 
-from provision_agent import model
+from provision_agent.plan import model
 from provision_agent.data_drivers import shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
-from provision_agent.units import parse_size
+from provision_agent.plan.units import parse_size
 
 
 @functools.cache

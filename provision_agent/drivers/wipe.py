@@ -9,7 +9,7 @@ import logging
 import os
 
 from provision_agent.drivers import blockinfo, lvm, udev
-from provision_agent.devnames import partition_number
+from provision_agent.plan.devnames import partition_number
 
 LOG = logging.getLogger(__name__)
 

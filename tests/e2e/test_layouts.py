@@ -247,7 +247,7 @@ def test_killed_midway_then_rerun_succeeds(vm):
         + "\n--- kill.log tail\n" + vm.read_text("/tmp/kill.log")[-6000:])
     steps = [re.search(r"step (\d+)/(\d+): (.*)", line).groups()
              for line in vm.read_text("/tmp/kill.log").splitlines()
-             if "provision_agent.executor: step" in line]
+             if "provision_agent.run.executor: step" in line]
     first_mount = min(int(n) for n, _, what in steps if what.startswith("mount "))
     last, total = int(steps[-1][0]), int(steps[-1][1])
     # killed with the target mounted: after the first mount began, before the final unmount

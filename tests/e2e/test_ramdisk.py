@@ -17,7 +17,7 @@ def test_provision_and_storage_tools_present(shared_vm):
 def test_python_dependencies_import(shared_vm):
     mods = "oslo_config stevedore pyudev requests jsonschema tenacity zstandard ironic_lib"
     shared_vm.ssh(f"python3 -c 'import {mods.replace(' ', ',')}'")
-    shared_vm.ssh("python3 -c 'import provision_agent.cli'")
+    shared_vm.ssh("python3 -c 'import provision_agent.cli.main'")
     # gzip images inflate through zlib-ng (a PyPI wheel in the project layer), not zlib.
     backend = shared_vm.ssh(["python3", "-c", "from provision_agent.drivers.images import "
                              "decompressors; print(decompressors.gzip_backend().__name__)"])

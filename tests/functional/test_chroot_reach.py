@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from provision_agent.drivers import chroot
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 from tests.functional.prereq import require, sh
 
 pytestmark = require("unshare", "chroot", "mount", "findmnt")

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from provision_agent.drivers import configdrive
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 
 NEED = ("genisoimage", "mcopy", "mkfs.vfat", "blkid", "isoinfo")
 MISSING = [t for t in NEED if not shutil.which(t)]

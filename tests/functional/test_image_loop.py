@@ -10,7 +10,7 @@ import pytest
 import zstandard
 
 from provision_agent.drivers.images import formats, writer
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "mkfs.ext4", "e2fsck", "resize2fs", "dumpe2fs", "tar",

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from provision_agent.ironic_agent import DEFAULT_BINDING_DIR
+from provision_agent.agent.ironic import DEFAULT_BINDING_DIR
 from tests.ironic import realenv, realglance
 from tests.vmbench import FileServer, testos
 from tests.vmbench.bmc import RedfishEmulator, VirtualBMC

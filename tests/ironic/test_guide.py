@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from provision_agent import netconfig
+from provision_agent.agent import netconfig
 from tests.ironic import guide, realenv, realglance, realregistry
 from tests.ironic.conftest import require
 from tests.ironic.test_heartbeat import AgentProcess

@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from provision_agent import inspection, inventory
+from provision_agent.agent import inspection
+
+from provision_agent.plan import inventory
 from tests.ironic import realenv
 from tests.ironic.conftest import require
 

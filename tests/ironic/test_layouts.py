@@ -137,7 +137,7 @@ class TestPrecedence(LayoutCase):
         choice, payload = self._chosen_at_validate()
         self.assertEqual("classic", choice.source)
         self.assertNotIn("layout", payload)
-        from provision_agent import pipeline
+        from provision_agent.plan import pipeline
         layout = pipeline.load_layout(payload, "ironic")
         # Ironic 39 boots an instance with no boot mode set in UEFI: an ESP comes first
         self.assertEqual(["efi-part", "root"], [p.id for p in layout.disks[0].partitions])
@@ -396,7 +396,7 @@ class TestTheDeploysImageWins(LayoutCase):
 
     def test_a_layout_without_images_gets_the_deploys_image(self):
         self._set(driver="node-default")
-        from provision_agent import pipeline
+        from provision_agent.plan import pipeline
         _choice, payload = self._chosen_at_validate()
         layout = pipeline.load_layout(payload, "ironic")
         self.assertEqual(["http://x/img"], [i.uri for i in layout.images])

@@ -89,7 +89,7 @@ def test_what_cannot_be_built_is_refused_saying_what_to_change(change, why):
 
 
 def test_the_layout_plans_arrays_and_root_on_the_first():
-    from provision_agent import inventory, pipeline
+    from provision_agent.plan import inventory, pipeline
     doc = {"node_uuid": "n", "boot_mode": "bios", "properties": {}, "layout": _build(),
            "instance_info": {"image_source": "http://h/root.img", "image_checksum": "0" * 64,
                              "image_disk_format": "raw"}}

@@ -9,7 +9,7 @@ Installed by a tests/unit fixture as the entry point
 from dataclasses import dataclass
 from typing import ClassVar
 
-from provision_agent import steps
+from provision_agent.plan import steps
 
 
 @dataclass

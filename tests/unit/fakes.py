@@ -1,7 +1,7 @@
-"""A scripted stand-in for provision_agent.runner.Runner: records argv, answers by prefix."""
+"""A scripted stand-in for provision_agent.run.runner.Runner: records argv, answers by prefix."""
 
 from provision_agent.errors import CommandError
-from provision_agent.runner import Result
+from provision_agent.run.runner import Result
 
 WRITING = ("sgdisk", "parted", "sfdisk --part-type", "sfdisk --quiet", "wipefs", "mdadm --create",
            "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove", "vgcreate",

@@ -19,7 +19,7 @@ def run_cli(tmp_path, doc, inv="three-disks", extra=(), raw=None):
     import contextlib
     import io
 
-    from provision_agent import cli
+    from provision_agent.cli import main as cli
 
     path = tmp_path / "input.json"
     if isinstance(raw, bytes):

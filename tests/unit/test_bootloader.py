@@ -2,7 +2,7 @@ import pytest
 
 from provision_agent.drivers import bootloader, chroot, initramfs, kernel_cmdline
 from provision_agent.errors import ImageError
-from provision_agent.runner import Result
+from provision_agent.run.runner import Result
 
 
 class FakeRunner:

@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from provision_agent import inventory as inv_mod
-from provision_agent import pipeline, render
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline, render
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.drivers.images import checksum_file, writer
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 from tests.unit import test_image_sources
 from tests.unit.helpers import inventory
 

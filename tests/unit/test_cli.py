@@ -4,7 +4,7 @@ import pytest
 
 from tests.unit.helpers import SAMPLES, mutate, run_cli, sample
 
-from provision_agent import cli
+from provision_agent.cli import main as cli
 
 
 def test_dry_run_text_for_every_native_sample(tmp_path):
@@ -147,8 +147,8 @@ def test_inventory_refuses_an_inventory_file_it_would_ignore(tmp_path, capsys):
 
 def _live_machine(monkeypatch, mounted):
     """This 'machine' is samples/inventory/single-disk.json with vda3 mounted as given."""
-    from provision_agent import inventory as inv_mod
-    from provision_agent import runner as runner_mod
+    from provision_agent.plan import inventory as inv_mod
+    from provision_agent.run import runner as runner_mod
     from provision_agent.drivers import blockinfo
     from tests.unit.fakes import FakeRunner
 
@@ -235,7 +235,7 @@ def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
         monkeypatch, capsys, root):
     """Issue 30.11: the same refusal, message and exit code, with or without an inventory,
     and nothing run on the machine before it."""
-    from provision_agent import execution
+    from provision_agent.run import execution
     from provision_agent.drivers import target
     fake = _live_machine(monkeypatch, {})
     monkeypatch.setattr(execution, "Runner", lambda: fake)
@@ -250,7 +250,7 @@ def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
 
 def test_dry_run_and_validate_refuse_a_target_root_mounted_from_another_disk(
         monkeypatch, capsys, tmp_path):
-    from provision_agent import execution
+    from provision_agent.run import execution
     from provision_agent.drivers import blockinfo
     fake = _live_machine(monkeypatch, {})
     monkeypatch.setattr(execution, "Runner", lambda: fake)

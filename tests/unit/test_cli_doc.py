@@ -17,6 +17,6 @@ def test_the_tables_are_generated_from_the_code():
 
 
 def test_help_lists_every_exit_code():
-    from provision_agent import cli
+    from provision_agent.cli import main as cli
     for code, text in errors.EXIT_CODES.items():
         assert f"{code} {text}" in " ".join(cli.EPILOG.split())

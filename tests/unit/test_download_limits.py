@@ -109,7 +109,7 @@ def test_a_configdrive_url_uses_the_image_tls_options(monkeypatch):
 def test_a_dripping_document_or_configdrive_is_cut_at_its_deadline(drip, monkeypatch, fetch):
     """A byte every 0.1 s keeps each receive within its timeout: only the read's own deadline,
     which shuts the socket down, ends it (bounded_http.read)."""
-    from provision_agent import input_source
+    from provision_agent.cli import input_source
     from provision_agent.errors import InputUnreachable
     monkeypatch.setattr(input_source, "DEADLINE", 1)
     monkeypatch.setattr(configdrive, "FETCH_SECONDS", 1)

@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from provision_agent.errors import CommandError, MachineMismatch
-from provision_agent.events import Events
-from provision_agent.executor import Executor
-from provision_agent.steps import make as Step
+from provision_agent.run.events import Events
+from provision_agent.run.executor import Executor
+from provision_agent.plan.steps import make as Step
 from tests.unit.fakes import FakeRunner
 
 STEPS = [
@@ -155,7 +155,7 @@ def test_a_failed_table_is_raised_once_the_other_disks_table_is_written(tmp_path
 
 
 def test_the_same_disk_twice_is_never_written_at_once(tmp_path):
-    from provision_agent.executor import _tables_at
+    from provision_agent.run.executor import _tables_at
     steps = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
              Step("partition_table", {"disk": "/dev/vdb", "label": "gpt"}),
              Step("partition_table", {"disk": "/dev/vda", "label": "msdos"})]

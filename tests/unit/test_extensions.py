@@ -9,10 +9,10 @@ import pytest
 from tests.unit.fakes import FakeRunner
 from tests.unit.helpers import inventory, run_cli, sample
 
-from provision_agent import extensions, pipeline, steps
-from provision_agent import inventory as inv_mod
-from provision_agent.events import Events
-from provision_agent.executor import Executor
+from provision_agent.plan import extensions, pipeline, steps
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.run.events import Events
+from provision_agent.run.executor import Executor
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-from provision_agent import geometry
-from provision_agent.model import Partition
-from provision_agent.units import GiB, MiB, TiB, parse_size
+from provision_agent.plan import geometry
+from provision_agent.plan.model import Partition
+from provision_agent.plan.units import GiB, MiB, TiB, parse_size
 
 SECTOR = 512
 

@@ -2,7 +2,7 @@ import pytest
 
 from provision_agent.drivers import bootloader, grub_config
 from provision_agent.errors import ImageError
-from provision_agent.runner import Result
+from provision_agent.run.runner import Result
 
 
 def _boot(tmp_path, names):

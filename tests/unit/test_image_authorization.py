@@ -9,13 +9,14 @@ import logging
 
 import pytest
 
-from provision_agent import inventory as inv_mod
-from provision_agent import pipeline, redact, render
+from provision_agent.plan import inventory as inv_mod
+from provision_agent import redact
+from provision_agent.plan import pipeline, render
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.drivers.images import writer
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError, InputError
-from provision_agent.events import Events
-from provision_agent.runner import Runner
+from provision_agent.run.events import Events
+from provision_agent.run.runner import Runner
 from tests.unit import test_image_sources
 from tests.unit.helpers import inventory, run_cli
 from tests.unit.test_checksum_file import IMAGE, SHA256

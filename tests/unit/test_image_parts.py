@@ -24,7 +24,7 @@ from provision_agent.drivers.images.pipeline import BlockRing, ReadAhead
 from provision_agent.drivers.images.progress import Progress
 from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
-from provision_agent.events import Events
+from provision_agent.run.events import Events
 from tests.unit.fakes import FakeRunner
 from tests.unit.test_image_sources import Handler, Server
 

@@ -10,7 +10,7 @@ import pytest
 
 from provision_agent.drivers.images import formats, qcow2, writer
 from provision_agent.errors import ImageError
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 from tests.unit.fakes import FakeRunner
 from tests.unit.test_image_parts import need
 

@@ -19,8 +19,8 @@ import zstandard
 
 from provision_agent.drivers.images import decompressors, writer
 from provision_agent.errors import ImageError
-from provision_agent.events import Events
-from provision_agent.runner import Runner
+from provision_agent.run.events import Events
+from provision_agent.run.runner import Runner
 from tests.unit import test_image_sources
 
 http_server = test_image_sources.http_server     # the fixture, shared

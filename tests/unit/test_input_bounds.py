@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from provision_agent import units
+from provision_agent.plan import units
 from provision_agent.data_drivers import native
 from tests.unit.helpers import run_cli, sample
 
@@ -95,7 +95,8 @@ def test_every_string_in_the_schema_is_bounded():
 
 
 def test_input_larger_than_any_document_is_refused(tmp_path):
-    from provision_agent import input_source, pipeline
+    from provision_agent.cli import input_source
+    from provision_agent.plan import pipeline
     from provision_agent.errors import InputError
     path = tmp_path / "huge.json"
     with open(path, "wb") as f:

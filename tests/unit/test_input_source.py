@@ -9,7 +9,11 @@ import threading
 import pytest
 import tenacity
 
-from provision_agent import errors, input_source, pipeline
+from provision_agent import errors
+
+from provision_agent.cli import input_source
+
+from provision_agent.plan import pipeline
 from tests.unit.helpers import SAMPLES
 
 DOC = (SAMPLES / "single-disk.json").read_bytes()
@@ -75,7 +79,7 @@ def test_refused_connection_retries_then_exits_6_in_plain_words():
 
 
 def test_cli_exit_code_6_is_documented(server, capsys):
-    from provision_agent import cli
+    from provision_agent.cli import main as cli
     server.statuses = [403]
     rc = cli.main(["--input_data_url", url(server), "--dry_run"])
     err = capsys.readouterr().err

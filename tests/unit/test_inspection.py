@@ -1,12 +1,12 @@
-"""What the ramdisk posts to Ironic's in-band inspection (provision_agent/inspection.py and
+"""What the ramdisk posts to Ironic's in-band inspection (provision_agent/agent/inspection.py and
 provision-ironic-agent's post), on recorded machine files and a scripted API."""
 
 import os
 
 from tests.unit.fake_http import Resp, Session
 
-from provision_agent import inspection
-from provision_agent import ironic_agent as agent_mod
+from provision_agent.agent import inspection
+from provision_agent.agent import ironic as agent_mod
 
 
 def _nic(root, name, mac, kind="1", device=True, carrier="1"):

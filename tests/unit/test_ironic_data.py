@@ -6,8 +6,8 @@ import pytest
 
 from tests.unit.helpers import CONFIGDRIVE, inventory, run_cli, sample
 
-from provision_agent import inventory as inv_mod
-from provision_agent import pipeline
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.errors import InputError, MachineMismatch
 
@@ -218,7 +218,7 @@ def test_a_flavor_size_the_deploy_does_not_set_is_refused_where_it_is_used():
 
 
 def test_an_ignored_flavor_size_shows_with_the_plan():
-    from provision_agent import render
+    from provision_agent.plan import render
     text = render.plan_text(plan(_flavor_layout(root="root_gb")))
     assert "Warning: instance_info.swap_mb (512) is not used" in text, text
 

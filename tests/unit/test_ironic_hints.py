@@ -17,7 +17,8 @@ def test_hint_matching_imports_ironic_lib_without_eventlet_or_pkg_resources(tmp_
         "IMPORTED_BY_HAND = True\n\ndef declare_namespace(name):\n    pass\n")
     code = textwrap.dedent("""
         import sys
-        from provision_agent import cli, inventory
+        from provision_agent.cli import main as cli
+        from provision_agent.plan import inventory
         assert "ironic_lib" not in sys.modules, "imported before any hint was matched"
         disks = [{"name": "/dev/sda", "size": 10 << 30, "serial": "S1"},
                  {"name": "/dev/sdb", "size": 20 << 30, "serial": "S2"}]
@@ -38,7 +39,7 @@ def test_hint_matching_imports_ironic_lib_without_eventlet_or_pkg_resources(tmp_
 
 
 def test_import_hiding_hides_only_while_importing(tmp_path, monkeypatch):
-    from provision_agent import ironic_hints
+    from provision_agent.plan import hints as ironic_hints
     (tmp_path / "hidden_dep.py").write_text("")
     (tmp_path / "tries_dep.py").write_text(
         "try:\n    import hidden_dep\n    HAS = True\nexcept ImportError:\n    HAS = False\n")
@@ -66,7 +67,7 @@ VALUES = ["/dev/sda", "sda", "/dev/SDA", "vdb", "/dev/dm-0", "/dev/sdd", "s1", "
 
 def _theirs(disks, hints):
     import ironic_lib.utils
-    from provision_agent import inventory
+    from provision_agent.plan import inventory
     hints = inventory.full_paths(hints)
     return [d["name"] for d in disks if any(
         True for _ in ironic_lib.utils.find_devices_by_hints(inventory._views(d, hints), hints))]
@@ -76,7 +77,7 @@ def _theirs(disks, hints):
 @given(st.dictionaries(st.sampled_from(["name", "serial", "wwn", "model", "vendor", "by_path",
                                         "hctl"]), st.sampled_from(VALUES), min_size=1))
 def test_plain_string_hints_match_as_ironic_lib_matches_them(hints):
-    from provision_agent import inventory
+    from provision_agent.plan import inventory
     disks = [inventory.normalize(d) for d in DISKS]
     ours = inventory._plain_match(disks, inventory.full_paths(hints))
     if ours is not None:
@@ -85,7 +86,7 @@ def test_plain_string_hints_match_as_ironic_lib_matches_them(hints):
 
 
 def test_plain_hints_do_not_load_the_hint_library_and_the_rest_do(monkeypatch):
-    from provision_agent import inventory, ironic_hints
+    from provision_agent.plan import hints as ironic_hints, inventory
 
     def refuse(*_args):
         raise AssertionError("ironic_lib asked")

@@ -11,9 +11,9 @@ from tests.unit.fakes import FakeRunner
 
 CODE = """
 import sys
-import provision_agent.cli, provision_agent.execution, provision_agent.executor
+import provision_agent.cli.main, provision_agent.run.execution, provision_agent.run.executor
 import provision_agent.data_drivers.native, provision_agent.drivers.discovery
-import provision_agent.preflight, provision_agent.input_source
+import provision_agent.machine.preflight, provision_agent.cli.input_source
 from provision_agent.drivers import udev
 udev.wait_for_devices(None, ["/"])
 print(sorted(m for m in ("tenacity", "asyncio") if m in sys.modules))

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from provision_agent import inventory, pipeline
+from provision_agent.plan import inventory, pipeline
 from provision_agent.data_drivers.native import NativeDriver
-from provision_agent.data_drivers.nailgun import NailgunDriver
-from provision_agent.devnames import partition_device, partition_number
+from provision_agent.data_drivers.nailgun.driver import NailgunDriver
+from provision_agent.plan.devnames import partition_device, partition_number
 from provision_agent.drivers import blockinfo, md, multipath, udev, wipe
 from provision_agent.errors import MachineMismatch
 from tests.unit.fakes import FakeRunner

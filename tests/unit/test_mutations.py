@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from provision_agent import validate_text
+from provision_agent.plan import validate_text
 from tests.unit.helpers import run_cli, sample
 
 SAMPLES = {

@@ -7,10 +7,10 @@ import pytest
 
 from tests.unit.helpers import inventory, run_cli, sample
 
-from provision_agent import inventory as inv_mod
-from provision_agent import pipeline
-from provision_agent.data_drivers.nailgun import NailgunDriver
-from provision_agent.data_drivers.nailgun_hints import disk_hints
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
+from provision_agent.data_drivers.nailgun.driver import NailgunDriver
+from provision_agent.data_drivers.nailgun.disks import disk_hints
 from provision_agent.errors import InputError, MachineMismatch
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from provision_agent.data_drivers.nailgun import NailgunDriver
+from provision_agent.data_drivers.nailgun.driver import NailgunDriver
 from tests.unit.helpers import run_cli, sample
 from tests.unit.test_nailgun import ROOT_IMAGE, ROOT_PART, disk, fuel, native, plan, problems
 

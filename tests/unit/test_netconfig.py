@@ -1,4 +1,4 @@
-"""The ramdisk's static network from network_data.json (provision_agent/netconfig.py): what a
+"""The ramdisk's static network from network_data.json (provision_agent/agent/netconfig.py): what a
 Nova/Ironic document configures, and that a file it cannot trust changes nothing (init then
 does DHCP). The virtual-media boot that uses it is tests/ironic/test_lab_vmedia.py."""
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from provision_agent import netconfig
+from provision_agent.agent import netconfig
 from tests.unit.fakes import FakeRunner
 
 MAC = "52:54:00:5b:01:00"
@@ -157,7 +157,7 @@ def test_main_reads_the_machines_nics_from_sysfs(tmp_path, monkeypatch, capsys):
     path = tmp_path / "network_data.json"
     path.write_text(json.dumps(DOC))
     runner = FakeRunner()
-    monkeypatch.setattr("provision_agent.runner.Runner", lambda: runner)
+    monkeypatch.setattr("provision_agent.run.runner.Runner", lambda: runner)
     monkeypatch.setattr(netconfig, "RESOLV_CONF", str(tmp_path / "resolv.conf"))
     assert netconfig.main(["--network_data", str(path), "--sysfs",
                            str(tmp_path / "net")]) == 0

@@ -2,10 +2,10 @@
 
 from tests.unit.helpers import inventory, mutate, sample
 
-from provision_agent import inventory as inv_mod
-from provision_agent import pipeline
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
 from provision_agent.data_drivers.native import NativeDriver
-from provision_agent.units import MiB
+from provision_agent.plan.units import MiB
 
 DISKS = inv_mod.from_document(inventory("three-disks"))
 

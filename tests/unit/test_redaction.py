@@ -52,7 +52,7 @@ def test_schema_errors_do_not_echo_values(tmp_path):
 
 
 def test_events_are_redacted(tmp_path):
-    from provision_agent.events import Events
+    from provision_agent.run.events import Events
     path = tmp_path / "events"
     with open(path, "w") as f:
         ev = Events([f])
@@ -67,7 +67,7 @@ def test_events_are_redacted(tmp_path):
 
 
 def test_image_errors_reach_the_operator_redacted(tmp_path, capsys):
-    from provision_agent import cli
+    from provision_agent.cli import main as cli
     try:
         sources.open_source(f"http://user:{PASSWORD}@127.0.0.1:9/x.img?sig={SIG}",
                             retries=1, timeout=1)

@@ -3,11 +3,11 @@
 import json
 import logging
 
-from provision_agent.runner import Runner
+from provision_agent.run.runner import Runner
 
 
 def test_stdin_is_fed_and_logged_only_when_asked(caplog):
-    caplog.set_level(logging.DEBUG, logger="provision_agent.runner")
+    caplog.set_level(logging.DEBUG, logger="provision_agent.run.runner")
     script = "label: dos\n/dev/vda1 : start=2048\n"
     assert Runner().run(["cat"], input=script, log_input=True).stdout == script
     shown = [r.getMessage() for r in caplog.records]

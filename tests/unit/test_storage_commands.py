@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from provision_agent.devnames import partition_number
+from provision_agent.plan.devnames import partition_number
 from provision_agent.drivers import fstab, lvm, md, mkfs, partitions
 from provision_agent.errors import ImageError
 from tests.unit.fakes import FakeRunner

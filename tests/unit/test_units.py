@@ -1,6 +1,6 @@
 import pytest
 
-from provision_agent.units import GiB, KiB, MiB, Size, align_down, align_up, human, parse_size
+from provision_agent.plan.units import GiB, KiB, MiB, Size, align_down, align_up, human, parse_size
 
 
 @pytest.mark.parametrize("text,expected", [

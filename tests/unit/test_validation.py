@@ -6,8 +6,8 @@ import pytest
 
 from tests.unit.helpers import inventory, mutate, run_cli, sample
 
-from provision_agent import inventory as inv_mod
-from provision_agent import pipeline
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
 from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.errors import InputError, MachineMismatch
 

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from provision_agent import preflight
+from provision_agent.machine import preflight
 from provision_agent.drivers import wipe
 from provision_agent.errors import MachineMismatch
-from provision_agent.steps import make as Step
+from provision_agent.plan.steps import make as Step
 from tests.unit.fakes import FakeRunner
 
 # vda1 + vdb1 form md0; md0 is an LVM PV of VG "old"; vda2 holds an ext4 filesystem.

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from provision_agent.data_drivers import detect
+from provision_agent.plan import detect
 from tests.vmbench import demo_images
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def machine(document, driver):
 
 # provision logs every command it runs at INFO; a person watching wants the steps, the image
 # progress and anything that went wrong. Everything is in the log kept in the artefacts.
-_WATCHED = (" provision_agent.executor: ", " provision_agent.drivers.images.progress: ",
+_WATCHED = (" provision_agent.run.executor: ", " provision_agent.drivers.images.progress: ",
             " WARNING ", " ERROR ")
 
 

@@ -20,7 +20,7 @@ import time
 import urllib.parse
 
 from provision_agent import bounded_http, redact
-from provision_agent.input_source import reason
+from provision_agent.cli.input_source import reason
 from provision_agent.drivers.images.checksums import ALGORITHMS
 from provision_agent.errors import ImageError
 

@@ -1,5 +1,5 @@
 """Image progress for people and programs: a bar on a TTY, else a log line every few seconds,
-and always the rate-limited JSON events of provision_agent.events.Events."""
+and always the rate-limited JSON events of provision_agent.run.events.Events."""
 
 import logging
 import sys

@@ -11,10 +11,14 @@ from dataclasses import dataclass
 
 from stevedore import driver as sd_driver
 
-from provision_agent import input_source, model, planner, redact, resolve, validate
-from provision_agent.data_drivers import detect
+from provision_agent import redact
+
+from provision_agent.cli import input_source
+
+from provision_agent.plan import model, planner, resolve, validate
+from provision_agent.plan import detect
 from provision_agent.errors import InputError, MachineMismatch, Problem
-from provision_agent.units import parse_size
+from provision_agent.plan.units import parse_size
 
 LOG = logging.getLogger(__name__)
 

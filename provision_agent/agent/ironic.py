@@ -268,7 +268,7 @@ def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: F
                    sleep=time.sleep, attempts=60):
     """POST {"inventory": ...} to Ironic's continue_inspection; the node's UUID it answers
     with, or None when Ironic never took it. Retried: the node may not be waiting yet."""
-    from provision_agent import inspection
+    from provision_agent.agent import inspection
     headers = {"X-OpenStack-Ironic-API-Version": inspection.API_VERSION}
     for attempt in range(1, attempts + 1):
         if stop():
@@ -378,7 +378,7 @@ def main(argv=None):
         return 2
     insecure = params.get("ipa-insecure", "0").lower() in ("1", "true", "yes")
     if callback:
-        from provision_agent import inspection
+        from provision_agent.agent import inspection
         LOG.info("Inspection: posting this machine's inventory to %s", redact.url(callback))
         post_inventory(requests.Session(), callback,
                        inspection.collect(bootif=params.get("BOOTIF")), verify=not insecure)

@@ -16,7 +16,11 @@ import traceback
 
 from oslo_config import cfg
 
-from provision_agent import cli_args, errors, inventory, pipeline, redact, render
+from provision_agent import errors, redact
+
+from provision_agent.cli import args as cli_args
+
+from provision_agent.plan import inventory, pipeline, render
 from provision_agent.drivers import target
 
 LOG = logging.getLogger("provision")
@@ -91,9 +95,9 @@ def check_live(planned, conf, disks):
                     "machine and were not run: %s", conf.inventory_file,
                     "; ".join(LIVE_ONLY_CHECKS))
         return
-    from provision_agent import preflight      # the drivers: only on the live machine
+    from provision_agent.machine import preflight      # the drivers: only on the live machine
     from provision_agent.drivers import blockinfo, mount
-    from provision_agent.runner import Runner
+    from provision_agent.run.runner import Runner
     mount.check_target_root(Runner(), conf.target_root, planned.disk_names)
     # The real run first releases what an interrupted run left mounted under the target root;
     # a dry run must not unmount anything, so it only leaves those mounts out of the check.
@@ -104,9 +108,9 @@ def check_live(planned, conf, disks):
 
 
 def run_erase(conf):
-    from provision_agent import erase
-    from provision_agent.events import Events
-    from provision_agent.runner import Runner
+    from provision_agent.run import erase
+    from provision_agent.run.events import Events
+    from provision_agent.run.runner import Runner
     document = None
     if conf.input_data_file or conf.input_data_url:
         document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
@@ -161,7 +165,7 @@ def run(command, conf):
               else render.plan_text(planned))
         return errors.EXIT_OK
     LOG.info("plan:\n%s", render.plan_text(planned))
-    from provision_agent import execution    # needs the drivers; a dry run does not
+    from provision_agent.run import execution    # needs the drivers; a dry run does not
     report = execution.provision(planned, conf)
     print(json.dumps(report, indent=2) if conf.plan_format == "json"
           else execution.summary(report))

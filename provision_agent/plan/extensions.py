@@ -23,7 +23,7 @@ handling. Plug-ins load only when a document or a plan names one: a layout witho
 import dataclasses
 import logging
 
-from provision_agent import steps
+from provision_agent.plan import steps
 
 LOG = logging.getLogger(__name__)
 

@@ -121,7 +121,7 @@ def collect(disks=None, bootif=None):
     """The inventory Ironic's inspection takes (ironic-python-agent's keys); bootif: the
     kernel command line's BOOTIF."""
     if disks is None:
-        from provision_agent import inventory
+        from provision_agent.plan import inventory
         disks = inventory.discover()
     return {"interfaces": interfaces(), "cpu": cpu(), "memory": memory(), "disks": disks,
             "system_vendor": system_vendor(), "boot": boot_info(bootif),

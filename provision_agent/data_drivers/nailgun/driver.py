@@ -10,19 +10,21 @@ The rules, field by field, are in docs/nailgun-mapping.md.
 import logging
 import re
 
-from provision_agent.data_drivers import nailgun_shape, native
+from provision_agent.data_drivers import native
+
+from provision_agent.data_drivers.nailgun import document as nailgun_shape
 from provision_agent.data_drivers.base import DataDriver
-from provision_agent.data_drivers.nailgun_boot import fuel_boot_disk, nvme_boot_problem
-from provision_agent.data_drivers.nailgun_shape import is_num as _is_num, space_where
-from provision_agent.data_drivers.nailgun_shape import shown as _shown, slug as _slug
-from provision_agent.data_drivers.nailgun_shape import used as _used
-from provision_agent.data_drivers.nailgun_vg import VgSpaces, keep_refused, kept_volume_groups
-from provision_agent.data_drivers.nailgun_extras import (bootloader, configdrive, images,
+from provision_agent.data_drivers.nailgun.boot import fuel_boot_disk, nvme_boot_problem
+from provision_agent.data_drivers.nailgun.document import is_num as _is_num, space_where
+from provision_agent.data_drivers.nailgun.document import shown as _shown, slug as _slug
+from provision_agent.data_drivers.nailgun.document import used as _used
+from provision_agent.data_drivers.nailgun.volume_groups import VgSpaces, keep_refused, kept_volume_groups
+from provision_agent.data_drivers.nailgun.extras import (bootloader, configdrive, images,
                                                          wants_configdrive)
-from provision_agent.data_drivers.nailgun_hints import disk_hints
-from provision_agent.data_drivers.nailgun_places import fuel_problem
+from provision_agent.data_drivers.nailgun.disks import disk_hints
+from provision_agent.data_drivers.nailgun.places import fuel_problem
 from provision_agent.errors import InputError, Problem
-from provision_agent.units import MAX_BYTES, MiB
+from provision_agent.plan.units import MAX_BYTES, MiB
 
 LOG = logging.getLogger(__name__)
 

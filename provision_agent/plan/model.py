@@ -8,7 +8,7 @@ input (a JSON path, or a Fuel space/volume index) so that errors can point back 
 
 from dataclasses import dataclass, field
 
-from provision_agent.units import Size
+from provision_agent.plan.units import Size
 
 PARTITION_TYPES = ("bios_grub", "esp", "raid", "lvm", "swap", "linux", "custom")
 FS_TYPES = ("ext2", "ext3", "ext4", "xfs", "vfat", "btrfs", "swap")

@@ -14,7 +14,11 @@ Every disk is checked before the first is touched.
 
 import logging
 
-from provision_agent import errors, inventory, preflight
+from provision_agent import errors
+
+from provision_agent.machine import preflight
+
+from provision_agent.plan import inventory
 from provision_agent.errors import InputError, Problem
 
 LOG = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ names: a link is matched to a NIC by its MAC, and each of the link's networks gi
 static address (`ipv4`/`ipv6`: ip_address, netmask, routes) or leaves it to DHCP
 (`ipv4_dhcp`, ...). DNS servers come from `services` (top level or the network's).
 
-    python3 -m provision_agent.netconfig --network_data FILE
+    python3 -m provision_agent.agent.netconfig --network_data FILE
 
 configures what it can through the runner, says on stderr (init's console) what it did, and
 prints on stdout the names of the NICs it configured, which init then leaves out of DHCP.
@@ -225,7 +225,7 @@ def load(path):
 
 def machine_macs(sysfs="/sys/class/net"):
     """{MAC: name} of the physical Ethernet NICs, the ones the agent looks the node up by."""
-    from provision_agent.ironic_agent import ethernet_nics
+    from provision_agent.agent.ironic import ethernet_nics
     names = {}
     for name, mac in ethernet_nics(sysfs):
         names.setdefault(mac, name)
@@ -271,7 +271,7 @@ def _say(text):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python3 -m provision_agent.netconfig",
+    p = argparse.ArgumentParser(prog="python3 -m provision_agent.agent.netconfig",
                                 description="Configure this machine's NICs from Nova's "
                                             "network_data.json (the ramdisk's init runs it).")
     p.add_argument("--network_data", required=True, help="The network_data.json file.")
@@ -282,7 +282,7 @@ def main(argv=None):
     except Unusable as exc:
         _say(f"{args.network_data} is not usable ({exc}); DHCP on every NIC instead")
         return 1
-    from provision_agent.runner import Runner
+    from provision_agent.run.runner import Runner
     for name in apply(result, Runner(), resolv_conf=RESOLV_CONF):
         print(name)
     return 0

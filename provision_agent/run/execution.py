@@ -5,10 +5,16 @@ Kept apart from cli.py so that a dry run never imports the drivers (pyudev, tool
 
 import logging
 
-from provision_agent import errors, executor, inventory, preflight
+from provision_agent import errors
+
+from provision_agent.machine import preflight
+
+from provision_agent.plan import inventory
+
+from provision_agent.run import executor
 from provision_agent.drivers import mount
-from provision_agent.events import Events
-from provision_agent.runner import Runner
+from provision_agent.run.events import Events
+from provision_agent.run.runner import Runner
 
 LOG = logging.getLogger(__name__)
 

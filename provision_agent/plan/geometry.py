@@ -8,8 +8,8 @@ four partitions, and every logical partition is preceded by 1 MiB that holds its
 
 from dataclasses import dataclass
 
-from provision_agent.devnames import partition_device
-from provision_agent.units import MiB, align_down, align_up, human
+from provision_agent.plan.devnames import partition_device
+from provision_agent.plan.units import MiB, align_down, align_up, human
 
 SECTOR = 512
 ALIGN = MiB // SECTOR                 # sectors per MiB

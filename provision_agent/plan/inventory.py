@@ -11,7 +11,7 @@ import json
 import logging
 import re
 
-from provision_agent import ironic_hints
+from provision_agent.plan import hints as ironic_hints
 from provision_agent.errors import InputError, Problem
 
 LOG = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """Fuel's vg spaces and the volume groups their pv volumes make (docs/nailgun-mapping.md,
 "VG spaces" and "Keeping data")."""
 
-from provision_agent.data_drivers.nailgun_shape import is_num as _is_num, space_where
-from provision_agent.data_drivers.nailgun_shape import shown as _shown, slug as _slug
+from provision_agent.data_drivers.nailgun.document import is_num as _is_num, space_where
+from provision_agent.data_drivers.nailgun.document import shown as _shown, slug as _slug
 
 
 def keep_refused(kind):

@@ -1,6 +1,6 @@
 """Where fuel-agent put /boot, and the /boot it refused (docs/nailgun-mapping.md, "/boot")."""
 
-from provision_agent.data_drivers.nailgun_shape import is_num, space_where, used
+from provision_agent.data_drivers.nailgun.document import is_num, space_where, used
 
 
 def is_nvme(space):

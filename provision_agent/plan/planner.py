@@ -7,9 +7,11 @@ configdrive → umount.
 Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
-from provision_agent import parttypes, redact
-from provision_agent import steps as st
-from provision_agent.units import human
+from provision_agent import redact
+
+from provision_agent.plan import parttypes
+from provision_agent.plan import steps as st
+from provision_agent.plan.units import human
 
 MULTIPATH_LINKS = "/dev/disk/by-id/dm-uuid-"
 
@@ -70,7 +72,7 @@ def plan(res):
     is unmounted, and at the end."""
     if not res.layout.extensions:
         return _built_in(res)
-    from provision_agent import extensions
+    from provision_agent.plan import extensions
     steps = extensions.planned(res, "first") + _built_in(res)
     inside = extensions.planned(res, "in_target")
     at = next((i for i, s in enumerate(steps) if s.kind == "umount"), len(steps))

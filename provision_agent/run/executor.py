@@ -10,7 +10,7 @@ import logging
 import os
 import time
 
-from provision_agent.devnames import partition_device
+from provision_agent.plan.devnames import partition_device
 from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
 from provision_agent.errors import MachineMismatch, Problem
 
@@ -134,7 +134,7 @@ class Executor:
         try:
             handler = self.handlers.get(step.kind)
             if handler is None:
-                from provision_agent import extensions     # only a plan with a plug-in kind
+                from provision_agent.plan import extensions     # only a plan with a plug-in kind
                 handler = self.handlers[step.kind] = extensions.handler(self, step.kind)
             return handler(step), None, time.monotonic() - t0
         except Exception as exc:

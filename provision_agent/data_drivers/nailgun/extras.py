@@ -2,7 +2,7 @@
 
 import json
 
-from provision_agent.data_drivers.nailgun_network import network_data
+from provision_agent.data_drivers.nailgun.network import network_data
 
 CONTAINERS = {"gzip": "gzip", "raw": "none"}
 # An OpenSSH public key or certificate line is a few KiB at most; these bounds refuse a document

@@ -3,7 +3,7 @@
 import json
 
 from provision_agent import redact
-from provision_agent.units import human
+from provision_agent.plan.units import human
 
 
 def layout_dict(res):

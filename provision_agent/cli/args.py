@@ -13,7 +13,7 @@ import re
 
 from oslo_config import cfg
 
-from provision_agent import config
+from provision_agent.cli import config
 
 SUBCOMMANDS = ("run", "validate", "inventory", "erase")
 USAGE = ("provision [run|validate|inventory|erase] [--input_data_file F | --input_data_url URL] "

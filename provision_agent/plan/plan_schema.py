@@ -7,7 +7,7 @@ import dataclasses
 import types
 import typing
 
-from provision_agent import steps
+from provision_agent.plan import steps
 
 _JSON = {str: "string", int: "integer", bool: "boolean", float: "number", list: "array",
          dict: "object"}

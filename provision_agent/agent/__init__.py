@@ -1,0 +1,1 @@
+"""The ramdisk's side of Ironic: lookup, heartbeat, inspection, network."""

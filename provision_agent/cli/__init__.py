@@ -1,0 +1,1 @@
+"""The `provision` command: options, the input document, and the subcommands."""

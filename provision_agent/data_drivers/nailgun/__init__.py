@@ -1,0 +1,1 @@
+"""Fuel's provision.json (docs/nailgun-mapping.md)."""
