@@ -21,7 +21,6 @@ from urllib3 import connection, connectionpool
 
 from provision_agent import bounded_http
 
-
 SLACK = 0.1     # seconds
 
 

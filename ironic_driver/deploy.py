@@ -31,22 +31,19 @@ runs `provision erase` there and resumes the cleaning when it exited 0.
 import logging
 import time
 
-from ironic.common import boot_devices
-from ironic.common import dhcp_factory
-from ironic.common import exception
-from ironic.common import states
+from ironic.common import boot_devices, dhcp_factory, exception, states
 from ironic.conductor import periodics
 from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import config, fanout, follow, heartbeat, images, layouts, oci, validation
-from ironic_driver.follow import ramdisk_options  # noqa: F401  (part of this module's API)
+from ironic_driver import config, fanout, follow, heartbeat, images, job, layouts, oci, validation
+from ironic_driver.job import ramdisk_options  # noqa: F401  (part of this module's API)
 
 LOG = logging.getLogger(__name__)
 
 config.register(CONF)
-OPTS = follow.opts
+OPTS = job.opts
 FOLLOWERS = fanout.FanOut()
 # The name this interface is enabled by (setup.cfg's ironic.hardware.interfaces.deploy).
 INTERFACE = "provision"
@@ -65,7 +62,7 @@ def sweep_order(nodes, followers, interval):
     for uuid, info in nodes:
         idle = followers.since_last(uuid)
         if idle >= interval:
-            starting = info.get(follow.PREFIX + "phase") == "wait_ramdisk"
+            starting = info.get(job.PREFIX + "phase") == "wait_ramdisk"
             due.append((not starting, -idle, uuid))
     return [(uuid, not running) for running, _, uuid in sorted(due)]
 
@@ -109,7 +106,7 @@ class ProvisionDeploy(base.DeployInterface):
         # node's MACs (dnsmasq: `MAC,ignore`) until the next boot interface prepares them.
         dhcp_factory.DHCPFactory().clean_dhcp(task)
         images.clean_up(task.node)
-        follow.forget(task.node)
+        job.forget(task.node)
         # Undeploy and a failed deploy both come here: the step's record has done its work.
         layouts.forget(task.node)
         task.node.save()
@@ -139,14 +136,14 @@ class ProvisionDeploy(base.DeployInterface):
         task.driver.network.add_cleaning_network(task)
         task.driver.boot.prepare_ramdisk(task, ramdisk_options(node))
         manager_utils.node_power_action(task, states.REBOOT)
-        follow.begin(node)
+        job.begin(node)
         node.save()
 
     def tear_down_cleaning(self, task):
         manager_utils.node_power_action(task, states.POWER_OFF)
         task.driver.boot.clean_up_ramdisk(task)
         task.driver.network.remove_cleaning_network(task)
-        follow.forget(task.node)
+        job.forget(task.node)
         task.node.save()
 
     @base.clean_step(priority=99)
@@ -155,9 +152,9 @@ class ProvisionDeploy(base.DeployInterface):
         the node's disks (`provision erase` in the ramdisk; node property skip_block_devices
         names disks to leave alone)."""
         node = task.node
-        if not follow.is_ours(node):
+        if not job.is_ours(node):
             # The ramdisk booted for an earlier step that was not ours: wait for it afresh.
-            follow.begin(node)
+            job.begin(node)
             node.save()
         return states.CLEANWAIT
 
@@ -168,7 +165,7 @@ class ProvisionDeploy(base.DeployInterface):
         """Power on into the ramdisk; the periodic task takes it from there."""
         node = task.node
         manager_utils.node_power_action(task, states.REBOOT)
-        follow.begin(node)
+        job.begin(node)
         node.save()
         return states.DEPLOYWAIT
 
@@ -211,11 +208,11 @@ class ProvisionDeploy(base.DeployInterface):
         # their log lines) for every node only to hand its UUID on, a second task per poll.
         opts = OPTS()
         nodes = manager.iter_nodes(
-            filters={"provision_state_in": list(follow.WAIT_STATES), "reserved": False,
+            filters={"provision_state_in": list(job.WAIT_STATES), "reserved": False,
                      "maintenance": False},
             fields=["deploy_interface", "driver_internal_info"])
         due = sweep_order([(uuid, info) for uuid, _driver, _group, interface, info in nodes
-                           if interface == INTERFACE and follow.is_ours_info(info)],
+                           if interface == INTERFACE and job.is_ours_info(info)],
                           FOLLOWERS, opts.poll_interval)
         deadline = time.monotonic() + opts.poll_interval
         for uuid, starting in due:

@@ -11,20 +11,25 @@ This is the contract with the ironic data driver; keep both sides in step:
 
 import copy
 
+
 def boot_mode_of(node):
     """The boot mode Ironic boots the instance in: Ironic's own answer
     (boot_mode_utils.get_boot_mode: secure boot, then the instance's and the node's
     capabilities, then [deploy]default_boot_mode, uefi unless changed). Raises Ironic's
     InvalidParameterValue when the instance asks for a mode the node's capabilities forbid."""
     # deploy_utils first: it and boot_mode_utils import each other.
-    from ironic.drivers.modules import deploy_utils  # noqa: F401
-    from ironic.drivers.modules import boot_mode_utils
+    from ironic.drivers.modules import (
+        boot_mode_utils,
+        deploy_utils,  # noqa: F401
+    )
     return boot_mode_utils.get_boot_mode(node)
 
 
 def secure_boot_requested(node):
-    from ironic.drivers.modules import deploy_utils  # noqa: F401
-    from ironic.drivers.modules import boot_mode_utils
+    from ironic.drivers.modules import (
+        boot_mode_utils,
+        deploy_utils,  # noqa: F401
+    )
     return boot_mode_utils.is_secure_boot_requested(node)
 
 

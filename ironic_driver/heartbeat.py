@@ -10,26 +10,25 @@ import logging
 import time
 import urllib.parse
 
-from ironic.common import exception
-from ironic.common import states
+from ironic.common import exception, states
 from ironic.conf import CONF
 
-from ironic_driver import follow, ssh
+from ironic_driver import follow, job, record, ssh
 
 LOG = logging.getLogger(__name__)
-P = follow.PREFIX
+P = job.PREFIX
 
 
 def handle(task, callback_url, agent_version, agent_verify_ca):
     try:
         _handle(task, callback_url, agent_version, agent_verify_ca)
     finally:
-        follow.WRITER.leave()
+        record.WRITER.leave()
 
 
 def _handle(task, callback_url, agent_version, agent_verify_ca):
     node = task.node
-    if not follow.ramdisk_expected(node):
+    if not job.ramdisk_expected(node):
         LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
                   node.uuid, node.provision_state)
         return
@@ -56,7 +55,7 @@ def _handle(task, callback_url, agent_version, agent_verify_ca):
     try:
         # As Ironic's own heartbeat handling: a node another thread holds (a poll looking at
         # it) is left alone; the next heartbeat comes within a minute.
-        if not follow.save(task, updates, retry_lock=False):
+        if not record.save(task, updates, retry_lock=False):
             return
     except exception.NodeLocked:
         LOG.info("Heartbeat from node %s not recorded: the node is locked (%s); the next one "
@@ -69,7 +68,7 @@ def _handle(task, callback_url, agent_version, agent_verify_ca):
         LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
                  node.uuid, agent_version, address, port,
                  ssh.fingerprint(host_key) if host_key else "(none reported)")
-    if node.driver_internal_info.get(P + "phase") == "wait_ramdisk" and follow.waiting(node):
+    if node.driver_internal_info.get(P + "phase") == "wait_ramdisk" and job.waiting(node):
         # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
         follow.follow(task)
 
@@ -84,23 +83,23 @@ def _in_maintenance(task):
                     node.uuid)
         return
     if node.provision_state == states.CLEANWAIT:
-        follow.fail(task, "Cleaning aborted as node is in maintenance mode")
+        record.fail(task, "Cleaning aborted as node is in maintenance mode")
     else:
-        follow.fail(task, "Deploy aborted as node is in maintenance mode")
+        record.fail(task, "Deploy aborted as node is in maintenance mode")
 
 
 def _refuse(task, message):
     """Fails our job; while another interface's step waits, only says so (that step is not
     ours to fail)."""
-    if follow.waiting(task.node):
-        follow.fail(task, message)
+    if job.waiting(task.node):
+        record.fail(task, message)
     else:
         LOG.warning("Node %s: %s (not recorded; the node waits in %s for %s)", task.node.uuid,
                     message, task.node.provision_state, _step_name(task.node))
 
 
 def _step_name(node):
-    field, _ = follow.OUR_STEPS[node.provision_state]
+    field, _ = job.OUR_STEPS[node.provision_state]
     step = getattr(node, field) or {}
     return f"{step.get('interface')}.{step.get('step')}"
 

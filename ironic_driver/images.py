@@ -14,9 +14,7 @@ partition image it also sets `kernel`/`ramdisk` from the image's kernel_id/ramdi
 import logging
 import os
 
-from ironic.common import checksum_utils
-from ironic.common import exception
-from ironic.common import image_service
+from ironic.common import checksum_utils, exception, image_service
 from ironic.common.glance_service import service_utils
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils

@@ -29,13 +29,11 @@ instead.
 
 import hashlib
 import json
-import os
-import re
 from dataclasses import dataclass
 
 from ironic.common import exception
 
-from ironic_driver import raid_layout
+from ironic_driver import named_layouts, raid_layout
 
 STEP = "set_layout"
 RAID_STEP = "apply_configuration"
@@ -56,9 +54,6 @@ PROPERTIES = {
            "[provision_agent]layouts_dir. Used when neither instance_info/provision_layout nor "
            "a deploy template's set_layout step gives one. Optional.",
 }
-# A name is a file name in one directory: no separators, no leading dot, short.
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-MAX_BYTES = 1 << 20
 
 
 @dataclass
@@ -73,75 +68,9 @@ class Choice:
         return self.source + (f" (named layout {self.name!r})" if self.name else "")
 
 
-def _invalid(where, msg):
-    return exception.InvalidParameterValue(f"{where}: {msg}")
-
-
-def _layouts_dir():
-    from ironic.conf import CONF
-    from ironic_driver import config
-    config.register(CONF)
-    return CONF.provision_agent.layouts_dir
-
-
-def load_named(name, where, layouts_dir=None):
-    """The layout in <layouts_dir>/<name>.json; never a file outside that directory."""
-    layouts_dir = layouts_dir if layouts_dir is not None else _layouts_dir()
-    if not NAME_RE.fullmatch(name):
-        raise _invalid(where, f"{name[:80]!r} is neither a layout (JSON object) nor a layout "
-                              "name (1-64 of A-Z a-z 0-9 . _ -, not starting with . _ -)")
-    if not layouts_dir:
-        raise _invalid(where, f"names layout {name!r} but [provision_agent]layouts_dir is "
-                              "not set on this conductor")
-    base = os.path.realpath(layouts_dir)
-    path = os.path.realpath(os.path.join(base, name + ".json"))
-    if os.path.dirname(path) != base:
-        # A symlink in the directory pointing elsewhere: not ours to read.
-        raise _invalid(where, f"layout {name!r} resolves outside {layouts_dir}")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        known = sorted(f[:-5] for f in _listdir(base) if f.endswith(".json"))
-        raise _invalid(where, f"no layout named {name!r} in {layouts_dir} (known: "
-                              f"{', '.join(known[:20]) or 'none'})")
-    except OSError as exc:
-        raise _invalid(where, f"cannot read layout {name!r}: {exc.strerror or exc}")
-    if len(data) > MAX_BYTES:
-        raise _invalid(where, f"layout file {path} is larger than {MAX_BYTES} bytes")
-    try:
-        layout = json.loads(data)
-    except ValueError as exc:
-        raise _invalid(where, f"layout file {path} is not valid JSON: {exc}")
-    if not isinstance(layout, dict):
-        raise _invalid(where, f"layout file {path} does not hold a JSON object")
-    return layout
-
-
-def _listdir(path):
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
-
-
-def resolve(value, where, layouts_dir=None):
-    """(name or None, layout dict) from what a source holds."""
-    if isinstance(value, dict):
-        return None, value
-    if not isinstance(value, str):
-        raise _invalid(where, f"must be a layout (JSON object) or a layout name, not "
-                              f"{type(value).__name__}")
-    text = value.strip()
-    if text.startswith("{"):
-        if len(text) > MAX_BYTES:
-            raise _invalid(where, f"layout text is larger than {MAX_BYTES} bytes")
-        try:
-            layout = json.loads(text)
-        except ValueError as exc:
-            raise _invalid(where, f"layout text is not valid JSON: {exc}")
-        return None, layout
-    return text, load_named(text, where, layouts_dir)
+_invalid = named_layouts.invalid
+load_named = named_layouts.load_named
+resolve = named_layouts.resolve
 
 
 def check_images(choice, allowed):
@@ -233,8 +162,8 @@ def raid_choice(node, raid_config, members, where):
 
 
 def _inventory(task):
-    from ironic_driver import validation
-    return validation.stored_disks(task)
+    from ironic_driver import inventory
+    return inventory.stored_disks(task)
 
 
 def _check_step_order(node, name, where, interface="deploy"):

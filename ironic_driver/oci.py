@@ -26,9 +26,7 @@ import base64
 import logging
 
 import requests
-
-from ironic.common import exception
-from ironic.common import image_service
+from ironic.common import exception, image_service
 from ironic.drivers.modules import deploy_utils
 
 from ironic_driver import bounded_session

@@ -32,8 +32,8 @@ def _invalid(msg):
 
 
 def _inventory(task):
-    from ironic_driver import validation
-    return validation.stored_disks(task)
+    from ironic_driver import inventory
+    return inventory.stored_disks(task)
 
 
 class ProvisionRAID(base.RAIDInterface):

@@ -19,9 +19,8 @@ import json
 import re
 import shlex
 
-from provision_agent import binding
-
 from ironic_driver import ssh
+from provision_agent import binding
 
 INPUT = "input.json"
 EVENTS = "events.jsonl"

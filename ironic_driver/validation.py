@@ -6,7 +6,7 @@ import os
 from ironic.common import exception
 from ironic.conf import CONF
 
-from ironic_driver import document, images, layouts, oci, ssh
+from ironic_driver import document, images, inventory, layouts, oci, ssh
 
 LOG = logging.getLogger(__name__)
 
@@ -105,17 +105,6 @@ def check_checksum_urls(info):
                            "conductor refuses ([conductor]disable_support_for_checksum_files)")
 
 
-def stored_disks(task):
-    """Disks from the node's stored inspection inventory, or None when there is none."""
-    from ironic import objects
-    try:
-        inv = objects.NodeInventory.get_by_node_id(task.context, task.node.id)
-    except exception.NodeInventoryNotFound:
-        return None
-    from provision_agent.plan import inventory
-    return inventory.from_document(inv.inventory_data or {}, "node inventory")
-
-
 def payload(node, data_driver, step=layouts.RECORDED):
     """What provision gets: our contract document, or the bare layout for --data_driver native.
 
@@ -130,9 +119,9 @@ def payload(node, data_driver, step=layouts.RECORDED):
                            "template's set_layout step or driver_info/provision_layout")
         # What the ironic data driver does with the document's boot mode, done here since
         # only the layout goes to the ramdisk.
-        from provision_agent.data_drivers import ironic as ironic_data
+        from provision_agent.plan import api
         problems = []
-        ironic_data.apply_boot_mode(doc["layout"], doc["boot_mode"],
+        api.apply_boot_mode(doc["layout"], doc["boot_mode"],
                                     lambda where, msg: problems.append(f"{where}: {msg}"),
                                     where=f"{choice.describe()}: bootloader.boot_mode",
                                     create=False)
@@ -166,12 +155,12 @@ def check_instance(task, data_driver):
             "set it again before every deploy)")
     check_checksum_urls(info)
     from provision_agent import errors
-    from provision_agent.plan import pipeline
+    from provision_agent.plan import api
     record = images.check_exists(task) if images.from_glance(node) else None
     # Ironic's own OCI resolution, as prepare will run it: a reference that does not resolve
     # (registry, tag, pull secret, no disk artifact) is refused before anything boots.
     found = oci.identify(node) if oci.from_oci(node) else None
-    if data_driver not in pipeline.data_driver_names():
+    if data_driver not in api.data_driver_names():
         # Not installed (or not importable) next to the conductor: the ramdisk will judge.
         LOG.warning("Cannot pre-validate node %s: provision data driver %s is not available "
                     "on this conductor", node.uuid, data_driver)
@@ -184,14 +173,14 @@ def check_instance(task, data_driver):
             doc["instance_info"] = images.for_validation(doc["instance_info"], node, record)
             if found:
                 doc["instance_info"] = oci.for_validation(doc["instance_info"], found)
-        layout = pipeline.load_layout(doc, data_driver)
+        layout = api.load_layout(doc, data_driver)
         for warning in layout.warnings:
             LOG.info("Node %s (layout from %s): %s", node.uuid, choice.describe(), warning)
-        disks = stored_disks(task)
+        disks = inventory.stored_disks(task)
         if disks is None:
-            pipeline.check_layout(layout)
+            api.check_layout(layout)
         else:
-            pipeline.build_plan(layout, disks)
+            api.build_plan(layout, disks)
     except errors.MachineMismatch as exc:
         raise _invalid(f"the layout from {choice.describe()} does not fit this node's "
                        f"inspected inventory: {exc}")

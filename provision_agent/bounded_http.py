@@ -140,3 +140,17 @@ class _Inflate:
     def finish(self):
         if self._open:
             raise BodyError("the answer's gzip/deflate encoding ends early")
+
+
+def reason(exc):
+    """urllib3's text names pools and objects; keep the part a person can act on."""
+    text = str(exc)
+    for marker, plain in (("Connection refused", "connection refused"),
+                          ("Name or service not known", "host name not found"),
+                          ("Temporary failure in name resolution", "host name not found"),
+                          ("timed out", "timed out"), ("No route to host", "no route to host"),
+                          ("Network is unreachable", "network unreachable"),
+                          ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed")):
+        if marker in text:
+            return plain
+    return type(exc).__name__

@@ -14,7 +14,6 @@ import json
 import os
 import struct
 import subprocess
-import sys
 import threading
 import zlib
 

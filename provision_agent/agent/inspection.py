@@ -121,8 +121,8 @@ def collect(disks=None, bootif=None):
     """The inventory Ironic's inspection takes (ironic-python-agent's keys); bootif: the
     kernel command line's BOOTIF."""
     if disks is None:
-        from provision_agent.plan import inventory
-        disks = inventory.discover()
+        from provision_agent.machine import disks as machine_disks
+        disks = machine_disks.discover()
     return {"interfaces": interfaces(), "cpu": cpu(), "memory": memory(), "disks": disks,
             "system_vendor": system_vendor(), "boot": boot_info(bootif),
             "hostname": platform.node()}

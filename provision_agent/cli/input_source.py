@@ -8,7 +8,8 @@ fetch failure (its own exit code), not as invalid input: the document was never 
 import logging
 
 from provision_agent import bounded_http, redact
-from provision_agent.errors import InputUnreachable
+from provision_agent.errors import InputError, InputUnreachable, Problem
+from provision_agent.plan import pipeline
 
 LOG = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ class _Transient(Exception):
 def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATTEMPTS,
           wait=None):
     """The document's bytes. Raises InputUnreachable naming the URL (redacted) and the reason."""
-    import tenacity     # only for a URL: a file input never pays for it (it imports asyncio)
+    import tenacity  # only for a URL: a file input never pays for it (it imports asyncio)
     wait = wait or tenacity.wait_exponential(multiplier=1, max=8)
     verify = False if insecure else (ca_bundle or True)
     retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(attempts), wait=wait,
@@ -62,25 +63,32 @@ def _get(url, verify, timeout):
         raise InputUnreachable(redact.url(url), f"{exc}; that is not an input document") \
             from None
     except requests.exceptions.SSLError as exc:
-        raise InputUnreachable(redact.url(url), f"TLS verification failed ({reason(exc)}); give "
-                                           "the CA with --input_data_ca_bundle") from None
+        raise InputUnreachable(redact.url(url),
+                               f"TLS verification failed ({bounded_http.reason(exc)}); give "
+                               "the CA with --input_data_ca_bundle") from None
     except (requests.ConnectionError, requests.Timeout) as exc:
-        LOG.info("fetching the input from %s: %s; retrying", redact.url(url), reason(exc))
-        raise _Transient(reason(exc)) from None
+        LOG.info("fetching the input from %s: %s; retrying", redact.url(url),
+                 bounded_http.reason(exc))
+        raise _Transient(bounded_http.reason(exc)) from None
     except requests.RequestException as exc:
-        raise InputUnreachable(redact.url(url), reason(exc)) from None
+        raise InputUnreachable(redact.url(url), bounded_http.reason(exc)) from None
     return body
 
 
-def reason(exc):
-    """urllib3's text names pools and objects; keep the part a person can act on."""
-    text = str(exc)
-    for marker, plain in (("Connection refused", "connection refused"),
-                          ("Name or service not known", "host name not found"),
-                          ("Temporary failure in name resolution", "host name not found"),
-                          ("timed out", "timed out"), ("No route to host", "no route to host"),
-                          ("Network is unreachable", "network unreachable"),
-                          ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed")):
-        if marker in text:
-            return plain
-    return type(exc).__name__
+def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
+    if bool(path) == bool(url):
+        raise InputError([Problem("options", "give exactly one of --input_data_file and "
+                                             "--input_data_url")])
+    where = path or redact.url(url)
+    if path:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:
+                raise InputError([Problem(where, f"larger than {MAX_BYTES} bytes; "
+                                                 "that is not an input document")])
+        except OSError as exc:
+            raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
+    else:
+        raw = fetch(url, ca_bundle=ca_bundle, insecure=insecure)
+    return pipeline.parse_document(raw, where)

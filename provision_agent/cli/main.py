@@ -17,11 +17,10 @@ import traceback
 from oslo_config import cfg
 
 from provision_agent import errors, redact
-
 from provision_agent.cli import args as cli_args
-
-from provision_agent.plan import inventory, pipeline, render
+from provision_agent.cli import input_source
 from provision_agent.drivers import target
+from provision_agent.plan import inventory, pipeline, render
 
 LOG = logging.getLogger("provision")
 
@@ -78,7 +77,7 @@ def parse_args(argv, conf):
 def machine_disks(conf):
     if conf.inventory_file:
         return inventory.load(conf.inventory_file)
-    return inventory.discover()
+    return _live_disks()
 
 
 # What the real run's preflight checks and only the live machine can answer.
@@ -95,8 +94,8 @@ def check_live(planned, conf, disks):
                     "machine and were not run: %s", conf.inventory_file,
                     "; ".join(LIVE_ONLY_CHECKS))
         return
-    from provision_agent.machine import preflight      # the drivers: only on the live machine
     from provision_agent.drivers import blockinfo, mount
+    from provision_agent.machine import preflight  # the drivers: only on the live machine
     from provision_agent.run.runner import Runner
     mount.check_target_root(Runner(), conf.target_root, planned.disk_names)
     # The real run first releases what an interrupted run left mounted under the target root;
@@ -113,13 +112,13 @@ def run_erase(conf):
     from provision_agent.run.runner import Runner
     document = None
     if conf.input_data_file or conf.input_data_url:
-        document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
+        document = input_source.read_input(conf.input_data_file, conf.input_data_url,
                                        ca_bundle=conf.input_data_ca_bundle,
                                        insecure=conf.input_data_insecure)
     if conf.dry_run:
         from provision_agent.drivers import blockinfo
         runner = Runner()
-        chosen, skipped = erase.choose(inventory.discover(), erase.skip_hints(document), runner,
+        chosen, skipped = erase.choose(_live_disks(), erase.skip_hints(document), runner,
                                        blockinfo.mounted_sources(), blockinfo.active_swaps())
         print("\n".join([f"erase {name}" for name in chosen]
                         + [f"leave {name} alone: {why}" for name, why in skipped]))
@@ -142,14 +141,14 @@ def run_erase(conf):
 
 def run(command, conf):
     if command == "inventory":
-        print(json.dumps({"inventory": {"disks": inventory.discover()}}, indent=2))
+        print(json.dumps({"inventory": {"disks": _live_disks()}}, indent=2))
         return errors.EXIT_OK
     if command == "erase":
         return run_erase(conf)
     # the real run's refusal, before anything: a dry run or 'valid' must not promise a run
     # that stops at its target root
     target.check_root_path(conf.target_root)
-    document = pipeline.read_input(conf.input_data_file, conf.input_data_url,
+    document = input_source.read_input(conf.input_data_file, conf.input_data_url,
                                    ca_bundle=conf.input_data_ca_bundle,
                                    insecure=conf.input_data_insecure)
     layout = pipeline.load_layout(document, conf.data_driver)
@@ -165,7 +164,7 @@ def run(command, conf):
               else render.plan_text(planned))
         return errors.EXIT_OK
     LOG.info("plan:\n%s", render.plan_text(planned))
-    from provision_agent.run import execution    # needs the drivers; a dry run does not
+    from provision_agent.run import execution  # needs the drivers; a dry run does not
     report = execution.provision(planned, conf)
     print(json.dumps(report, indent=2) if conf.plan_format == "json"
           else execution.summary(report))
@@ -213,3 +212,8 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _live_disks():
+    from provision_agent.machine import disks  # pyudev and the drivers: a live machine only
+    return disks.discover()

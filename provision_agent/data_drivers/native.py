@@ -7,10 +7,10 @@ from importlib import resources
 
 import jsonschema
 
-from provision_agent.plan import model
 from provision_agent.data_drivers import shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
+from provision_agent.plan import model
 from provision_agent.plan.units import parse_size
 
 

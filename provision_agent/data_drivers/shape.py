@@ -1,14 +1,12 @@
 """Type checks of the parts of a foreign document (Fuel's, Ironic's) that a data driver reads.
 
 Checked before the translation, so that a value of the wrong type is reported at its place
-instead of surfacing as a TypeError deep inside it. Only types and string lengths are checked (foreign documents
-carry many keys we do not read and older releases omit many we do), and no message echoes a
-value: these documents carry passwords and signed URLs.
+instead of surfacing as a TypeError deep inside it. Only types and string lengths are checked
+(foreign documents carry many keys we do not read and older releases omit many we do), and no
+message echoes a value: these documents carry passwords and signed URLs.
 """
 
 import copy
-
-import jsonschema
 
 from provision_agent.errors import Problem
 

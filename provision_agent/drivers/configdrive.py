@@ -5,51 +5,26 @@ Input forms: Ironic's gzip+base64 ISO (or an http(s) URL serving it), or JSON pa
 or NoCloud (mkfs.vfat -n cidata + mcopy).
 """
 
-import base64
-import binascii
 import json
 import os
 import shutil
 import tempfile
-import zlib
 
 from provision_agent import bounded_http, redact
 from provision_agent.errors import ImageError, InputError
-
-CONFIG2_LABEL = "config-2"
-NOCLOUD_LABEL = "cidata"
-
-
-# Ironic's configdrive partition is 64 MiB: a drive that inflates to more cannot be written,
-# and inflating it whole first is how a 1.4 MB string became 1 GiB in memory.
-MAX_BYTES = 64 << 20
-MAX_TEXT = MAX_BYTES * 4 // 3 + 4096       # its base64 text, gzip or not
-FETCH_SECONDS = 300                         # MAX_TEXT at 1 MB/s with room to spare
-
-
-def decode_ironic(content):
-    """Ironic's configdrive string -> raw ISO bytes (gzip is optional, base64 is not)."""
-    try:
-        raw = base64.b64decode(content, validate=False)
-    except (binascii.Error, ValueError) as exc:
-        raise ImageError(f"configdrive is not base64: {exc}")
-    if raw[:2] == b"\x1f\x8b":
-        inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            raw = inflate.decompress(raw, MAX_BYTES + 1)
-        except zlib.error as exc:
-            raise ImageError(f"configdrive gzip is corrupt: {exc}")
-        if len(raw) > MAX_BYTES or inflate.unconsumed_tail:
-            raise ImageError(f"configdrive inflates to more than {MAX_BYTES} bytes (the "
-                             f"configdrive partition's size)")
-    if len(raw) > MAX_BYTES:
-        raise ImageError(f"configdrive is larger than {MAX_BYTES} bytes")
-    return raw
+from provision_agent.plan.configdrive_format import (
+    CONFIG2_LABEL,
+    FETCH_SECONDS,
+    MAX_TEXT,
+    NOCLOUD_LABEL,
+    decode_ironic,
+    iso_label,
+)
 
 
 def fetch(url, timeout=60, options=None):
     """The configdrive text an Ironic URL serves, with the image download's TLS options."""
-    import requests     # only a configdrive given by URL needs it (0.3-0.6 s of start-up in the VM)
+    import requests  # only a configdrive given by URL needs it (0.3-0.6 s of start-up in the VM)
     options = options or {}
     verify = False if options.get("image_insecure") else (options.get("image_ca_bundle") or True)
     try:
@@ -66,14 +41,6 @@ def fetch(url, timeout=60, options=None):
         return text.decode("ascii").strip()
     except UnicodeDecodeError:
         raise ImageError(f"configdrive at {redact.url(url)} is not base64 text") from None
-
-
-def iso_label(data):
-    """Volume id of an ISO9660 image (primary volume descriptor at 32 KiB), or None."""
-    pvd = data[32768:32768 + 2048]
-    if len(pvd) < 72 or pvd[1:6] != b"CD001":
-        return None
-    return pvd[40:72].decode("ascii", "replace").strip()
 
 
 def _tree_config2(top, meta_data, user_data, network_data):

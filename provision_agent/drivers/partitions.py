@@ -7,8 +7,8 @@ only carry it out. Partitions to keep are never deleted or recreated.
 import json
 import logging
 
-from provision_agent.plan.devnames import partition_number
 from provision_agent.errors import ImageError
+from provision_agent.plan.devnames import partition_number
 from provision_agent.plan.parttypes import GPT_TYPES, MBR_TYPES
 
 LOG = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ filesystems: '/', a top-level directory, or a mount point that is not on a disk 
 import errno
 import os
 
-from provision_agent.errors import ProvisionError, EXIT_INVALID_INPUT
+from provision_agent.errors import EXIT_INVALID_INPUT, ProvisionError
 
 MAX_LINKS = 40          # as the kernel's limit for one lookup
 

@@ -105,7 +105,7 @@ def wait_for_devices(runner, devices, timeout=60, exists=os.path.exists):
     devices = list(devices)
     if all(exists(d) for d in devices):
         return
-    import tenacity     # see _reread
+    import tenacity  # see _reread
 
     @tenacity.retry(stop=tenacity.stop_after_delay(timeout), wait=tenacity.wait_fixed(0.5),
                     retry=tenacity.retry_if_exception_type(DeviceMissing), reraise=True)

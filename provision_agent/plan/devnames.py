@@ -2,7 +2,6 @@
 
 import re
 
-
 MULTIPATH_LINK = "/dev/disk/by-id/dm-uuid-mpath-"
 MULTIPATH_PART = re.compile(r"/dev/disk/by-id/dm-uuid-part([0-9]+)-mpath-")
 

@@ -11,8 +11,8 @@ import json
 import logging
 import re
 
-from provision_agent.plan import hints as ironic_hints
 from provision_agent.errors import InputError, Problem
+from provision_agent.plan import hints as ironic_hints
 
 LOG = logging.getLogger(__name__)
 
@@ -71,12 +71,6 @@ def normalize(disk):
     by_id = d.get("by_id") or []
     d["by_id"] = [by_id] if isinstance(by_id, str) else list(by_id)
     return d
-
-
-def discover():
-    """This machine's disks, through udev."""
-    from provision_agent.drivers import discovery   # pyudev is only needed on a live machine
-    return [normalize(d) for d in discovery.discover_disks()]
 
 
 def _matches_by_id(disk, link):

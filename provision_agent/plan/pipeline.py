@@ -11,13 +11,8 @@ from dataclasses import dataclass
 
 from stevedore import driver as sd_driver
 
-from provision_agent import redact
-
-from provision_agent.cli import input_source
-
-from provision_agent.plan import model, planner, resolve, validate
-from provision_agent.plan import detect
 from provision_agent.errors import InputError, MachineMismatch, Problem
+from provision_agent.plan import detect, model, planner, resolve, validate
 from provision_agent.plan.units import parse_size
 
 LOG = logging.getLogger(__name__)
@@ -37,25 +32,6 @@ class Planned:
 
 
 MAX_DEPTH = 64     # the deepest real document (Fuel's) nests 7 levels
-
-
-def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
-    if bool(path) == bool(url):
-        raise InputError([Problem("options", "give exactly one of --input_data_file and "
-                                             "--input_data_url")])
-    where = path or redact.url(url)
-    if path:
-        try:
-            with open(path, "rb") as f:
-                raw = f.read(input_source.MAX_BYTES + 1)
-            if len(raw) > input_source.MAX_BYTES:
-                raise InputError([Problem(where, f"larger than {input_source.MAX_BYTES} bytes; "
-                                                 "that is not an input document")])
-        except OSError as exc:
-            raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
-    else:
-        raw = input_source.fetch(url, ca_bundle=ca_bundle, insecure=insecure)
-    return parse_document(raw, where)
 
 
 def _finite(text):

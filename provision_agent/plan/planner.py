@@ -8,7 +8,6 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import redact
-
 from provision_agent.plan import parttypes
 from provision_agent.plan import steps as st
 from provision_agent.plan.units import human

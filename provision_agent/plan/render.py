@@ -75,7 +75,8 @@ def plan_text(planned):
 
     lines = [f"Warning: {w}" for w in warnings(res)] + ["Layout:"]
     for d in lay.disks:
-        lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {d.table if d.partitions else 'whole disk'}"
+        table = d.table if d.partitions else "whole disk"
+        lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {table}"
                      f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"
                      + (f"  → {tail(d.id)}" if tail(d.id) else ""))
         placed = res.placed.get(d.id, [])

@@ -6,9 +6,9 @@ its partitions, volume groups too small for their volumes): they exit 3, not 2.
 
 from dataclasses import dataclass, field
 
+from provision_agent.errors import Problem
 from provision_agent.plan import geometry, inventory
 from provision_agent.plan.devnames import lv_device, md_device, multipath_link
-from provision_agent.errors import Problem
 from provision_agent.plan.units import MiB, align_up, human
 
 EXTENT = 4 * MiB

@@ -5,9 +5,9 @@ Problems name the object by its origin (a JSON path, or a Fuel space/volume for 
 
 from collections import Counter
 
-from provision_agent.plan import validate_text
-from provision_agent.drivers import configdrive
 from provision_agent.errors import ImageError, Problem
+from provision_agent.plan import configdrive_format as configdrive
+from provision_agent.plan import validate_text
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 
@@ -62,7 +62,7 @@ def check(layout):
     _check_overlaps(layout, add)
     validate_text.check(layout, add)
     if layout.extensions:
-        from provision_agent.plan import extensions     # only a document with plug-in sections
+        from provision_agent.plan import extensions  # only a document with plug-in sections
         problems += [Problem(where, msg) for where, msg in extensions.problems(layout)]
     return problems
 

@@ -15,11 +15,10 @@ Every disk is checked before the first is touched.
 import logging
 
 from provision_agent import errors
-
-from provision_agent.machine import preflight
-
-from provision_agent.plan import inventory
 from provision_agent.errors import InputError, Problem
+from provision_agent.machine import disks as machine_disks
+from provision_agent.machine import preflight
+from provision_agent.plan import inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -72,7 +71,7 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     (exit 4) when a disk cannot be cleared, after trying the others."""
     from provision_agent.drivers import blockinfo, udev, wipe
     hints = skip_hints(document)
-    disks = inventory.discover() if disks is None else disks
+    disks = machine_disks.discover() if disks is None else disks
     mounted = blockinfo.mounted_sources() if mounted is None else mounted
     swaps = blockinfo.active_swaps() if swaps is None else swaps
     chosen, skipped = choose(disks, hints, runner, mounted, swaps)

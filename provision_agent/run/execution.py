@@ -6,13 +6,9 @@ Kept apart from cli.py so that a dry run never imports the drivers (pyudev, tool
 import logging
 
 from provision_agent import errors
-
-from provision_agent.machine import preflight
-
-from provision_agent.plan import inventory
-
-from provision_agent.run import executor
 from provision_agent.drivers import mount
+from provision_agent.machine import disks, preflight
+from provision_agent.run import executor
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
 
@@ -32,7 +28,7 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
     try:
         mount.check_target_root(runner, conf.target_root, planned.disk_names)
         mount.release_stale(runner, conf.target_root)
-        preflight.check(planned, inventory.discover() if live_disks is None else live_disks,
+        preflight.check(planned, disks.discover() if live_disks is None else live_disks,
                         runner)
         report = executor.Executor(runner, events, conf.target_root,
                                    image_options(conf)).execute(planned.steps)

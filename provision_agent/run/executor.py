@@ -10,9 +10,9 @@ import logging
 import os
 import time
 
-from provision_agent.plan.devnames import partition_device
 from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
 from provision_agent.errors import MachineMismatch, Problem
+from provision_agent.plan.devnames import partition_device
 
 LOG = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class Executor:
         try:
             handler = self.handlers.get(step.kind)
             if handler is None:
-                from provision_agent.plan import extensions     # only a plan with a plug-in kind
+                from provision_agent.plan import extensions  # only a plan with a plug-in kind
                 handler = self.handlers[step.kind] = extensions.handler(self, step.kind)
             return handler(step), None, time.monotonic() - t0
         except Exception as exc:
@@ -216,7 +216,7 @@ class Executor:
     # images and the target system
 
     def do_write_image(self, step):
-        from provision_agent.drivers.images import writer     # heavy; only runs with images
+        from provision_agent.drivers.images import writer  # heavy; only runs with images
         return writer.write_image(step.args, runner=self.runner, events=self.events,
                                   target_root=self.root, options=self.options)
 

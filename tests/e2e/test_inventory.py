@@ -6,7 +6,8 @@ from tests.vmbench.vm import parse_size
 def test_inventory_reports_disks_with_sizes_and_serials(make_vm):
     vm = make_vm(disks=["4G", "6G", "8G"], serials=["SER-A4", "SER-B6", "SER-C8"])
     disks = {d["name"]: d for d in vm.inventory()["inventory"]["disks"]}
-    expected = {"/dev/vda": ("4G", "SER-A4"), "/dev/vdb": ("6G", "SER-B6"), "/dev/vdc": ("8G", "SER-C8")}
+    expected = {"/dev/vda": ("4G", "SER-A4"), "/dev/vdb": ("6G", "SER-B6"),
+                "/dev/vdc": ("8G", "SER-C8")}
     for name, (size, serial) in expected.items():
         assert name in disks, f"{name} missing from inventory: {sorted(disks)}"
         assert disks[name]["size"] == parse_size(size)

@@ -9,9 +9,11 @@ import subprocess
 import pytest
 
 from tests.unit.test_http_bombs import (  # noqa: F401  (collected here with this module's python)
-    bombs, test_a_redirects_own_body_is_never_read,
+    bombs,
+    test_a_redirects_own_body_is_never_read,
     test_an_answer_that_inflates_past_the_limit_is_refused_in_bounded_memory,
-    test_an_image_served_with_content_encoding_is_read_as_the_server_stores_it)
+    test_an_image_served_with_content_encoding_is_read_as_the_server_stores_it,
+)
 
 DEBIAN_PYTHON = "/usr/bin/python3"
 

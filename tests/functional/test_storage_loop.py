@@ -13,15 +13,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from provision_agent.plan import inventory, pipeline
-
-from provision_agent.run import execution
 from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.drivers import wipe
+from provision_agent.plan import inventory, pipeline
+from provision_agent.plan.steps import make as Step
+from provision_agent.run import execution
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
 from provision_agent.run.runner import Runner
-from provision_agent.plan.steps import make as Step
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "mkfs.ext4", "mkfs.xfs", "sgdisk", "parted", "sfdisk", "wipefs",

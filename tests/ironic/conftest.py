@@ -6,7 +6,6 @@ import pytest
 
 from tests.ironic import realenv
 
-
 # The libvirt lab's proofs outside CI's budget (tox -e ironic-lab, which names them) boot
 # machines for many minutes each: a run over the directory (`pytest tests/ironic`, tox -e
 # ironic) leaves them out. Named on the command line, they run: pytest never applies this hook

@@ -40,7 +40,7 @@ class Registry:
         self.proc = None
 
     def start(self, timeout=30):
-        import bcrypt       # Ironic's own dependency; the registry takes bcrypt only
+        import bcrypt  # Ironic's own dependency; the registry takes bcrypt only
         hashed = bcrypt.hashpw(self.password.encode(), bcrypt.gensalt(rounds=5)).decode()
         with open(os.path.join(self.dir, "htpasswd"), "w") as f:
             f.write(f"{self.user}:{hashed}\n")

@@ -4,12 +4,13 @@ ignored."""
 
 import itertools
 
-from oslo_utils import uuidutils
-
 from ironic.common import exception
 from ironic.conductor import task_manager
-from ironic.drivers.modules import deploy_utils  # noqa: F401  (boot_mode_utils needs it first)
-from ironic.drivers.modules import boot_mode_utils
+from ironic.drivers.modules import (
+    boot_mode_utils,
+    deploy_utils,  # noqa: F401  (boot_mode_utils needs it first)
+)
+from oslo_utils import uuidutils
 
 from ironic_driver import validation
 from tests.ironic import dbcase
@@ -29,7 +30,8 @@ class TestBootMode(dbcase.NodeTestCase):
         if deprecated:
             info["deploy_boot_mode"] = deprecated
         return self.make_node(
-            uuid=uuidutils.generate_uuid(), name=None, driver_info={"provision_ssh_address": "192.0.2.1"},
+            uuid=uuidutils.generate_uuid(), name=None,
+            driver_info={"provision_ssh_address": "192.0.2.1"},
             instance_info=info, properties={"capabilities": caps} if caps else {},
             boot_mode=reported)
 

@@ -6,10 +6,8 @@ import json
 import time
 from unittest import mock
 
-from ironic.common import dhcp_factory
-from ironic.common import states
-from ironic.conductor import cleaning
-from ironic.conductor import task_manager
+from ironic.common import dhcp_factory, states
+from ironic.conductor import cleaning, task_manager
 from ironic.conductor import utils as manager_utils
 from ironic.drivers.modules import fake
 

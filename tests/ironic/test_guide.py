@@ -71,7 +71,8 @@ def server(ramdisk, tmp_path_factory):
 
 def _env(server, ramdisk, node, mac):
     # The guide's `export OS_AUTH_TYPE=none OS_ENDPOINT=...`, with this Ironic's address.
-    return {"OS_AUTH_TYPE": "none", "OS_ENDPOINT": server.url, "NODE": node, "HW_TYPE": "fake-hardware", "MAC": mac,
+    return {"OS_AUTH_TYPE": "none", "OS_ENDPOINT": server.url, "NODE": node,
+            "HW_TYPE": "fake-hardware", "MAC": mac,
             "DEPLOY_KERNEL": "http://127.0.0.1:9/vmlinuz",
             "DEPLOY_RAMDISK": "http://127.0.0.1:9/initramfs",
             "RAMDISK_IP": "127.0.0.1", "RAMDISK_SSH_PORT": str(ramdisk.port),

@@ -5,9 +5,7 @@ import hashlib
 import os
 from unittest import mock
 
-from ironic.common import exception
-from ironic.common import image_service
-from ironic.common import states
+from ironic.common import exception, image_service, states
 from ironic.conductor import task_manager
 from ironic.drivers.modules import deploy_utils
 from ironic.tests.unit.db import base as db_base

@@ -11,8 +11,7 @@ import sys
 import pytest
 
 from provision_agent.agent import inspection
-
-from provision_agent.plan import inventory
+from provision_agent.machine import disks as machine_disks
 from tests.ironic import realenv
 from tests.ironic.conftest import require
 
@@ -59,11 +58,11 @@ def test_our_agent_answers_ironics_inspection_and_validate_plans_against_it(iron
     ironic.wait_state(uuid, ["inspect wait"], 60)
     done = _agent(tmp_path, f"{ironic.ramdisk_api_url}/v1/continue_inspection", mac)
     assert done.returncode == 0, done.stderr
-    assert f"Ironic took the inventory" in done.stderr and uuid in done.stderr, done.stderr
+    assert "Ironic took the inventory" in done.stderr and uuid in done.stderr, done.stderr
     node = ironic.wait_state(uuid, ["manageable", "inspect failed"], 120)
     assert node["provision_state"] == "manageable", node["last_error"]
     stored = ironic.get(f"/v1/nodes/{uuid}/inventory")["inventory"]
-    here = inventory.discover()
+    here = machine_disks.discover()
     assert [(d["name"], d["size"]) for d in stored["disks"]] == \
         [(d["name"], d["size"]) for d in here]
     assert mac in [i["mac_address"] for i in stored["interfaces"]]

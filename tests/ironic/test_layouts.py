@@ -8,12 +8,9 @@ import json
 import os
 from unittest import mock
 
-from ironic.common import exception
-from ironic.common import states
-from ironic.conductor import deployments
-from ironic.conductor import manager
+from ironic.common import exception, states
+from ironic.conductor import deployments, manager, task_manager
 from ironic.conductor import steps as conductor_steps
-from ironic.conductor import task_manager
 from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 

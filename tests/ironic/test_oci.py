@@ -11,9 +11,9 @@ import os
 import pytest
 import zstandard
 
+from provision_agent.drivers.images import writer
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
-from provision_agent.drivers.images import writer
 from provision_agent.run.runner import Runner
 from tests.ironic import realenv, realregistry
 from tests.ironic.conftest import require

@@ -7,10 +7,8 @@ import json
 import os
 
 import pytest
-from ironic.common import exception
-from ironic.common import states
-from ironic.conductor import deployments
-from ironic.conductor import task_manager
+from ironic.common import exception, states
+from ironic.conductor import deployments, task_manager
 from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 

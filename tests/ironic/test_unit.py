@@ -7,8 +7,7 @@ import time
 from unittest import mock
 
 import pytest
-from ironic.common import exception
-from ironic.common import states
+from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.tests.unit.objects import utils as obj_utils
 

@@ -1,4 +1,4 @@
-"""The polls record progress a few threads at a time (ironic_driver.follow.WRITER), and a
+"""The polls record progress a few threads at a time (ironic_driver.record.WRITER), and a
 look at a node always gives its turn back."""
 
 import threading
@@ -7,11 +7,10 @@ from unittest import mock
 
 import pytest
 from ironic.common import states
-from ironic.conductor import task_manager
-from ironic.conductor import deployments
+from ironic.conductor import deployments, task_manager
 from ironic.objects import node as node_object
 
-from ironic_driver import follow, remote
+from ironic_driver import follow, record, remote
 from ironic_driver import turns as turns_mod
 from tests.ironic import dbcase
 
@@ -86,11 +85,11 @@ class TestWrites(dbcase.NodeTestCase):
 
     def test_a_start_is_recorded_and_the_turn_given_back(self):
         self.deploy_waiting()
-        with mock.patch.object(follow.WRITER, "enter", wraps=follow.WRITER.enter) as enter:
+        with mock.patch.object(record.WRITER, "enter", wraps=record.WRITER.enter) as enter:
             self.follow_once(True, RUNNING)
         enter.assert_called()
         self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
-        self.assertTrue(_free(follow.WRITER))
+        self.assertTrue(_free(record.WRITER))
 
     def test_a_finished_provision_resumes_and_gives_the_turn_back(self):
         self.deploy_waiting(provision_phase="running", provision_events_offset=40)
@@ -99,7 +98,7 @@ class TestWrites(dbcase.NodeTestCase):
                                     "events": [{"event": "wrapper", "status": "exited"}]})
         resume.assert_called_once()
         self.assertEqual("done", self.node.driver_internal_info["provision_phase"])
-        self.assertTrue(_free(follow.WRITER))
+        self.assertTrue(_free(record.WRITER))
 
     def test_a_finished_provision_resumes_on_the_lock_it_holds(self):
         self.deploy_waiting(provision_phase="running", provision_events_offset=40)
@@ -119,18 +118,18 @@ class TestWrites(dbcase.NodeTestCase):
         info = self.node.driver_internal_info
         self.assertEqual(("done", 0, 80), (info["provision_phase"], info["provision_exit_code"],
                                            info["provision_events_offset"]))
-        self.assertTrue(_free(follow.WRITER))
+        self.assertTrue(_free(record.WRITER))
 
     def test_a_save_that_fails_still_gives_the_turn_back(self):
         self.deploy_waiting()
         with mock.patch.object(node_object.Node, "save", side_effect=RuntimeError("db gone")):
             with pytest.raises(RuntimeError):
                 self.follow_once(True, RUNNING)
-        self.assertTrue(_free(follow.WRITER))
+        self.assertTrue(_free(record.WRITER))
 
     def test_a_poll_that_learns_nothing_does_not_wait_for_a_turn(self):
         self.deploy_waiting(provision_phase="running", provision_events_offset=40)
-        with mock.patch.object(follow.WRITER, "enter") as enter:
+        with mock.patch.object(record.WRITER, "enter") as enter:
             self.follow_once(True, {"exit_code": None, "events": [], "events_offset": 40,
                                     "tail": ""})
         enter.assert_not_called()
@@ -159,7 +158,7 @@ class TestSlowRamdisks(dbcase.NodeTestCase):
         self.slow = [self.make_node(uuid=f"00000000-0000-4000-8000-00000000000{i}",
                                     name=f"slow-{i}", driver_info={},
                                     instance_info={"provision_layout": {"version": 1}})
-                     for i in range(follow.WRITER._lock._initial_value)]
+                     for i in range(record.WRITER._lock._initial_value)]
         self.node = self.make_node(uuid="00000000-0000-4000-8000-0000000000ff", name="other",
                                    driver_info={"provision_ssh_address": "192.0.2.10"},
                                    instance_info={"provision_layout": {"version": 1}})
@@ -212,7 +211,7 @@ class TestSlowRamdisks(dbcase.NodeTestCase):
         self.node.refresh()
         self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
         self.assertEqual(40, self.node.driver_internal_info["provision_events_offset"])
-        self.assertTrue(_free(follow.WRITER))
+        self.assertTrue(_free(record.WRITER))
 
     def test_waiting_for_a_turn_is_bounded(self):
         writer = turns_mod.Writer(1, wait=0.2)

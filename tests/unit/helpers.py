@@ -15,7 +15,7 @@ def inventory(name):
 
 
 def run_cli(tmp_path, doc, inv="three-disks", extra=(), raw=None):
-    """Run provision's main() on a document; return (exit code, stdout, stderr) via capsys-free IO."""
+    """Run provision's main() on a document; return (exit code, stdout, stderr), capsys-free."""
     import contextlib
     import io
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from provision_agent.plan import inventory as inv_mod
-from provision_agent.plan import pipeline, render
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.drivers.images import checksum_file, writer
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline, render
 from provision_agent.run.runner import Runner
 from tests.unit import test_image_sources
 from tests.unit.helpers import inventory

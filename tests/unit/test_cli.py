@@ -2,9 +2,8 @@ import json
 
 import pytest
 
-from tests.unit.helpers import SAMPLES, mutate, run_cli, sample
-
 from provision_agent.cli import main as cli
+from tests.unit.helpers import SAMPLES, mutate, run_cli, sample
 
 
 def test_dry_run_text_for_every_native_sample(tmp_path):
@@ -147,16 +146,17 @@ def test_inventory_refuses_an_inventory_file_it_would_ignore(tmp_path, capsys):
 
 def _live_machine(monkeypatch, mounted):
     """This 'machine' is samples/inventory/single-disk.json with vda3 mounted as given."""
+    from provision_agent.drivers import blockinfo
     from provision_agent.plan import inventory as inv_mod
     from provision_agent.run import runner as runner_mod
-    from provision_agent.drivers import blockinfo
     from tests.unit.fakes import FakeRunner
 
     tree = {"blockdevices": [{"name": "vda", "path": "/dev/vda", "type": "disk", "children": [
         {"name": "vda3", "path": "/dev/vda3", "type": "part", "fstype": "ext4"}]}]}
     fake = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": "{}"})
     disks = inv_mod.load(SAMPLES / "inventory" / "single-disk.json")
-    monkeypatch.setattr(inv_mod, "discover", lambda: disks)
+    from provision_agent.machine import disks as machine_disks
+    monkeypatch.setattr(machine_disks, "discover", lambda: disks)
     monkeypatch.setattr(blockinfo, "mounted_sources", lambda: dict(mounted))
     monkeypatch.setattr(blockinfo, "active_swaps", lambda: [])
     monkeypatch.setattr(runner_mod, "Runner", lambda: fake)
@@ -235,8 +235,8 @@ def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
         monkeypatch, capsys, root):
     """Issue 30.11: the same refusal, message and exit code, with or without an inventory,
     and nothing run on the machine before it."""
-    from provision_agent.run import execution
     from provision_agent.drivers import target
+    from provision_agent.run import execution
     fake = _live_machine(monkeypatch, {})
     monkeypatch.setattr(execution, "Runner", lambda: fake)
     with pytest.raises(target.TargetPathError) as real:
@@ -250,8 +250,8 @@ def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
 
 def test_dry_run_and_validate_refuse_a_target_root_mounted_from_another_disk(
         monkeypatch, capsys, tmp_path):
-    from provision_agent.run import execution
     from provision_agent.drivers import blockinfo
+    from provision_agent.run import execution
     fake = _live_machine(monkeypatch, {})
     monkeypatch.setattr(execution, "Runner", lambda: fake)
     where = str(tmp_path / "mnt")

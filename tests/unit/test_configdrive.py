@@ -5,6 +5,7 @@ import pytest
 
 from provision_agent.drivers import configdrive
 from provision_agent.errors import ImageError
+from provision_agent.plan import configdrive_format
 
 
 def _iso(label):
@@ -16,10 +17,10 @@ def _iso(label):
 
 def test_decode_gzip_and_plain():
     iso = _iso("config-2")
-    assert configdrive.decode_ironic(base64.b64encode(gzip.compress(iso)).decode()) == iso
-    assert configdrive.decode_ironic(base64.b64encode(iso).decode()) == iso
-    assert configdrive.iso_label(iso) == "config-2"
-    assert configdrive.iso_label(b"\0" * 40000) is None
+    assert configdrive_format.decode_ironic(base64.b64encode(gzip.compress(iso)).decode()) == iso
+    assert configdrive_format.decode_ironic(base64.b64encode(iso).decode()) == iso
+    assert configdrive_format.iso_label(iso) == "config-2"
+    assert configdrive_format.iso_label(b"\0" * 40000) is None
 
 
 def test_wrong_label_and_too_big_are_refused(tmp_path):

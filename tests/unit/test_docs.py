@@ -2,9 +2,8 @@
 
 import re
 
-from tests.unit.helpers import REPO
-
 from provision_agent.data_drivers.native import schema
+from tests.unit.helpers import REPO
 
 
 def properties(node, found):

@@ -13,6 +13,7 @@ import pytest
 from provision_agent.drivers import configdrive
 from provision_agent.drivers.images import sources
 from provision_agent.errors import ImageError
+from provision_agent.plan import configdrive_format
 
 
 class Drip(http.server.BaseHTTPRequestHandler):
@@ -67,10 +68,10 @@ def test_a_redirect_loop_is_an_image_error_naming_the_url(drip):
 
 
 def test_a_configdrive_cannot_inflate_past_its_partition():
-    bomb = base64.b64encode(gzip.compress(bytes(configdrive.MAX_BYTES + 4096))).decode()
+    bomb = base64.b64encode(gzip.compress(bytes(configdrive_format.MAX_BYTES + 4096))).decode()
     assert len(bomb) < 1 << 20        # the case: a small string, a huge drive
     with pytest.raises(ImageError, match="inflates to more than"):
-        configdrive.decode_ironic(bomb)
+        configdrive_format.decode_ironic(bomb)
 
 
 def test_a_configdrive_url_uses_the_image_tls_options(monkeypatch):

@@ -6,10 +6,9 @@ import json
 import pytest
 
 from provision_agent.cli import main as cli
-
-from provision_agent.run import erase
 from provision_agent.drivers import wipe
 from provision_agent.errors import CommandError, InputError
+from provision_agent.run import erase
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Result
 from tests.unit.fakes import FakeRunner

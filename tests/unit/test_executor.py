@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from provision_agent.errors import CommandError, MachineMismatch
+from provision_agent.plan.steps import make as Step
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
-from provision_agent.plan.steps import make as Step
 from tests.unit.fakes import FakeRunner
 
 STEPS = [

@@ -6,13 +6,12 @@ import json
 
 import pytest
 
-from tests.unit.fakes import FakeRunner
-from tests.unit.helpers import inventory, run_cli, sample
-
 from provision_agent.plan import extensions, pipeline, steps
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
+from tests.unit.fakes import FakeRunner
+from tests.unit.helpers import inventory, run_cli, sample
 
 
 @pytest.fixture

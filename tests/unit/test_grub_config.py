@@ -15,7 +15,8 @@ def _boot(tmp_path, names):
 
 def test_kernels_newest_first_with_their_initrds(tmp_path):
     boot = _boot(tmp_path, ["vmlinuz-6.1.0-9-amd64", "vmlinuz-6.1.0-10-amd64",
-                            "initrd.img-6.1.0-10-amd64", "vmlinuz-5.10.0-1", "initramfs-5.10.0-1.img",
+                            "initrd.img-6.1.0-10-amd64", "vmlinuz-5.10.0-1",
+                            "initramfs-5.10.0-1.img",
                             "vmlinuz-6.1.0-9-amd64.sig", "config-6.1.0-10-amd64"])
     assert grub_config.kernels(str(boot)) == [("6.1.0-10-amd64", "initrd.img-6.1.0-10-amd64"),
                                               ("6.1.0-9-amd64", None),

@@ -9,12 +9,12 @@ import logging
 
 import pytest
 
-from provision_agent.plan import inventory as inv_mod
 from provision_agent import redact
-from provision_agent.plan import pipeline, render
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.drivers.images import writer
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError, InputError
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline, render
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
 from tests.unit import test_image_sources

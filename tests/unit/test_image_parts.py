@@ -14,9 +14,9 @@ import threading
 import zlib
 
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import zstandard
 
 from provision_agent.drivers.images import checksums, decompressors, formats, sources
 from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter, InFlight

@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from provision_agent.plan import units
 from provision_agent.data_drivers import native
+from provision_agent.plan import units
 from tests.unit.helpers import run_cli, sample
 
 WATCHDOG_S = 10      # a linear match of these inputs takes milliseconds; quadratic takes minutes
@@ -96,11 +96,10 @@ def test_every_string_in_the_schema_is_bounded():
 
 def test_input_larger_than_any_document_is_refused(tmp_path):
     from provision_agent.cli import input_source
-    from provision_agent.plan import pipeline
     from provision_agent.errors import InputError
     path = tmp_path / "huge.json"
     with open(path, "wb") as f:
         f.truncate(input_source.MAX_BYTES + 1)
     with pytest.raises(InputError, match="not an input document"):
-        pipeline.read_input(str(path))
+        input_source.read_input(str(path))
     assert json.loads(json.dumps({"ok": 1}))

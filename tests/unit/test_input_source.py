@@ -10,9 +10,7 @@ import pytest
 import tenacity
 
 from provision_agent import errors
-
 from provision_agent.cli import input_source
-
 from provision_agent.plan import pipeline
 from tests.unit.helpers import SAMPLES
 

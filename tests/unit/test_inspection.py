@@ -3,10 +3,9 @@ provision-ironic-agent's post), on recorded machine files and a scripted API."""
 
 import os
 
-from tests.unit.fake_http import Resp, Session
-
 from provision_agent.agent import inspection
 from provision_agent.agent import ironic as agent_mod
+from tests.unit.fake_http import Resp, Session
 
 
 def _nic(root, name, mac, kind="1", device=True, carrier="1"):

@@ -8,10 +8,9 @@ import stat
 
 import pytest
 
-from tests.unit.fake_http import Resp, Session
-
 from provision_agent import binding
 from provision_agent.agent import ironic as agent_mod
+from tests.unit.fake_http import Resp, Session
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER_NODE = "2be26c0b-03f2-4d2e-ae87-c02d7f33c456"

@@ -4,12 +4,11 @@ import copy
 
 import pytest
 
-from tests.unit.helpers import CONFIGDRIVE, inventory, run_cli, sample
-
-from provision_agent.plan import inventory as inv_mod
-from provision_agent.plan import pipeline
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.errors import InputError, MachineMismatch
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
+from tests.unit.helpers import CONFIGDRIVE, inventory, run_cli, sample
 
 SHA = "a" * 64
 
@@ -246,7 +245,8 @@ def test_whole_disk_image_with_configdrive_appends_a_partition_after_the_image()
 
 
 @pytest.mark.parametrize("content, said", [
-    ("H4sICAAAAAAAA2NvbmZpZ2RyaXZlAAMAAAAAAAAAAAA=", "the configdrive is empty"),   # gzip of nothing
+    # gzip of nothing
+    ("H4sICAAAAAAAA2NvbmZpZ2RyaXZlAAMAAAAAAAAAAAA=", "the configdrive is empty"),
     ("aGVsbG8=", "the configdrive is 5 bytes that are not an ISO9660 image"),
 ])
 def test_a_configdrive_that_is_no_config2_iso_is_refused_before_anything_runs(tmp_path, content,

@@ -48,7 +48,7 @@ def test_import_hiding_hides_only_while_importing(tmp_path, monkeypatch):
         monkeypatch.delitem(sys.modules, name, raising=False)
     assert ironic_hints.import_hiding("tries_dep", ("hidden_dep",)).HAS is False
     assert "hidden_dep" not in sys.modules
-    import hidden_dep                       # noqa: F401  importable again
+    import hidden_dep  # noqa: F401  importable again
     assert "hidden_dep" in sys.modules
 
 
@@ -67,6 +67,7 @@ VALUES = ["/dev/sda", "sda", "/dev/SDA", "vdb", "/dev/dm-0", "/dev/sdd", "s1", "
 
 def _theirs(disks, hints):
     import ironic_lib.utils
+
     from provision_agent.plan import inventory
     hints = inventory.full_paths(hints)
     return [d["name"] for d in disks if any(
@@ -86,7 +87,8 @@ def test_plain_string_hints_match_as_ironic_lib_matches_them(hints):
 
 
 def test_plain_hints_do_not_load_the_hint_library_and_the_rest_do(monkeypatch):
-    from provision_agent.plan import hints as ironic_hints, inventory
+    from provision_agent.plan import hints as ironic_hints
+    from provision_agent.plan import inventory
 
     def refuse(*_args):
         raise AssertionError("ironic_lib asked")

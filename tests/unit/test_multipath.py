@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from provision_agent.plan import inventory, pipeline
-from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.data_drivers.nailgun.driver import NailgunDriver
-from provision_agent.plan.devnames import partition_device, partition_number
+from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.drivers import blockinfo, md, multipath, udev, wipe
 from provision_agent.errors import MachineMismatch
+from provision_agent.plan import inventory, pipeline
+from provision_agent.plan.devnames import partition_device, partition_number
 from tests.unit.fakes import FakeRunner
 from tests.unit.test_nailgun import fuel
 
@@ -22,7 +22,8 @@ PATHS = [{"name": "/dev/sda", "by_path": "/dev/disk/by-path/pci-0000:03:00.0-sas
           "hctl": "1:0:0:0"}]
 MPATH = {"name": "/dev/mapper/mpatha", "size": 8 << 30, "serial": "SN-LUN0",
          "wwn": "0x600508b400105e21", "rotational": False,
-         "by_id": [f"/dev/disk/by-id/dm-uuid-mpath-{WWID}", "/dev/disk/by-id/wwn-0x600508b400105e21"],
+         "by_id": [f"/dev/disk/by-id/dm-uuid-mpath-{WWID}",
+                   "/dev/disk/by-id/wwn-0x600508b400105e21"],
          "multipath": {"wwid": WWID, "dm": "/dev/dm-0", "paths": PATHS}}
 PLAIN = {"name": "/dev/vda", "size": 16 << 30, "serial": "disk1"}
 NVME = {"name": "/dev/nvme0n1", "size": 4 << 30, "serial": "nvme0"}
@@ -195,7 +196,8 @@ def test_wiping_a_multipath_disk_removes_its_partition_maps_before_the_table(mon
                                    "type": "part", "fstype": None},
                                   {"name": "mpatha-part2", "path": "/dev/mapper/mpatha-part2",
                                    "type": "part", "fstype": "ext4"}]}]}
-    runner = FakeRunner({"lsblk --json --bytes": json.dumps(tree), "pvs": '{"report": [{"pv": []}]}'})
+    runner = FakeRunner({"lsblk --json --bytes": json.dumps(tree),
+                         "pvs": '{"report": [{"pv": []}]}'})
     monkeypatch.setattr(udev.os.path, "realpath", lambda p: "/dev/dm-0")
     monkeypatch.setattr(wipe.os.path, "exists", lambda p: True)
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)

@@ -5,13 +5,12 @@ import json
 
 import pytest
 
-from tests.unit.helpers import inventory, run_cli, sample
-
+from provision_agent.data_drivers.nailgun.disks import disk_hints
+from provision_agent.data_drivers.nailgun.driver import NailgunDriver
+from provision_agent.errors import InputError, MachineMismatch
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
-from provision_agent.data_drivers.nailgun.driver import NailgunDriver
-from provision_agent.data_drivers.nailgun.disks import disk_hints
-from provision_agent.errors import InputError, MachineMismatch
+from tests.unit.helpers import inventory, run_cli, sample
 
 
 def disk(ident, size, volumes, name=None, extra=None):

@@ -10,7 +10,6 @@ from provision_agent.data_drivers.nailgun.driver import NailgunDriver
 from tests.unit.helpers import run_cli, sample
 from tests.unit.test_nailgun import ROOT_IMAGE, ROOT_PART, disk, fuel, native, plan, problems
 
-
 # --- keep_data: nothing Fuel keeps is formatted (issue 20 item 1) ----------------------------
 
 KEPT_DOC_SPACES = [

@@ -4,9 +4,10 @@ giving up at most a few MiB of the last volume."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from provision_agent.data_drivers.nailgun.driver import NailgunDriver
+from provision_agent.data_drivers.nailgun.volumes import SHRINK_LIMIT_MIB
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
-from provision_agent.data_drivers.nailgun.driver import SHRINK_LIMIT_MIB, NailgunDriver
 
 MiB = 1 << 20
 

@@ -1,11 +1,10 @@
 """The plan is ordered and every step carries fully resolved arguments."""
 
-from tests.unit.helpers import inventory, mutate, sample
-
+from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
-from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.plan.units import MiB
+from tests.unit.helpers import inventory, mutate, sample
 
 DISKS = inv_mod.from_document(inventory("three-disks"))
 

@@ -22,6 +22,7 @@ def test_target_root_check_reads_the_machines_mounts(tmp_path):
     info.write_text(f"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
                     f"2 1 0:5 / {root} rw - tmpfs tmpfs rw\n")
     import pytest
+
     from provision_agent.drivers import target
     with pytest.raises(target.TargetPathError, match="mount point of tmpfs"):
         mount.check_target_root(FakeRunner(), str(root), ["/dev/vda"], str(info))

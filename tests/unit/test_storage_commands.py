@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from provision_agent.plan.devnames import partition_number
 from provision_agent.drivers import fstab, lvm, md, mkfs, partitions
 from provision_agent.errors import ImageError
+from provision_agent.plan.devnames import partition_number
 from tests.unit.fakes import FakeRunner
 
 

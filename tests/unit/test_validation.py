@@ -4,12 +4,11 @@ import json
 
 import pytest
 
-from tests.unit.helpers import inventory, mutate, run_cli, sample
-
-from provision_agent.plan import inventory as inv_mod
-from provision_agent.plan import pipeline
 from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.errors import InputError, MachineMismatch
+from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
+from tests.unit.helpers import inventory, mutate, run_cli, sample
 
 DISKS = inv_mod.from_document(inventory("three-disks"))
 

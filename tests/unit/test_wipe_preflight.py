@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from provision_agent.machine import preflight
 from provision_agent.drivers import wipe
 from provision_agent.errors import MachineMismatch
+from provision_agent.machine import preflight
 from provision_agent.plan.steps import make as Step
 from tests.unit.fakes import FakeRunner
 

@@ -4,7 +4,8 @@
 
     with VM(disks=3, disk_size="4G") as vm:          # boots, waits for SSH (host key pinned)
         vm.ssh("mdadm --version")                     # Result; raises GuestCommandError on rc != 0
-        run = vm.provision({"...": "..."}, ["--debug"])   # ProvisionRun(returncode, stdout, stderr, log)
+        # a ProvisionRun(returncode, stdout, stderr, log)
+        run = vm.provision({"...": "..."}, ["--debug"])
         vm.lsblk(); vm.mdstat(); vm.lvs(); vm.mounts()     # parsed read-back
         vm.stop()                                     # power off; images stay until the with ends
         images.partition_table(vm.disk_images[0])     # inspect from outside

@@ -94,7 +94,8 @@ SUSHY_EMULATOR_STORAGE_POOL = {self.storage_pool!r}
             time.sleep(0.3)
 
     def driver_info(self, domain_uuid):
-        return {"redfish_address": self.url, "redfish_system_id": f"/redfish/v1/Systems/{domain_uuid}",
+        return {"redfish_address": self.url,
+                "redfish_system_id": f"/redfish/v1/Systems/{domain_uuid}",
                 "redfish_username": "admin", "redfish_password": "password"}
 
     def log_text(self):

@@ -182,7 +182,8 @@ def main(argv=None):
         inv = vm.provision(subcommand="inventory")
         if inv.returncode == 0:
             for d in json.loads(inv.stdout)["inventory"]["disks"]:
-                print(f"  {d['name']:<10} {d['size'] / (1 << 30):6.1f} GiB  serial={d.get('serial')}")
+                gib = d["size"] / (1 << 30)
+                print(f"  {d['name']:<10} {gib:6.1f} GiB  serial={d.get('serial')}")
         else:
             print(f"  (inventory failed, exit {inv.returncode}): {inv.stderr.strip()}")
 

@@ -9,7 +9,8 @@ class GuestQueries:
 
     def lsblk(self):
         """Block device tree as lsblk JSON (sizes in bytes), after udev has settled."""
-        cols = "NAME,KNAME,PATH,PKNAME,TYPE,SIZE,FSTYPE,LABEL,UUID,PARTTYPE,PARTLABEL,PARTUUID,MOUNTPOINT,SERIAL"
+        cols = ("NAME,KNAME,PATH,PKNAME,TYPE,SIZE,FSTYPE,LABEL,UUID,PARTTYPE,PARTLABEL,PARTUUID,"
+                "MOUNTPOINT,SERIAL")
         self.ssh("udevadm settle --timeout=30", check=False)
         return json.loads(self.ssh(f"lsblk -J -b -o {cols}").stdout)["blockdevices"]
 

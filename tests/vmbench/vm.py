@@ -6,8 +6,8 @@ is kept under artifacts/.
 """
 
 import base64
-import hashlib
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -98,7 +98,8 @@ class VM(GuestQueries):
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
                  extra_args=()):
         if boot not in ("ramdisk", "disk"):
-            raise ValueError("boot is 'ramdisk' (direct kernel boot) or 'disk' (firmware boots the disks)")
+            raise ValueError("boot is 'ramdisk' (direct kernel boot) "
+                             "or 'disk' (firmware boots the disks)")
         self.name = name
         self.bus = bus
         self.memory = memory
@@ -112,7 +113,8 @@ class VM(GuestQueries):
         self.ready_timeout = ready_timeout or int(os.environ.get("VMBENCH_READY_TIMEOUT", 240))
         self.ramdisk = ramdisk or (ensure_ramdisk() if boot == "ramdisk" else None)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        root = Path(artifacts or os.environ.get("VMBENCH_ARTIFACTS") or REPO_ROOT / "artifacts" / "vmbench")
+        root = Path(artifacts or os.environ.get("VMBENCH_ARTIFACTS")
+                    or REPO_ROOT / "artifacts" / "vmbench")
         self.artifacts = root / f"{name}-{stamp}-{os.getpid()}-{id(self) % 10000}"
         self.workdir = Path(tempfile.mkdtemp(prefix=f"vmbench-{name}-",
                                              dir=os.environ.get("VMBENCH_TMP", "/var/tmp")))
@@ -206,7 +208,8 @@ class VM(GuestQueries):
                 # the same LUN twice (sdX, sdY), as multipathd must group it.
                 for path, hba in (("a", "scsi0"), ("b", "scsi1")):
                     argv += ["-drive", f"{drive},id=d{i}{path},file.locking=off"]
-                    argv += ["-device", self._scsi_device(f"d{i}{path}", hba, disk, i if path == "a" else None)
+                    index = i if path == "a" else None
+                    argv += ["-device", self._scsi_device(f"d{i}{path}", hba, disk, index)
                              + ",share-rw=on"]
                 continue
             argv += ["-drive", f"{drive},id=d{i}"]
@@ -225,7 +228,8 @@ class VM(GuestQueries):
         return f",bootindex={i + 1}" if self.boot == "disk" and i is not None else ""
 
     def _scsi_device(self, drive, hba, disk, i):
-        return (f"scsi-hd,drive={drive},bus={hba}.0,serial={disk.serial},wwn={scsi_wwn(disk.serial)}"
+        return (f"scsi-hd,drive={drive},bus={hba}.0,serial={disk.serial},"
+                f"wwn={scsi_wwn(disk.serial)}"
                 f"{self._boot_index(i)}")
 
     def _disk_device(self, i, disk, bus):
@@ -275,10 +279,12 @@ class VM(GuestQueries):
             if "Kernel panic" in text:
                 raise VMError(f"{self.name}: kernel panic before {pattern!r}")
             if not self.running():
-                raise VMError(f"{self.name}: qemu exited ({self.proc.returncode}) before {pattern!r}:\n"
+                raise VMError(f"{self.name}: qemu exited ({self.proc.returncode}) "
+                              f"before {pattern!r}:\n"
                               + (self.artifacts / "qemu.log").read_text()[-2000:])
             time.sleep(0.5)
-        raise VMError(f"{self.name}: no {pattern!r} on the console after {timeout or self.ready_timeout}s")
+        waited = timeout or self.ready_timeout
+        raise VMError(f"{self.name}: no {pattern!r} on the console after {waited}s")
 
     def wait_ready(self):
         """Console says READY, then SSH answers; records boot_seconds (qemu start to SSH)."""
@@ -304,7 +310,8 @@ class VM(GuestQueries):
             return
         try:
             if self._ssh is None:
-                raise subprocess.TimeoutExpired("qemu", 0)   # nothing to ask: go straight to SIGTERM
+                # nothing to ask: go straight to SIGTERM
+                raise subprocess.TimeoutExpired("qemu", 0)
             try:
                 self._ssh.run("sync; poweroff", check=False, timeout=20)
             except GuestCommandError:

@@ -28,7 +28,8 @@ _SPACE = {"type": "object", "properties": {
     "volumes": {"type": "array", "items": _VOLUME}}}
 
 _ACCOUNT = {"type": "object", "properties": {
-    "name": _STR, "password": _STR, "ssh_keys": {"type": ["array", "string"]}, "shell": _STR, "homedir": _STR,
+    "name": _STR, "password": _STR, "ssh_keys": {"type": ["array", "string"]}, "shell": _STR,
+    "homedir": _STR,
     "sudo": {"type": ["array", "string", "boolean"], "items": _STR}}}
 
 SCHEMA = {"type": "object", "properties": {

@@ -1,8 +1,10 @@
 """Fuel's vg spaces and the volume groups their pv volumes make (docs/nailgun-mapping.md,
 "VG spaces" and "Keeping data")."""
 
-from provision_agent.data_drivers.nailgun.document import is_num as _is_num, space_where
-from provision_agent.data_drivers.nailgun.document import shown as _shown, slug as _slug
+from provision_agent.data_drivers.nailgun.document import is_num as _is_num
+from provision_agent.data_drivers.nailgun.document import shown as _shown
+from provision_agent.data_drivers.nailgun.document import slug as _slug
+from provision_agent.data_drivers.nailgun.document import space_where
 
 
 def keep_refused(kind):

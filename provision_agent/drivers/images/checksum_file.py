@@ -20,7 +20,6 @@ import time
 import urllib.parse
 
 from provision_agent import bounded_http, redact
-from provision_agent.cli.input_source import reason
 from provision_agent.drivers.images.checksums import ALGORITHMS
 from provision_agent.errors import ImageError
 
@@ -50,7 +49,7 @@ def resolve(url, image_uri, algo=None, *, tls_verify=True, ca_bundle=None, heade
 
 def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLINE):
     """The checksum file's text."""
-    import requests     # only an image with a checksum URL needs it here
+    import requests  # only an image with a checksum URL needs it here
     shown = f"checksum file {redact.url(url)}"
     end = time.monotonic() + deadline
     session = requests.Session()
@@ -76,7 +75,7 @@ def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLI
             except requests.exceptions.TooManyRedirects:
                 raise ImageError(f"{shown}: more than {MAX_REDIRECTS} redirects") from None
             except (requests.ConnectionError, requests.Timeout) as exc:
-                body, why = None, reason(exc)
+                body, why = None, bounded_http.reason(exc)
             except requests.RequestException as exc:
                 raise ImageError(f"{shown}: {type(exc).__name__}") from None
             if body is not None:

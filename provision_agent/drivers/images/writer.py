@@ -204,7 +204,7 @@ def _checksum(args, options):
 
 def write_image(args, *, runner, events, target_root, target_zeroed=False, options=None):
     """The executor's entry: a write_image step's args -> a JSON-able report dict."""
-    from provision_agent.drivers import mount     # only for the tar target path
+    from provision_agent.drivers import mount  # only for the tar target path
     options = options or {}
     checksum = _checksum(args, options)
     headers = _headers(options)

@@ -1,0 +1,92 @@
+"""The job's state in the node: which job a node waits for, and whether it is ours.
+
+State kept in driver_internal_info (all keys start with provision_):
+    provision_phase          wait_ramdisk | running | done | failed
+    provision_started_at     time.time() of the power on into the ramdisk
+    provision_events         the latest provision events (JSON objects from --events_file)
+    provision_events_count   how many events were seen in total
+    provision_events_offset  bytes of the events file already read
+    provision_exit_code      provision's exit code once it exited
+    provision_last_ssh_error why the last SSH attempt failed (while waiting for the ramdisk)
+    provision_ssh_address, provision_ssh_port, provision_host_key
+                             where the ramdisk's heartbeat said SSH is, and the key it reported
+    provision_heartbeats     how many heartbeats this boot's ramdisk sent
+Ironic's own agent_url and agent_verify_ca (its file of the reported key) are set too, so that
+Ironic's checks for a changed callback URL or key apply; Ironic wipes them with the agent token
+when a deploy or a cleaning starts.
+"""
+
+import time
+
+from ironic.common import states
+from ironic.conf import CONF
+from ironic.drivers.modules import deploy_utils
+
+from ironic_driver import layouts
+
+PREFIX = "provision_"
+WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
+# The steps whose waits are ours: (state, node field of the current step, step name).
+OUR_STEPS = {states.DEPLOYWAIT: ("deploy_step", "deploy"),
+             states.CLEANWAIT: ("clean_step", "erase_devices_metadata")}
+
+
+def opts():
+    return CONF.provision_agent     # read at call time: tests override it
+
+
+def is_ours(node):
+    return is_ours_info(node.driver_internal_info)
+
+
+def is_ours_info(driver_internal_info):
+    return (driver_internal_info or {}).get(PREFIX + "phase") in ("wait_ramdisk", "running")
+
+
+def ramdisk_expected(node):
+    """A ramdisk we booted may heartbeat now: its address and key are worth recording."""
+    return node.provision_state in WAIT_STATES and is_ours(node)
+
+
+def step_is_ours(node):
+    field, name = OUR_STEPS[node.provision_state]
+    step = getattr(node, field) or {}
+    return step.get("interface") == "deploy" and step.get("step") == name
+
+
+def waiting(node):
+    """Our job is the one the node waits for: it may be started and followed."""
+    return ramdisk_expected(node) and step_is_ours(node)
+
+
+def ramdisk_options(node):
+    """Kernel parameters for the ramdisk: Ironic's own (ipa-api-url), loglevel (below), and,
+    for a node whose host key is pinned statically, the word that keeps the build's key (else
+    the ramdisk makes a fresh one per boot and reports it in the heartbeat)."""
+    options = deploy_utils.build_agent_options(node)
+    # The kernel prints its whole command line at boot, at notice level, on the serial console
+    # whoever watches the BMC reads; a virtual-media boot carries the agent token there.
+    # loglevel=4 keeps notices off the console, as `quiet` does; warnings and errors still show.
+    options["loglevel"] = "4"
+    if node.driver_info.get("provision_host_key"):
+        options["provision.hostkey"] = "baked"
+    return options
+
+
+def begin(node):
+    """Mark the node as waiting for its ramdisk (called right after powering it into one)."""
+    forget(node)
+    node.del_driver_internal_info(PREFIX + "exit_code")
+    node.set_driver_internal_info(PREFIX + "phase", "wait_ramdisk")
+    node.set_driver_internal_info(PREFIX + "started_at", time.time())
+    node.set_driver_internal_info(PREFIX + "events", [])
+    node.set_driver_internal_info(PREFIX + "events_count", 0)
+    node.set_driver_internal_info(PREFIX + "events_offset", 0)
+
+
+def forget(node):
+    for key in list(node.driver_internal_info):
+        if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
+                                                  PREFIX + "events_count", layouts.STEP_KEY,
+                                                  layouts.RAID_MEMBERS_KEY):
+            node.del_driver_internal_info(key)

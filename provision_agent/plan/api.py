@@ -1,0 +1,12 @@
+"""What the Ironic conductor uses of provision: the public planning API. The conductor runs
+the same checks as `provision --dry_run` before anything boots, and nothing here touches a
+machine (the import contracts in setup.cfg keep it so)."""
+
+from provision_agent.plan import boot_mode, inventory, pipeline
+
+load_layout = pipeline.load_layout
+check_layout = pipeline.check_layout
+build_plan = pipeline.build_plan
+data_driver_names = pipeline.data_driver_names
+inventory_from_document = inventory.from_document
+apply_boot_mode = boot_mode.apply
