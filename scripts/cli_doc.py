@@ -4,7 +4,7 @@ options (provision_agent/cli/config.py) and errors.EXIT_CODES.
     python scripts/cli_doc.py          # rewrite the tables in place
     python scripts/cli_doc.py --check  # exit 1 when docs/cli.md is out of date
 
-tests/unit/test_cli_doc.py runs the check.
+tests/unit/cli/test_doc.py runs the check.
 """
 
 import os

@@ -3,7 +3,7 @@
     python scripts/ironic_doc_options.py          # rewrite the table in place
     python scripts/ironic_doc_options.py --check  # exit 1 when the guide is out of date
 
-tests/unit/test_ironic_guide.py runs the check, so an option added without regenerating
+tests/unit/ironic_driver/test_config_doc.py runs the check, so an option added without regenerating
 the guide fails the unit suite.
 """
 

@@ -4,7 +4,7 @@
     python scripts/plan_format.py          # rewrite both
     python scripts/plan_format.py --check  # exit 1 when either is out of date
 
-tests/unit/test_plan_format.py runs the check.
+tests/unit/plan/test_plan_schema.py runs the check.
 """
 
 import json

@@ -162,7 +162,7 @@ def raid1_disks(ramdisk, test_os):
 
 def test_bios_raid1_boot_lvm_root_with_disk_1_removed(make_vm, raid1_disks):
     """The same layout booted from both disks, and samples/uefi.json booted under OVMF, are
-    the Ironic power cycle's instance boots (tests/ironic/test_power_cycle.py, CI's ironic
+    the Ironic power cycle's instance boots (tests/ironic/lab/test_power_cycle.py, CI's ironic
     suite): Ironic deploys them and boots them from disk through the BMC."""
     disks, provision_s = raid1_disks
     t1 = time.monotonic()

@@ -1,4 +1,4 @@
-"""tests/unit/test_http_bombs.py again under /usr/bin/python3 with Debian's requests and urllib3
+"""tests/unit/test_bounded_http.py again under /usr/bin/python3 with Debian's requests and urllib3
 1.26: the HTTP stack the ramdisk carries (ramdisk/packages.txt), where `raw.read(n,
 decode_content=True)` inflated a whole gzip answer before any size check (issue 30, finding 6).
 Installed by scripts/host-packages.sh; missing, it skips locally and fails in CI."""
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.unit.test_http_bombs import (  # noqa: F401  (collected here with this module's python)
+from tests.unit.test_bounded_http import (  # noqa: F401  (collected here with this module's python)
     bombs,
     test_a_redirects_own_body_is_never_read,
     test_an_answer_that_inflates_past_the_limit_is_refused_in_bounded_memory,

@@ -41,7 +41,7 @@ def ramdisk(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def test_os():
-    """The bootable test OS for the libvirt lab's machines (tests/ironic/lab.py)."""
-    from tests.ironic import lab
+    """The bootable test OS for the libvirt lab's machines (tests/ironic/lab/env.py)."""
+    from tests.ironic.lab import env as lab
     require(not lab.missing(), f"missing: {lab.missing()}")
     return lab.build_test_os()

@@ -1,0 +1,184 @@
+"""provision-ironic-agent: what it reads from the machine, and its lookup/heartbeat loop
+against a scripted API (the real Ironic is in tests/ironic/integration/test_heartbeat.py)."""
+
+import json
+import logging
+import os
+import stat
+
+import pytest
+
+from provision_agent import binding
+from provision_agent.agent import ironic as agent_mod
+from tests.unit.fake_http import Resp, Session
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+OTHER_NODE = "2be26c0b-03f2-4d2e-ae87-c02d7f33c456"
+
+
+def test_kernel_params_last_wins_and_bare_words():
+    params = agent_mod.kernel_params("ro ipa-api-url=http://a:6385 quiet ipa-api-url=http://b\n")
+    assert params["ipa-api-url"] == "http://b"
+    assert params["quiet"] == "" and params["ro"] == ""
+
+
+def test_kernel_params_ignores_absurd_values():
+    assert "x" not in agent_mod.kernel_params("x=" + "a" * 100000)
+
+
+def _nic(root, name, mac, kind="1", device=True):
+    d = root / name
+    d.mkdir()
+    (d / "type").write_text(kind + "\n")
+    (d / "address").write_text(mac + "\n")
+    if device:
+        (d / "device").mkdir()
+
+
+def test_mac_addresses_are_physical_ethernet_only(tmp_path):
+    _nic(tmp_path, "eth0", "52:54:00:AA:BB:01")
+    _nic(tmp_path, "lo", "00:00:00:00:00:00", kind="772", device=False)
+    _nic(tmp_path, "br0", "52:54:00:aa:bb:09", device=False)
+    _nic(tmp_path, "ib0", "80:00:00:00", kind="32")
+    _nic(tmp_path, "eth1", "52:54:00:aa:bb:02")
+    assert agent_mod.mac_addresses(str(tmp_path)) == ["52:54:00:aa:bb:01", "52:54:00:aa:bb:02"]
+
+
+def test_callback_url_names_address_and_ssh_port():
+    assert agent_mod.callback_url("192.0.2.5", 22) == "https://192.0.2.5:22"
+    assert agent_mod.callback_url("2001:db8::5", 2222) == "https://[2001:db8::5]:2222"
+
+
+def test_source_address_is_the_route_towards_the_api():
+    assert agent_mod.source_address("http://127.0.0.1:6385") == "127.0.0.1"
+
+
+
+
+@pytest.fixture(autouse=True)
+def binding_dir(tmp_path, monkeypatch):
+    """Every agent of these tests writes its binding here, never into this host's /run."""
+    path = str(tmp_path / "binding")
+    monkeypatch.setattr(agent_mod, "DEFAULT_BINDING_DIR", path)
+    return path
+
+
+def _agent(script, **kw):
+    session = Session(script)
+    agent = agent_mod.Agent("http://192.0.2.1:6385/", ["52:54:00:aa:bb:01"],
+                            host_key="ssh-ed25519 AAAA", address="192.0.2.50",
+                            session=session, binding_dir=agent_mod.DEFAULT_BINDING_DIR, **kw)
+    return agent, session
+
+
+def _run(agent, session):
+    """Runs the loop until the scripted answers are used up."""
+    slept = []
+    agent.run(stop=lambda: not session.script, sleep=slept.append)
+    return slept
+
+
+def test_lookup_until_deploying_then_heartbeat_with_token_and_key(caplog):
+    token = "s3cret-token-value"
+    agent, session = _agent([
+        Resp(404), Resp(409, {"error_message": "locked"}),
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": token}}),
+        Resp(202), Resp(202)])
+    with caplog.at_level(logging.DEBUG):
+        slept = _run(agent, session)
+    methods = [(m, u.rsplit("/v1", 1)[1]) for m, u, _ in session.sent]
+    assert methods == [("GET", "/lookup")] * 3 + [("POST", "/heartbeat/" + NODE)] * 2
+    assert session.sent[0][2]["params"] == {"addresses": "52:54:00:aa:bb:01"}
+    body = session.sent[3][2]["json"]
+    assert body["agent_token"] == token
+    assert body["callback_url"] == "https://192.0.2.50:22"
+    assert body["agent_verify_ca"] == "ssh-ed25519 AAAA"
+    assert session.sent[3][2]["headers"]["X-OpenStack-Ironic-API-Version"] == "1.68"
+    assert slept and all(s > 0 for s in slept)
+    assert token not in caplog.text
+
+
+def test_lookup_binds_the_ramdisk_to_its_node_root_only(binding_dir):
+    agent, _session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t-1"}}),
+        Resp(200, {"node": {"uuid": OTHER_NODE}, "config": {"agent_token": "t-2"}})])
+    agent.lookup()
+    path = os.path.join(binding_dir, NODE)
+    with open(path, "rb") as f:
+        data = f.read()
+    binding.check(data, NODE, "t-1")                      # what the conductor does
+    assert "t-1" not in data.decode()                     # an HMAC, not the token
+    for wrong_node, wrong_token in ((OTHER_NODE, "t-1"), (NODE, "t-2")):
+        with pytest.raises(binding.Mismatch):
+            binding.check(data, wrong_node, wrong_token)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(binding_dir).st_mode) == 0o700
+    # Re-enrolled as another node during the same boot: only the new binding is left.
+    agent.lookup()
+    assert os.listdir(binding_dir) == [OTHER_NODE]
+    assert json.loads(open(os.path.join(binding_dir, OTHER_NODE)).read())["node_uuid"] \
+        == OTHER_NODE
+
+
+def test_a_binding_that_cannot_be_written_stops_the_agent(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    agent, _session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t-1"}})])
+    agent.binding_dir = str(blocker)
+    with pytest.raises(agent_mod.AgentError, match="cannot write the node binding"):
+        agent.lookup()
+    assert agent.node is None
+
+
+def test_a_token_handed_out_before_is_explained_and_not_used():
+    agent, session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "******"}})])
+    with pytest.raises(agent_mod.NotYet, match="earlier lookup"):
+        agent.lookup()
+
+
+def test_a_pregenerated_token_from_the_command_line_is_kept():
+    agent, session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "******"}}),
+        Resp(202)], token="from-vmedia")
+    agent.lookup()
+    assert agent.heartbeat()
+    assert session.sent[1][2]["json"]["agent_token"] == "from-vmedia"
+
+
+def test_a_refused_heartbeat_looks_up_again_and_backs_off():
+    agent, session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t"}}),
+        Resp(400, {"error_message": "Invalid or missing agent token received."}),
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t2"}}),
+        Resp(400, {"error_message": "again"})])
+    slept = _run(agent, session)
+    assert [m for m, _, _ in session.sent] == ["GET", "POST", "GET", "POST"]
+    assert slept[1] > slept[0] * 1.2     # 2 s, then 4 s (with at most 20 % jitter)
+
+
+def test_main_without_an_api_url_exits_2_and_says_why(tmp_path, caplog):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("console=ttyS0 rdinit=/init\n")
+    assert agent_mod.main(["--cmdline_file", str(cmdline)]) == 2
+    assert "ipa-api-url is not on the kernel command line" in caplog.text
+
+
+def test_main_refuses_a_non_http_url_without_echoing_credentials(tmp_path, caplog):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("ipa-api-url=ftp://user:pw@host/\n")
+    key = tmp_path / "k.pub"
+    key.write_text("ssh-ed25519 AAAA c\n")
+    assert agent_mod.main(["--cmdline_file", str(cmdline), "--host_key_file", str(key),
+                           "--mac", "52:54:00:aa:bb:01"]) == 2
+    assert "not an http(s) URL" in caplog.text and "pw" not in caplog.text
+
+
+def test_an_answer_larger_than_a_node_record_is_not_read_whole():
+    huge = b'{"node": {"uuid": "' + b"x" * (agent_mod.MAX_ANSWER + 10) + b'"}}'
+    agent, session = _agent([Resp(200, raw_body=huge)])
+    with pytest.raises(agent_mod.NotYet, match="larger than 1048576 bytes"):
+        agent.lookup()
+    assert session.sent[0][2]["stream"] is True
+    assert session.sent[0][2]["headers"]["Accept-Encoding"] == "identity"

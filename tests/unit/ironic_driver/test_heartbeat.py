@@ -1,0 +1,170 @@
+"""The deploy interface's side of lookup/heartbeat, on Ironic's DB fixtures."""
+
+import os
+from unittest import mock
+
+from ironic.common import states
+from ironic.conductor import task_manager
+
+from ironic_driver import deploy, follow
+from tests.unit.ironic_driver import dbcase
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
+OTHER = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ6lv5PDMyrRMh5DVEvsmdZP8EuUYTtmNIb6+VavS+vd"
+
+
+class TestHeartbeat(dbcase.NodeTestCase):
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_node(driver_info={},
+                                   instance_info={"image_source": "http://x/img"})
+
+    def _key_file(self, text):
+        path = os.path.join(self.useFixture(__import__("fixtures").TempDir()).path, "k.crt")
+        with open(path, "w") as f:
+            f.write(text + "\n")
+        return path
+
+    def _heartbeat(self, url="https://192.0.2.20:22", key=KEY):
+        with mock.patch.object(follow, "follow") as follow_once:
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                task.driver.deploy.heartbeat(task, url, "1.0",
+                                             self._key_file(key) if key else None)
+        self.node.refresh()
+        return follow_once
+
+    def test_first_heartbeat_records_address_and_key_and_starts(self):
+        self.deploy_waiting()
+        started = self._heartbeat("https://192.0.2.20:2222")
+        info = self.node.driver_internal_info
+        self.assertEqual("192.0.2.20", info["provision_ssh_address"])
+        self.assertEqual(2222, info["provision_ssh_port"])
+        self.assertEqual(KEY, info["provision_host_key"])
+        self.assertEqual("https://192.0.2.20:2222", info["agent_url"])
+        self.assertEqual(1, info["provision_heartbeats"])
+        self.assertEqual(1, started.call_count)
+        # found by a heartbeat: the ramdisk will have to prove its binding
+        self.assertEqual(("192.0.2.20", 2222, KEY, True),
+                         follow.ssh_target(self.node, deploy.OPTS()))
+
+    def test_later_heartbeats_do_not_start_again(self):
+        self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
+                      provision_ssh_port=22, provision_host_key=KEY)
+        started = self._heartbeat()
+        self.assertEqual(0, started.call_count)
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+
+    def test_a_changed_key_fails_the_deploy(self):
+        self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
+                      provision_ssh_port=22, provision_host_key=KEY)
+        self._heartbeat(key=OTHER)
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertIn("changed its address or host key", self.node.last_error)
+
+    def test_a_heartbeat_outside_our_deploy_is_ignored(self):
+        self.node.provision_state = states.ACTIVE
+        self.node.save()
+        started = self._heartbeat()
+        self.assertNotIn("provision_ssh_address", self.node.driver_internal_info)
+        self.assertEqual(0, started.call_count)
+
+    def test_a_callback_without_an_address_fails(self):
+        self.deploy_waiting()
+        self._heartbeat("http://ramdisk.example:22")
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertIn("does not name an IP address", self.node.last_error)
+
+    def test_static_address_and_pin_win_over_the_heartbeat(self):
+        self.deploy_waiting(provision_ssh_address="192.0.2.20", provision_ssh_port=22,
+                      provision_host_key=KEY)
+        self.node.driver_info = {"provision_ssh_address": "198.51.100.7",
+                                 "provision_host_key": OTHER}
+        self.assertEqual(("198.51.100.7", 22, OTHER, False),
+                         follow.ssh_target(self.node, deploy.OPTS()))
+        self.node.driver_info = {"provision_host_key": OTHER}
+        self.assertEqual(("192.0.2.20", 22, OTHER, True),
+                         follow.ssh_target(self.node, deploy.OPTS()))
+
+    def test_prepare_hands_the_boot_interface_ironics_agent_options(self):
+        self.node.provision_state = states.DEPLOYING
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task, \
+                mock.patch.object(task.driver.boot, "prepare_ramdisk") as prepare:
+            task.driver.deploy.prepare(task)
+        prepare.assert_called_once_with(mock.ANY, {"ipa-api-url": dbcase.API_URL,
+                                                   "loglevel": "4"})
+
+    def test_a_statically_pinned_node_keeps_the_builds_key(self):
+        self.node.driver_info = {"provision_host_key": KEY}
+        self.assertEqual({"ipa-api-url": dbcase.API_URL, "provision.hostkey": "baked",
+                          "loglevel": "4"}, deploy.ramdisk_options(self.node))
+
+    def test_follow_without_any_address_waits_and_says_why(self):
+        self.deploy_waiting()
+        with mock.patch.object(follow, "_connect") as connect:
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                follow.follow(task)
+        connect.assert_not_called()
+        self.node.refresh()
+        self.assertIn("no heartbeat from the ramdisk yet",
+                      self.node.driver_internal_info["provision_last_ssh_error"])
+
+
+class TestHeartbeatAsIronicDoes(dbcase.NodeTestCase):
+    """Ironic's own heartbeat handling (agent_base.HeartbeatMixin) for a node in maintenance
+    and for a node another thread holds locked."""
+
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_node(driver_info={},
+                                   instance_info={"image_source": "http://x/img"})
+
+    def _heartbeat(self):
+        with mock.patch.object(follow, "follow") as follow_once:
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                task.driver.deploy.heartbeat(task, "https://192.0.2.20:22", "1.0", None)
+        self.node.refresh()
+        return follow_once
+
+    def test_a_heartbeat_in_maintenance_aborts_the_deploy_and_starts_nothing(self):
+        self.config(allow_provisioning_in_maintenance=False, group="conductor")
+        self.deploy_waiting()
+        self.node.maintenance = True
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertEqual("Deploy aborted as node is in maintenance mode", self.node.last_error)
+
+    def test_a_heartbeat_in_maintenance_aborts_the_cleaning(self):
+        self.config(allow_provisioning_in_maintenance=False, group="conductor")
+        self.deploy_waiting()
+        self.node.provision_state = states.CLEANWAIT
+        self.node.target_provision_state = states.AVAILABLE
+        self.node.clean_step = {"interface": "deploy", "step": "erase_devices_metadata"}
+        self.node.maintenance = True
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertEqual(states.CLEANFAIL, self.node.provision_state)
+        self.assertIn("Cleaning aborted as node is in maintenance mode", self.node.last_error)
+
+    def test_by_default_a_heartbeat_in_maintenance_is_only_recorded(self):
+        # [conductor]allow_provisioning_in_maintenance is true by default
+        self.deploy_waiting()
+        self.node.maintenance = True
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+        self.assertEqual("192.0.2.20", self.node.driver_internal_info["provision_ssh_address"])
+
+    def test_a_heartbeat_that_meets_a_locked_node_is_not_an_error(self):
+        self.deploy_waiting()
+        self.node.reservation = "another-conductor"     # a poll holds it
+        self.node.save()
+        started = self._heartbeat()
+        started.assert_not_called()
+        self.assertIsNone(self.node.last_error)
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+        self.assertNotIn("provision_ssh_address", self.node.driver_internal_info)

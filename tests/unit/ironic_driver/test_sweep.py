@@ -1,0 +1,74 @@
+"""The periodic sweep that hands waiting nodes to pollers, on Ironic's DB fixtures: it picks
+exactly our waiting nodes and takes no lock itself (each poll takes its own)."""
+
+from unittest import mock
+
+from ironic.common import states
+from ironic.conductor import task_manager
+from ironic.db import api as dbapi
+from oslo_utils import uuidutils
+
+from ironic_driver import deploy, follow
+from tests.unit.ironic_driver import dbcase
+
+
+class Manager:
+    """The two things the sweep uses of Ironic's conductor manager."""
+
+    def __init__(self):
+        self.spawned = []
+        self.dbapi = dbapi.get_instance()
+
+    def iter_nodes(self, fields=None, filters=None):
+        # the hash ring that maps nodes to conductors is not what is tested here
+        return iter(self.dbapi.get_nodeinfo_list(
+            columns=["uuid", "driver", "conductor_group"] + list(fields or ()),
+            filters=filters))
+
+    def _spawn_worker(self, func, *args):
+        self.spawned.append(args[0])    # FanOut hands on (its runner, key, the poll, ...)
+
+
+class TestSweep(dbcase.NodeTestCase):
+    def _node(self, interface="provision", state=states.DEPLOYWAIT, phase="wait_ramdisk",
+              **fields):
+        node = self.make_node(uuid=uuidutils.generate_uuid(), **fields)
+        node.deploy_interface = interface
+        node.provision_state = state
+        node.driver_internal_info = {"provision_phase": phase} if phase else {}
+        node.save()
+        return node.uuid
+
+    def test_the_sweep_hands_on_our_waiting_nodes_without_a_lock_of_its_own(self):
+        waiting = self._node()
+        running = self._node(state=states.CLEANWAIT, phase="running")
+        self._node(interface="fake")                          # another deploy interface
+        self._node(phase="done")                              # finished, resumed elsewhere
+        self._node(state=states.ACTIVE, phase=None)
+        self._node(maintenance=True)
+        self._node(reservation="other-conductor")             # a poll or a step holds it
+        manager = Manager()
+        with mock.patch.object(task_manager, "acquire",
+                               side_effect=AssertionError("the sweep took a lock")), \
+                mock.patch.object(deploy.FOLLOWERS, "submit",
+                                  wraps=deploy.FOLLOWERS.submit) as submit:
+            deploy.ProvisionDeploy()._follow_provision(manager, self.context)
+        self.assertEqual(sorted([waiting, running]), sorted(manager.spawned))
+        self.assertEqual(2, submit.call_count)
+        for call in submit.call_args_list:
+            self.assertIs(follow.follow_in_worker, call.args[2])
+        # the pollers' slots are freed once they end; here they never ran
+        for uuid in manager.spawned:
+            deploy.FOLLOWERS._done(uuid)
+
+    def test_a_sweep_past_its_interval_leaves_running_jobs_to_the_next_one(self):
+        import itertools
+        from types import SimpleNamespace
+        starting = self._node()
+        self._node(phase="running")
+        manager = Manager()
+        clock = SimpleNamespace(monotonic=itertools.count(0, 1000).__next__)
+        with mock.patch.object(deploy, "time", clock):
+            deploy.ProvisionDeploy()._follow_provision(manager, self.context)
+        self.assertEqual([starting], manager.spawned)
+        deploy.FOLLOWERS._done(starting)
