@@ -4,9 +4,7 @@ extracted into a mounted ext4 with modes, owners, hard links and xattrs read bac
 import gzip
 import hashlib
 import os
-import subprocess
 
-import pytest
 import zstandard
 
 from provision_agent.drivers.images import formats, writer
@@ -15,24 +13,6 @@ from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "mkfs.ext4", "e2fsck", "resize2fs", "dumpe2fs", "tar",
                      "fallocate")
-
-
-@pytest.fixture
-def loop(tmp_path):
-    made = []
-
-    def make(size):
-        backing = tmp_path / f"loop{len(made)}.img"
-        with open(backing, "wb") as f:
-            f.truncate(size)
-        dev = sh("losetup", "-f", "--show", str(backing)).strip()
-        made.append(dev)
-        return dev
-
-    yield make
-    for dev in made:
-        subprocess.run(["umount", dev], capture_output=True)
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
 def block_count(dev):

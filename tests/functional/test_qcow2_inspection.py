@@ -12,7 +12,6 @@ from provision_agent.drivers.images import writer
 from provision_agent.errors import ImageError
 from provision_agent.run.runner import Runner
 from tests.functional.prereq import require
-from tests.functional.test_image_loop import loop  # noqa: F401  (the fixture)
 
 pytestmark = require("losetup", "qemu-img", "prlimit")
 

@@ -6,19 +6,6 @@ import pytest
 
 from tests.ironic import realenv
 
-# The libvirt lab's proofs outside CI's budget (tox -e ironic-lab, which names them) boot
-# machines for many minutes each: a run over the directory (`pytest tests/ironic`, tox -e
-# ironic) leaves them out. Named on the command line, they run: pytest never applies this hook
-# to the paths it was given.
-LAB_ONLY = ("test_power_variants.py", "test_lab_inspection.py", "test_lab_vmedia.py",
-            "test_lab_metalsmith.py")
-
-
-def pytest_ignore_collect(collection_path, config):
-    if collection_path.name in LAB_ONLY:
-        return True
-    return None
-
 
 def require(condition, why):
     """In CI a missing prerequisite fails; elsewhere it skips (a skip is never a pass)."""

@@ -7,7 +7,9 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import REPO_ROOT
+
+ROOT = REPO_ROOT
 DOC = os.path.join(ROOT, "docs", "ironic.md")
 MARKED = re.compile(r"^<!-- run: ([a-z0-9-]+) -->\n```bash\n(.*?)^```$", re.M | re.S)
 RAN = set()

@@ -7,7 +7,6 @@ from provision_agent import redact
 from provision_agent.drivers.images import sources
 from provision_agent.errors import ImageError
 from tests.unit.helpers import CONFIGDRIVE, mutate, run_cli, sample
-from tests.unit.data_drivers.test_native_bounds import watchdog  # noqa: F401  (fixture)
 
 SIG = "SIGNATURE0123456789abcdef"
 PASSWORD = "Hunter2-SECRET"

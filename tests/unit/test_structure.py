@@ -5,7 +5,9 @@ about 60. The import contracts between the packages are import-linter's (tox -e 
 import ast
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import REPO_ROOT
+
+ROOT = REPO_ROOT
 PACKAGES = ("provision_agent", "ironic_driver")
 MAX_MODULE_LINES = 320
 MAX_FUNCTION_LINES = 65

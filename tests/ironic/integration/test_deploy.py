@@ -6,9 +6,10 @@ import os
 
 import pytest
 
+from tests import REPO_ROOT
 from tests.ironic import realenv
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 LAYOUT = os.path.join(ROOT, "samples", "single-disk.json")
 INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
 

@@ -11,11 +11,12 @@ import os
 import pytest
 import requests
 
+from tests import REPO_ROOT
 from tests.ironic import realenv, realglance
 from tests.ironic.conftest import require
 from tests.vmbench.httpserve import FileServer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 LAYOUT = os.path.join(ROOT, "samples", "single-disk.json")
 INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
 

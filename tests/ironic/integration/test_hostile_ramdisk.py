@@ -17,11 +17,11 @@ import tracemalloc
 import pytest
 
 from ironic_driver import remote, ssh
+from tests import REPO_ROOT
 from tests.ironic import realenv
 
 CONNECT, COMMAND = 3, 3     # one look may take CONNECT + COMMAND seconds
-with open(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "samples",
-                       "single-disk.json")) as _f:
+with open(os.path.join(REPO_ROOT, "samples", "single-disk.json")) as _f:
     LAYOUT = json.load(_f)
 
 
@@ -51,7 +51,7 @@ def test_an_endless_exit_code_file_is_read_to_its_limit(ramdisk, tmp_path):
 def slow_ramdisk(ramdisk, tmp_path_factory):
     """A ramdisk whose SFTP answers come a byte every half second; the conductor's key of
     the `ramdisk` fixture opens it too."""
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow_sftp.py")
+    script = os.path.join(REPO_ROOT, "tests", "ironic", "slow_sftp.py")
     sshd = realenv.Sshd(str(tmp_path_factory.mktemp("slow")),
                         sftp=f"{sys.executable} {script} 0.5").start()
     with open(ramdisk.client_key_file + ".pub") as key, \

@@ -12,10 +12,11 @@ import pytest
 
 from provision_agent.agent import inspection
 from provision_agent.machine import disks as machine_disks
+from tests import REPO_ROOT
 from tests.ironic import realenv
 from tests.ironic.conftest import require
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 
 
 @pytest.fixture(scope="module")

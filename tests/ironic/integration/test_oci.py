@@ -15,11 +15,12 @@ from provision_agent.drivers.images import writer
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
 from provision_agent.run.runner import Runner
+from tests import REPO_ROOT
 from tests.ironic import realenv, realregistry
 from tests.ironic.conftest import require
 from tests.unit.drivers.images.test_authorization import refused_download
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
 # A whole-disk image: an MBR signature, then data; zstd-compressed as artifacts often are.
 DISK = b"\x00" * 510 + b"\x55\xaa" + os.urandom(1 << 20) + bytes(3 << 20)

@@ -11,9 +11,10 @@ import time
 
 import pytest
 
+from tests import REPO_ROOT
 from tests.ironic import realenv
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 SLEEP = 8
 FAKE = f"""#!/bin/sh
 while [ $# -gt 0 ]; do

@@ -25,7 +25,7 @@ from tests.vmbench.libvirt import OVMF_CODE, Domain, Libvirtd, StoragePool
 from tests.vmbench.ramdisk import client_key
 from tests.vmbench.vm import HOST_KEY_LINE  # noqa: F401  (the tests read consoles with it)
 
-ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "ironic-lab"
+ARTIFACTS = pathlib.Path(__file__).resolve().parents[3] / "artifacts" / "ironic-lab"
 TOOLS = ("qemu-system-x86_64", "virsh", "dnsmasq", "ip", "ipmitool", "mmdebstrap", "zstd",
          "sfdisk", "blkid", "wipefs")
 # What Ironic's redfish-virtual-media boot builds a BIOS ISO with (Debian's isolinux)
@@ -213,7 +213,7 @@ image_download_source = http
             provide_timeout=provide_timeout)
 
 
-SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
+SAMPLES = pathlib.Path(__file__).resolve().parents[3] / "samples"
 LAYOUTS = {"bios": "two-disk-raid-lvm.json", "uefi": "uefi.json"}
 MARKER = r"PROVISION-BOOT-OK cd=(\S+)"
 FAILED = ["deploy failed", "clean failed", "error"]

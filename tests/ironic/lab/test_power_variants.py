@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from tests.ironic.lab import env as lablib
 from tests.ironic.conftest import require
+from tests.ironic.lab import env as lablib
 from tests.vmbench import ensure_ramdisk
 from tests.vmbench.bootnet import PXELINUX_FILES
 

@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 from provision_agent import errors
+from tests import REPO_ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 
 
 def test_the_tables_are_generated_from_the_code():

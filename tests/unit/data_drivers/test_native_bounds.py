@@ -4,7 +4,6 @@ a size of "1" + 40,000 blanks + "x" took 8.4 s, 80,000 took 50.8 s)."""
 
 import json
 import re
-import signal
 
 import pytest
 
@@ -12,21 +11,7 @@ from provision_agent.data_drivers import native
 from provision_agent.plan import units
 from tests.unit.helpers import run_cli, sample
 
-WATCHDOG_S = 10      # a linear match of these inputs takes milliseconds; quadratic takes minutes
 N = 100_000
-
-
-def _alarm(signum, frame):
-    raise TimeoutError(f"took more than {WATCHDOG_S} s: backtracking")
-
-
-@pytest.fixture
-def watchdog():
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(WATCHDOG_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def schema_patterns(node=None):

@@ -12,8 +12,8 @@ from provision_agent.drivers import blockinfo, md, multipath, udev, wipe
 from provision_agent.errors import MachineMismatch
 from provision_agent.plan import inventory, pipeline
 from provision_agent.plan.devnames import partition_device, partition_number
-from tests.unit.fakes import FakeRunner
 from tests.unit.data_drivers.nailgun.test_driver import fuel
+from tests.unit.fakes import FakeRunner
 
 WWID = "3600508b400105e210000900000490000"
 PATHS = [{"name": "/dev/sda", "by_path": "/dev/disk/by-path/pci-0000:03:00.0-sas-0x5000c5-lun-0",

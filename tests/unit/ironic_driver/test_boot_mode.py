@@ -13,6 +13,7 @@ from ironic.drivers.modules import (
 from oslo_utils import uuidutils
 
 from ironic_driver import validation
+from tests import REPO_ROOT
 from tests.unit.ironic_driver import dbcase
 
 # Every place Ironic keeps a boot mode, each unset or set to either mode.
@@ -71,7 +72,7 @@ class TestBootMode(dbcase.NodeTestCase):
     def test_a_bios_layout_for_a_node_ironic_boots_in_uefi_is_refused_before_it_boots(self):
         import json
         import os
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        root = REPO_ROOT
         with open(os.path.join(root, "samples", "single-disk.json")) as f:
             bios_layout = json.load(f)
         node = self._node(None, None, None, None)

@@ -4,7 +4,8 @@ the ramdisk to read, unless Ironic's [conductor]disable_support_for_checksum_fil
 
 from ironic.common import exception
 
-from tests.unit.ironic_driver import dbcase, test_deploy as test_unit
+from tests.unit.ironic_driver import dbcase
+from tests.unit.ironic_driver import test_deploy as test_unit
 
 SUMS = "http://images.example.com/disk.raw.sha256sum"
 

@@ -4,9 +4,10 @@ ironic_driver/config.py, and its runnable blocks (run by tox -e ironic) are well
 import importlib.util
 import os
 
+from tests import REPO_ROOT
 from tests.ironic import guide
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 
 
 def _script():
@@ -33,6 +34,7 @@ def test_runnable_blocks_are_found():
     assert {"enroll", "deploy", "template", "trait", "node-default"} <= set(found)
     assert "baremetal deploy template create CUSTOM_RAID1_LVM" in found["template"]
     assert all(text.strip() for text in found.values())
-    # tests/ironic/integration/test_guide.py sets these two for its Ironic; the guide must say the same.
+    # tests/ironic/integration/test_guide.py sets these two for its Ironic; the guide must say
+    # the same.
     with open(guide.DOC) as f:
         assert "export OS_AUTH_TYPE=none OS_ENDPOINT=" in f.read()

@@ -15,9 +15,10 @@ from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 
 from ironic_driver import deploy, layouts, validation
+from tests import REPO_ROOT
 from tests.unit.ironic_driver import dbcase
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
 TRAIT = "CUSTOM_RAID1_LVM"
 

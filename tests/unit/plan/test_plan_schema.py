@@ -10,9 +10,10 @@ import sys
 import jsonschema
 import pytest
 
+from tests import REPO_ROOT
 from tests.unit.helpers import run_cli, sample
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = REPO_ROOT
 SAMPLES = sorted(f[:-5] for f in os.listdir(os.path.join(ROOT, "samples"))
                  if f.endswith(".json"))
 DRIVER = {"provision": "nailgun", "provision-vm": "nailgun", "ironic-layout": "ironic",

@@ -7,8 +7,16 @@ import json
 import pytest
 
 from provision_agent.data_drivers.nailgun.driver import NailgunDriver
+from tests.unit.data_drivers.nailgun.test_driver import (
+    ROOT_IMAGE,
+    ROOT_PART,
+    disk,
+    fuel,
+    native,
+    plan,
+    problems,
+)
 from tests.unit.helpers import run_cli, sample
-from tests.unit.data_drivers.nailgun.test_driver import ROOT_IMAGE, ROOT_PART, disk, fuel, native, plan, problems
 
 # --- keep_data: nothing Fuel keeps is formatted (issue 20 item 1) ----------------------------
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from tests.unit.helpers import run_cli, sample
 from tests.unit.data_drivers.nailgun.test_driver import ROOT_PART, disk, fuel
 from tests.unit.data_drivers.nailgun.test_fidelity import JOURNAL_GUID, OSD_GUID
+from tests.unit.helpers import run_cli, sample
 
 BOOT = {"type": "boot", "size": 300}
 SATA_MIB = 476940        # samples/inventory/fuel-three-disks.json

@@ -18,8 +18,8 @@ from provision_agent.plan import pipeline, render
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
 from tests.unit.drivers.images import test_sources as test_image_sources
-from tests.unit.helpers import inventory, run_cli
 from tests.unit.drivers.images.test_checksum_file import IMAGE, SHA256
+from tests.unit.helpers import inventory, run_cli
 
 http_server = test_image_sources.http_server     # the fixture, shared
 

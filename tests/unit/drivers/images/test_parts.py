@@ -25,8 +25,8 @@ from provision_agent.drivers.images.progress import Progress
 from provision_agent.drivers.images.zstd_frames import FrameWalker
 from provision_agent.errors import ImageError
 from provision_agent.run.events import Events
-from tests.unit.fakes import FakeRunner
 from tests.unit.drivers.images.test_sources import Handler, Server
+from tests.unit.fakes import FakeRunner
 
 DATA = os.urandom(1 << 20) + bytes(3 << 20) + b"end"
 

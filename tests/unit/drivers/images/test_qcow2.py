@@ -11,8 +11,8 @@ import pytest
 from provision_agent.drivers.images import formats, qcow2, writer
 from provision_agent.errors import ImageError
 from provision_agent.run.runner import Runner
-from tests.unit.fakes import FakeRunner
 from tests.unit.drivers.images.test_parts import need
+from tests.unit.fakes import FakeRunner
 
 MARKER = b"RAMDISK-SECRET-MARKER."
 

@@ -1,0 +1,24 @@
+import subprocess
+
+import pytest
+
+from tests.functional.prereq import sh
+
+
+@pytest.fixture
+def loop(tmp_path):
+    """make(size) -> a loop device over a sparse file of that size, detached afterwards."""
+    made = []
+
+    def make(size):
+        backing = tmp_path / f"loop{len(made)}.img"
+        with open(backing, "wb") as f:
+            f.truncate(size)
+        dev = sh("losetup", "-f", "--show", str(backing)).strip()
+        made.append(dev)
+        return dev
+
+    yield make
+    for dev in made:
+        subprocess.run(["umount", dev], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
