@@ -1,4 +1,4 @@
-"""Where a provision run's time goes, from its --debug log (issue 17, layouts).
+"""Where a provision run's time goes, from its --debug log.
 
 Phases: start-up (interpreter and imports, before the first log line), preparation (input,
 discovery, validation, planning, preflight: first log line to step 1), then within the steps

@@ -1,4 +1,4 @@
-"""HTTP answers that inflate far past what they weigh (issue 30, finding 6), served on
+"""HTTP answers that inflate far past what they weigh, served on
 127.0.0.1, and a child interpreter that fetches one of them through provision's code under an
 address-space limit, so a fetch that inflates everything dies of MemoryError in the child
 instead of taking the test machine's memory.

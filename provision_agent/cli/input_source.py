@@ -45,8 +45,7 @@ def fetch(url, *, ca_bundle=None, insecure=False, timeout=(15, 60), attempts=ATT
 
 
 def _get(url, verify, timeout):
-    # imported here: a file input (the usual case) never pays requests' start-up in the
-    # ramdisk, about 1.5 s under TCG
+    # here: a file input never pays requests' start-up (benchmarks/layouts_vs_shell.md)
     import requests
     try:
         with requests.get(url, timeout=timeout, verify=verify, stream=True,

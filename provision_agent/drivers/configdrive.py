@@ -24,7 +24,7 @@ from provision_agent.plan.configdrive_format import (
 
 def fetch(url, timeout=60, options=None):
     """The configdrive text an Ironic URL serves, with the image download's TLS options."""
-    import requests  # only a configdrive given by URL needs it (0.3-0.6 s of start-up in the VM)
+    import requests  # only a configdrive given by URL pays its start-up
     options = options or {}
     verify = False if options.get("image_insecure") else (options.get("image_ca_bundle") or True)
     try:

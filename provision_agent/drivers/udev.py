@@ -22,9 +22,7 @@ def settle(runner, timeout=SETTLE_TIMEOUT):
 
 
 def _reread(runner, disk):
-    # tenacity is imported where a retry may be needed, not with the module: it imports
-    # asyncio, 0.2 s of every run's start-up under TCG, and a run that finds its partitions
-    # in place never retries
+    # here: tenacity imports asyncio, start-up a run without retries need not pay
     import tenacity
     tenacity.Retrying(
         stop=tenacity.stop_after_attempt(6), wait=tenacity.wait_fixed(1),

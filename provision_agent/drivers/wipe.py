@@ -29,9 +29,8 @@ def _is_kept(node, keep):
 
 def _take_down(runner, device, nodes):
     """Deactivate VGs and stop md arrays on device or built on top of it, top first."""
-    # An active VG holds its PVs only through its LVs' device-mapper nodes, which lsblk lists
-    # above them; with none there, pvs (0.2 s in the VM, once per disk and per new device:
-    # 10-36 calls a layout) has nothing to find that vgchange could take down.
+    # An active VG shows as device-mapper nodes above its PVs: without any, skip pvs, a slow
+    # call made per disk (benchmarks/layouts_vs_shell.md).
     mapped = any(n["type"] in ("lvm", "dm", "crypt") for n in nodes)
     for vg in _volume_groups_on(runner, [device] + [n["path"] for n in nodes]) if mapped else ():
         LOG.info("%s: deactivating old volume group %s", device, vg)

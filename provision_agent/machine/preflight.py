@@ -60,7 +60,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     swaps = blockinfo.active_swaps() if swaps is None else swaps
     live = {d["name"]: d for d in live_disks}
     present = [w["name"] for w in res.disks.values() if w["name"] in live]
-    # one lsblk for all of them (0.07-0.13 s a call in the VM bench)
+    # one lsblk for all of them: each call costs start-up (benchmarks/layouts_vs_shell.md)
     trees = dict(zip(present, blockinfo.trees(runner, present))) if present else {}
     problems = []
     for disk_id, want in res.disks.items():

@@ -12,8 +12,7 @@ CONFIG2_LABEL = "config-2"
 NOCLOUD_LABEL = "cidata"
 
 
-# Ironic's configdrive partition is 64 MiB: a drive that inflates to more cannot be written,
-# and inflating it whole first is how a 1.4 MB string became 1 GiB in memory.
+# Ironic's configdrive partition is 64 MiB: more cannot be written, so it is never inflated.
 MAX_BYTES = 64 << 20
 MAX_TEXT = MAX_BYTES * 4 // 3 + 4096       # its base64 text, gzip or not
 FETCH_SECONDS = 300                         # MAX_TEXT at 1 MB/s with room to spare

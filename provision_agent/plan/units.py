@@ -20,9 +20,7 @@ UNITS = {
 # No disk is larger, and sector numbers past it overflow the tools' 64-bit arithmetic.
 MAX_BYTES = 1 << 63
 
-# Matched against the stripped value, and with the blanks before a unit inside the optional
-# group: "1" + 40,000 blanks + "x" used to backtrack quadratically (8 s) through two adjacent
-# \s* runs; the conductor runs this on every document it validates.
+# Stripped first, one \s* run: two adjacent ones backtrack quadratically (docs/security.md).
 _SIZE_RE = re.compile(r"^(?P<num>\d+(?:\.\d+)?)(?:\s*(?P<unit>[A-Za-z]+|%))?$")
 MAX_SIZE_TEXT = 64
 

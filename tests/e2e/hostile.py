@@ -1,11 +1,11 @@
 """A hostile test OS for tests/e2e/test_boot.py::test_bios_single_disk: the test OS tar with
 
 - etc/fstab a link to an absolute path (/etc/fstab.real): provision must not follow it out of
-  the target (it used to write the ramdisk's own file; issue 19);
+  the target (it used to write the ramdisk's own file);
 - an initramfs-tools hook that, run by update-initramfs in provision's chroot as root, tries
   to read and overwrite the conductor's job file in the ramdisk's /run, directly and through
   /proc/1/root, and to read a file of the ramdisk's root, and records what it saw in the
-  target's /var/log/provision-chroot-probe (issue 30, finding 2).
+  target's /var/log/provision-chroot-probe.
 
 Derived from root.tar.zst, so it is cached next to it under the same key.
 """

@@ -117,9 +117,9 @@ def _provision_then_boot(make_vm, doc, firmware, disks, drop_first=False, inspec
 
 
 def test_bios_single_disk(make_vm, test_os):
-    """Also the containment proofs in the VM. Issue 19: the image's etc/fstab is a link to an
+    """Also the containment proofs in the VM: the image's etc/fstab is a link to an
     absolute path, and a kernel parameter carries quotes and a blank (it used to empty
-    GRUB_CMDLINE_LINUX and lose root=). Issue 30: the image's initramfs hook, run as root in
+    GRUB_CMDLINE_LINUX and lose root=); the image's initramfs hook, run as root in
     provision's chroot, reaches neither the conductor's job file in the ramdisk's /run nor the
     ramdisk's root through /proc/1/root (tests/e2e/hostile.py); the ramdisk's console line
     shows its kernel command line without the agent token."""

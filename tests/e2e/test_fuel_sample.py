@@ -41,7 +41,7 @@ def test_fuel_vm_sample_provisions_and_reads_back(make_vm):
 
 
 def reprovision_keeping_the_image_vg(vm, doc):
-    """Fuel's keep_data on the image VG (issue 20): Glance's data survives a re-provision, the
+    """Fuel's keep_data on the image VG: Glance's data survives a re-provision, the
     VG is not re-created nor its xfs re-made, the OS beside it is written anew."""
     vm.ssh("mkdir -p /mnt/g && mount /dev/image/glance /mnt/g && "
            "head -c 8M /dev/urandom > /mnt/g/kept.bin && sha256sum /mnt/g/kept.bin > /tmp/kept "

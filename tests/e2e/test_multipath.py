@@ -1,4 +1,4 @@
-"""Multipath and NVMe disks in the VM bench (issue 16).
+"""Multipath and NVMe disks in the VM bench.
 
 qemu shows one disk image through two SCSI devices on two HBAs with the same serial and WWN
 (sda, sdb): the ramdisk's multipathd makes them one dm-multipath disk. Next to it a plain

@@ -1,7 +1,7 @@
 """The chroot helper for real on the host (root): a command run in the target sees a /run of
 its own (not the machine's, where the conductor's job files live), a /proc of its own PID
 namespace (its /proc/1/root is the target's root, no process of the machine shows), the udev
-database copied in, and what it leaves running dies with it (issue 30, finding 2). The
+database copied in, and what it leaves running dies with it. The
 target is the host's /usr bound read-only under a temporary root."""
 
 import os

@@ -1,6 +1,6 @@
 """tests/unit/test_bounded_http.py again under /usr/bin/python3 with Debian's requests and urllib3
 1.26: the HTTP stack the ramdisk carries (ramdisk/packages.txt), where `raw.read(n,
-decode_content=True)` inflated a whole gzip answer before any size check (issue 30, finding 6).
+decode_content=True)` inflated a whole gzip answer before any size check.
 Installed by scripts/host-packages.sh; missing, it skips locally and fails in CI."""
 
 import os

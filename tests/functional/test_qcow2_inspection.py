@@ -1,5 +1,5 @@
-"""qcow2 images onto loop devices (root) through the writer, with the real qemu-img (issue 30,
-finding 10): one whose backing file is a host file and one whose external data file is,
+"""qcow2 images onto loop devices (root) through the writer, with the real qemu-img: one
+whose backing file is a host file and one whose external data file is,
 both holding a marker, are refused with exit 5 and the device never holds the marker; a
 clean qcow2 still converts and reads back with its checksum."""
 

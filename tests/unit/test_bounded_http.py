@@ -1,4 +1,4 @@
-"""HTTP answers that inflate past their weight (issue 30, finding 6), fetched by provision's
+"""HTTP answers that inflate past their weight, fetched by provision's
 code in a child interpreter limited to 1 GiB of address space: here under this environment's
 urllib3 2.x; tests/functional/test_http_bombs.py runs the same tests under Debian's urllib3
 1.26, the one the ramdisk carries (where even a plain gzip answer used to inflate whole)."""

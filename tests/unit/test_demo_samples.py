@@ -1,8 +1,8 @@
 """Every sample, as scripts/demo sees it: its format recognised, the images it downloads servable,
 and a plan on the machine the demo boots for it (three 4 GiB virtio disks with serials
 disk0..2, as samples/inventory/three-disks.json records them; Fuel's full-size provision.json
-on three 466 GiB SATA disks, as fuel-three-disks.json). The VM runs of every sample are in the
-closing notes of issue 18; tests/e2e/test_fuel_sample.py provisions one through the demo's
+on three 466 GiB SATA disks, as fuel-three-disks.json). scripts/demo runs each in the VM;
+tests/e2e/test_fuel_sample.py provisions one through the demo's
 image serving in CI."""
 
 import hashlib

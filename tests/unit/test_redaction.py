@@ -1,4 +1,4 @@
-"""No credential, signed URL or configdrive content in what provision shows (issue 19.4): the
+"""No credential, signed URL or configdrive content in what provision shows: the
 text plan, the JSON plan, the events file, validation errors, image errors and the log."""
 
 import json

@@ -1,4 +1,4 @@
-"""Only a self-contained qcow2 is converted (issue 30, finding 10).
+"""Only a self-contained qcow2 is converted.
 
 A qcow2 may name a backing file or an external data file, and `qemu-img convert` reads them:
 a tenant's image naming /etc/ssh/ssh_host_ed25519_key, the ramdisk's kernel or another disk

@@ -85,8 +85,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         hashed = None
         top = ReadAhead(top, NET_CHUNK, depth=8, name="image-fetch")
         if expected and checksum_of == "compressed":
-            # its own thread: for a raw image, hashing a GiB (0.7 s) and fetching it (0.4 CPU s)
-            # in one thread made the download the slowest stage
+            # its own thread, or hashing slows the download (benchmarks/image_write.md)
             hashed = checksums.Hashing(top, expected[0])
             top = ReadAhead(hashed, NET_CHUNK, depth=8, name="image-hash")
         top = net = Peek(top)

@@ -1,4 +1,4 @@
-"""In-band inspection by our own ramdisk, in the libvirt lab (issue 31, proof 1; `tox -e
+"""In-band inspection by our own ramdisk, in the libvirt lab (`tox -e
 ironic-lab`): Ironic's `agent` inspect interface boots our ramdisk itself (managed boot: the
 `ipxe` boot interface, DHCP from Ironic's dnsmasq provider) with ipa-inspection-callback-url on
 its command line; our agent posts the machine's inventory; Ironic stores it and powers the

@@ -233,8 +233,8 @@ def _refusal(capsys, argv):
 @pytest.mark.parametrize("root", ["/", "/tmp"])
 def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
         monkeypatch, capsys, root):
-    """Issue 30.11: the same refusal, message and exit code, with or without an inventory,
-    and nothing run on the machine before it."""
+    """The same refusal, message and exit code, with or without an inventory, and nothing run
+    on the machine before it."""
     from provision_agent.drivers import target
     from provision_agent.run import execution
     fake = _live_machine(monkeypatch, {})

@@ -1,8 +1,8 @@
-"""What the image's tools get of the ramdisk in the chroot (issue 30, finding 2, ramdisk
-part): /dev and /sys, a /run of their own with a copy of the udev database (never the
-ramdisk's /run, where the conductor's job files live) and, per command, a PID namespace with
-a fresh /proc (never the ramdisk's, whose /proc/1/root is the ramdisk's root). The runner is
-faked; tests/functional/test_chroot_reach.py runs it for real."""
+"""What the image's tools get of the ramdisk in the chroot: /dev and /sys, a /run of their own
+with a copy of the udev database (never the ramdisk's /run, where the conductor's job files
+live) and, per command, a PID namespace with a fresh /proc (never the ramdisk's, whose
+/proc/1/root is the ramdisk's root). The runner is faked; tests/functional/test_chroot_reach.py
+runs it for real."""
 
 import os
 import socket

@@ -1,4 +1,4 @@
-"""Multipath disks from inventory to plan (issue 16): one disk per WWID, hints that name any
+"""Multipath disks from inventory to plan: one disk per WWID, hints that name any
 path find it, a layout naming one path is refused, partitions are the maps kpartx makes, and
 the installed system learns the WWID. The VM proof is tests/e2e/test_multipath.py."""
 

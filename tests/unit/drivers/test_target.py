@@ -1,5 +1,5 @@
-"""Nothing is written outside the target root, and the kernel command line survives the shell
-(issue 19, items 2, 3 and 5). The outside files are real temporary files next to the root."""
+"""Nothing is written outside the target root, and the kernel command line survives the shell.
+The outside files are real temporary files next to the root."""
 
 import os
 import subprocess

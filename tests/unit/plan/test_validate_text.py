@@ -1,5 +1,5 @@
-"""What validation lets through was once a problem only execution (or nothing) caught (issue 18,
-"Accepted although wrong"); each is now refused with its place, exit 2."""
+"""What validation lets through was once a problem only execution (or nothing) caught;
+each is now refused with its place, exit 2."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""The ramdisk's console never shows the agent token (issue 30, finding 7): a virtual-media
+"""The ramdisk's console never shows the agent token: a virtual-media
 boot carries `ipa-agent-token=` on the kernel command line, which /init printed whole. The
 printing goes through ramdisk/cmdline.sh, run here with sh as /init sources it."""
 

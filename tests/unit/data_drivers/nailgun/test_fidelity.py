@@ -1,4 +1,4 @@
-"""The nailgun data driver against what real Fuel documents carry (issue 20, issue 19 item 7):
+"""The nailgun data driver against what real Fuel documents carry:
 keep_data, Nailgun's leftovers, SSH keys as Nailgun quotes them, what fuel-agent refused."""
 
 import copy
@@ -18,7 +18,7 @@ from tests.unit.data_drivers.nailgun.test_driver import (
 )
 from tests.unit.helpers import run_cli, sample
 
-# --- keep_data: nothing Fuel keeps is formatted (issue 20 item 1) ----------------------------
+# --- keep_data: nothing Fuel keeps is formatted ----------------------------
 
 KEPT_DOC_SPACES = [
     disk("vda", 4096, [{"type": "boot", "size": 300},
@@ -141,7 +141,7 @@ def test_kept_partition_behind_a_boot_member_fuel_agent_did_not_make_is_a_warnin
     assert not NailgunDriver(kept_doc(boot_on_vdb=False)).layout().warnings
 
 
-# --- SSH keys as Nailgun writes them (issue 19 item 7, issue 20 item 3) -----------------------
+# --- SSH keys as Nailgun writes them ------------------------------------------------------------
 
 KEY_A = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7fuelkeyA root@fuel.domain.tld"
 KEY_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKeyB operator@example"
@@ -189,7 +189,7 @@ def test_oversized_or_malformed_key_lists_are_refused_with_exit_2(tmp_path, valu
     assert rc == 2 and stdout == "" and where in err
 
 
-# --- issue 20 item 5: what fuel-agent refused, and Fuel's locations ---------------------------
+# --- what fuel-agent refused, and Fuel's locations ----------------------------------------
 
 def test_a_document_without_image_data_is_refused(tmp_path):
     spaces = [disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])]
@@ -253,7 +253,7 @@ def test_a_bad_partition_guid_names_fuels_location(tmp_path):
     assert rc == 2 and "ks_spaces[0] (vda) volumes[2]" in err and "$.disks" not in err
 
 
-# --- issue 20 item 5: Ceph journals, swift-storage, CentOS 6 ---------------------------------
+# --- Ceph journals, swift-storage, CentOS 6 ----------------------------------------------
 
 JOURNAL_GUID = "45b0969e-9b03-4f30-b4c6-b4b80ceff106"
 OSD_GUID = "4fbd7e29-9d25-41b8-afd0-062c0ceff05d"

@@ -1,4 +1,4 @@
-"""The nailgun data driver where it differed from fuel-agent (issue 36): what is kept, picked,
+"""The nailgun data driver where it differed from fuel-agent: what is kept, picked,
 refused and named, on documents shaped like Nailgun's."""
 
 import copy

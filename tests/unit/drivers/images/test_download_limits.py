@@ -1,4 +1,4 @@
-"""Downloads end (issue 19.6): a dripping server is cut by the stall deadline, a redirect loop is
+"""Downloads end: a dripping server is cut by the stall deadline, a redirect loop is
 an image error naming the URL (without its query), a configdrive cannot inflate past its
 partition, and a configdrive URL is fetched with the image download's TLS options."""
 

@@ -1,5 +1,5 @@
 """A qcow2 that names a backing file or an external data file is refused before anything is
-converted (issue 30, finding 10): qemu-img convert copies those files' bytes into the target.
+converted: qemu-img convert copies those files' bytes into the target.
 qemu-img runs for real where the case needs it; tests/functional/test_qcow2_inspection.py
 does the same onto loop devices."""
 
