@@ -14,8 +14,15 @@ import json
 import logging
 import os
 import platform
+import random
 import re
 import subprocess
+import time
+
+import requests
+
+from provision_agent import redact
+from provision_agent.agent import api
 
 LOG = logging.getLogger(__name__)
 
@@ -126,3 +133,36 @@ def collect(disks=None, bootif=None):
     return {"interfaces": interfaces(), "cpu": cpu(), "memory": memory(), "disks": disks,
             "system_vendor": system_vendor(), "boot": boot_info(bootif),
             "hostname": platform.node()}
+
+
+def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: False,
+                   sleep=time.sleep, attempts=60):
+    """POST {"inventory": ...} to Ironic's continue_inspection; the node's UUID it answers
+    with, or None when Ironic never took it. Retried: the node may not be waiting yet."""
+    headers = {"X-OpenStack-Ironic-API-Version": API_VERSION}
+    for attempt in range(1, attempts + 1):
+        if stop():
+            return None
+        try:
+            resp = api.request(session, "POST", callback_url, json={"inventory": inventory},
+                                   headers=headers, timeout=60, verify=verify)
+        except requests.RequestException as exc:
+            LOG.warning("Inspection: posting the inventory to %s failed (%s); again shortly",
+                        redact.url(callback_url), type(exc).__name__)
+        else:
+            if resp.status_code in (200, 201, 202):
+                try:
+                    body = resp.json() or {}
+                    # 1.84 answers as lookup does ({"node": ...}); older, {"uuid": ...}
+                    uuid = (body.get("node") or {}).get("uuid") or body.get("uuid")
+                except (ValueError, AttributeError):
+                    uuid = None
+                LOG.info("Inspection: Ironic took the inventory (%d disks) for node %s",
+                         len(inventory.get("disks") or []), uuid)
+                return uuid or ""
+            LOG.warning("Inspection: Ironic answered %s: %s; again shortly", resp.status_code,
+                        api.reason(resp))
+            if resp.status_code in (400, 403):
+                return None     # a refusal a retry will not change; the log says why
+        sleep(min(5 * attempt, 30) * random.uniform(0.8, 1.2))
+    return None

@@ -28,11 +28,9 @@ URL's credentials never reach a log line.
 """
 
 import argparse
-import ipaddress
 import logging
 import os
 import random
-import socket
 import sys
 import time
 import urllib.parse
@@ -40,122 +38,23 @@ import urllib.parse
 import requests
 import tenacity
 
-from provision_agent import binding, bounded_http, redact
+from provision_agent import binding, redact
+from provision_agent.agent.api import HEADERS, HIDDEN_TOKEN, AgentError, NotYet, reason, request
+from provision_agent.agent.host import (
+    DEFAULT_HOST_KEY,
+    callback_url,
+    kernel_params,
+    mac_addresses,
+    read_host_key,
+    source_address,
+)
 
 LOG = logging.getLogger("provision-ironic-agent")
 
-# 1.68: agent_verify_ca in heartbeats; lookup and agent_version are older.
-API_VERSION = "1.68"
-HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
-HIDDEN_TOKEN = "******"     # what lookup answers once the token went to an earlier lookup
-DEFAULT_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
 # [provision_agent]binding_dir on the conductor: keep the two defaults equal. Outside what the
 # image's chroot gets of /run (provision_agent/drivers/chroot.py).
 DEFAULT_BINDING_DIR = "/run/provision-ironic-agent"
 STARTUP_PAUSES = (3, 10, 30)
-MAX_PARAM = 4096            # a kernel command line is at most a few KiB
-# Ironic's answers to lookup and heartbeat are a node record: kilobytes. Whatever answers on
-# ipa-api-url may send more, or send it slowly; the ramdisk's memory is the machine's RAM.
-MAX_ANSWER = 1 << 20
-ANSWER_SECONDS = 60
-
-
-class Answer:
-    """An HTTP answer, its body read in bounded memory and time (bounded_http)."""
-
-    def __init__(self, status_code, body):
-        self.status_code = status_code
-        self.text = body.decode(errors="replace")
-
-    def json(self):
-        import json
-        return json.loads(self.text)
-
-
-def request(session, method, url, **kwargs):
-    headers = dict(kwargs.pop("headers", {}), **bounded_http.NO_ENCODING)
-    resp = session.request(method, url, headers=headers, stream=True,
-                           hooks=bounded_http.hooks(), **kwargs)
-    try:
-        return Answer(resp.status_code,
-                      bounded_http.read(resp, MAX_ANSWER, ANSWER_SECONDS))
-    except bounded_http.BodyError as exc:
-        raise requests.RequestException(str(exc)) from None
-    finally:
-        resp.close()
-
-
-class AgentError(Exception):
-    """A problem a retry will not fix: the message says what to change."""
-
-
-class NotYet(Exception):
-    """Ironic does not (yet) hand this machine a node: retried."""
-
-
-def kernel_params(text):
-    """`key=value` words of a kernel command line (bare words map to ''); the last one wins,
-    as for the kernel itself."""
-    params = {}
-    for word in text.split():
-        key, _, value = word.partition("=")
-        if len(value) <= MAX_PARAM:
-            params[key] = value
-    return params
-
-
-def ethernet_nics(sysfs="/sys/class/net"):
-    """[(name, MAC)] of the machine's Ethernet NICs (virtual ones without a device are left
-    out: a bridge or a bond does not name a port Ironic knows)."""
-    nics = []
-    for name in sorted(os.listdir(sysfs)):
-        path = os.path.join(sysfs, name)
-        try:
-            with open(os.path.join(path, "type")) as f:
-                if f.read().strip() != "1":
-                    continue
-            if not os.path.exists(os.path.join(path, "device")):
-                continue
-            with open(os.path.join(path, "address")) as f:
-                mac = f.read().strip().lower()
-        except OSError:
-            continue
-        if mac and mac != "00:00:00:00:00:00":
-            nics.append((name, mac))
-    return nics
-
-
-def mac_addresses(sysfs="/sys/class/net"):
-    """MACs of the machine's Ethernet NICs, what the node is looked up by."""
-    return [mac for _name, mac in ethernet_nics(sysfs)]
-
-
-def source_address(api_url):
-    """The address this machine sends from towards the API: the one the conductor, on the
-    same network, can reach (no packet is sent: connect() on UDP only picks the route)."""
-    parsed = urllib.parse.urlsplit(api_url)
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    family, _, _, _, sockaddr = socket.getaddrinfo(parsed.hostname, port,
-                                                   type=socket.SOCK_DGRAM)[0]
-    with socket.socket(family, socket.SOCK_DGRAM) as s:
-        s.connect(sockaddr)
-        return s.getsockname()[0]
-
-
-def callback_url(address, ssh_port):
-    # https: Ironic (39: [agent]require_tls on by default) refuses other schemes, and what
-    # the URL leads to is encrypted and authenticated by the key in agent_verify_ca: SSH with
-    # that host key pinned. Nothing speaks HTTP there.
-    host = f"[{address}]" if ipaddress.ip_address(address).version == 6 else address
-    return f"https://{host}:{ssh_port}"
-
-
-def read_host_key(path):
-    with open(path) as f:
-        fields = f.read().split()
-    if len(fields) < 2:
-        raise AgentError(f"{path} is not an SSH public key")
-    return f"{fields[0]} {fields[1]}"
 
 
 class Agent:
@@ -190,7 +89,7 @@ class Agent:
             # Ironic answers the same for "no such MAC" and "not in a state that looks up".
             raise NotYet(f"no node with a port among {', '.join(self.macs)} is deploying")
         if resp.status_code >= 400:
-            raise NotYet(f"lookup answered {resp.status_code}: {_reason(resp)}")
+            raise NotYet(f"lookup answered {resp.status_code}: {reason(resp)}")
         try:
             body = resp.json()
             uuid = body["node"]["uuid"]
@@ -234,7 +133,7 @@ class Agent:
             return False
         # 400/404: a token from an earlier deploy, a node that moved on: look up again.
         LOG.warning("Heartbeat for node %s refused (%s: %s); looking the node up again",
-                    self.node, resp.status_code, _reason(resp))
+                    self.node, resp.status_code, reason(resp))
         self.node = None
         return False
 
@@ -264,40 +163,6 @@ class Agent:
             sleep(pause * random.uniform(0.8, 1.2))
 
 
-def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: False,
-                   sleep=time.sleep, attempts=60):
-    """POST {"inventory": ...} to Ironic's continue_inspection; the node's UUID it answers
-    with, or None when Ironic never took it. Retried: the node may not be waiting yet."""
-    from provision_agent.agent import inspection
-    headers = {"X-OpenStack-Ironic-API-Version": inspection.API_VERSION}
-    for attempt in range(1, attempts + 1):
-        if stop():
-            return None
-        try:
-            resp = request(session, "POST", callback_url, json={"inventory": inventory},
-                                   headers=headers, timeout=60, verify=verify)
-        except requests.RequestException as exc:
-            LOG.warning("Inspection: posting the inventory to %s failed (%s); again shortly",
-                        redact.url(callback_url), type(exc).__name__)
-        else:
-            if resp.status_code in (200, 201, 202):
-                try:
-                    body = resp.json() or {}
-                    # 1.84 answers as lookup does ({"node": ...}); older, {"uuid": ...}
-                    uuid = (body.get("node") or {}).get("uuid") or body.get("uuid")
-                except (ValueError, AttributeError):
-                    uuid = None
-                LOG.info("Inspection: Ironic took the inventory (%d disks) for node %s",
-                         len(inventory.get("disks") or []), uuid)
-                return uuid or ""
-            LOG.warning("Inspection: Ironic answered %s: %s; again shortly", resp.status_code,
-                        _reason(resp))
-            if resp.status_code in (400, 403):
-                return None     # a refusal a retry will not change; the log says why
-        sleep(min(5 * attempt, 30) * random.uniform(0.8, 1.2))
-    return None
-
-
 def _retry_lookup(agent, stop, sleep):
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(NotYet),
@@ -308,14 +173,6 @@ def _retry_lookup(agent, stop, sleep):
         retrying(agent.lookup)
     except tenacity.RetryError:
         pass
-
-
-def _reason(resp):
-    try:
-        text = resp.json().get("error_message") or resp.text
-    except ValueError:
-        text = resp.text
-    return redact.text(str(text))[:300]
 
 
 def _version():
@@ -380,7 +237,7 @@ def main(argv=None):
     if callback:
         from provision_agent.agent import inspection
         LOG.info("Inspection: posting this machine's inventory to %s", redact.url(callback))
-        post_inventory(requests.Session(), callback,
+        inspection.post_inventory(requests.Session(), callback,
                        inspection.collect(bootif=params.get("BOOTIF")), verify=not insecure)
         if not api_url:
             return 0

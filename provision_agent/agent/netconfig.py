@@ -22,7 +22,6 @@ parse of one value (ipaddress, an anchored MAC pattern), linear in its length.
 import argparse
 import ipaddress
 import json
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -225,7 +224,7 @@ def load(path):
 
 def machine_macs(sysfs="/sys/class/net"):
     """{MAC: name} of the physical Ethernet NICs, the ones the agent looks the node up by."""
-    from provision_agent.agent.ironic import ethernet_nics
+    from provision_agent.agent.host import ethernet_nics
     names = {}
     for name, mac in ethernet_nics(sysfs):
         names.setdefault(mac, name)

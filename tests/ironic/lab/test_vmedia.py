@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.ironic import guide
-from tests.ironic.lab import env as lablib
 from tests.ironic.conftest import require
+from tests.ironic.lab import env as lablib
 from tests.vmbench import ensure_ramdisk
 
 DEPLOY_TIMEOUT = 900

@@ -1,10 +1,9 @@
-"""What the ramdisk posts to Ironic's in-band inspection (provision_agent/agent/inspection.py and
-provision-ironic-agent's post), on recorded machine files and a scripted API."""
+"""What the ramdisk posts to Ironic's in-band inspection (provision_agent/agent/inspection.py),
+on recorded machine files and a scripted API."""
 
 import os
 
 from provision_agent.agent import inspection
-from provision_agent.agent import ironic as agent_mod
 from tests.unit.fake_http import Resp, Session
 
 
@@ -58,7 +57,7 @@ def test_the_inventory_is_posted_until_ironic_takes_it():
     session = Session([Resp(404, {"error_message": "not inspecting yet"}),
                        Resp(200, {"node": {"uuid": "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"}})])
     slept = []
-    uuid = agent_mod.post_inventory(session, "http://192.0.2.1:6385/v1/continue_inspection",
+    uuid = inspection.post_inventory(session, "http://192.0.2.1:6385/v1/continue_inspection",
                                     {"disks": []}, sleep=slept.append)
     assert uuid == "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
     method, url, kw = session.sent[-1]
@@ -69,7 +68,7 @@ def test_the_inventory_is_posted_until_ironic_takes_it():
 
 def test_a_refusal_is_not_retried():
     session = Session([Resp(400, {"error_message": "No lookup information provided"})])
-    assert agent_mod.post_inventory(session, "http://h/v1/continue_inspection", {},
+    assert inspection.post_inventory(session, "http://h/v1/continue_inspection", {},
                                     sleep=lambda s: None) is None
     assert len(session.sent) == 1
 

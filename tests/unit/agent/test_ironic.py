@@ -1,5 +1,5 @@
-"""provision-ironic-agent: what it reads from the machine, and its lookup/heartbeat loop
-against a scripted API (the real Ironic is in tests/ironic/integration/test_heartbeat.py)."""
+"""provision-ironic-agent's lookup/heartbeat loop against a scripted API (the real Ironic is
+in tests/ironic/integration/test_heartbeat.py)."""
 
 import json
 import logging
@@ -9,50 +9,12 @@ import stat
 import pytest
 
 from provision_agent import binding
+from provision_agent.agent import api
 from provision_agent.agent import ironic as agent_mod
 from tests.unit.fake_http import Resp, Session
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER_NODE = "2be26c0b-03f2-4d2e-ae87-c02d7f33c456"
-
-
-def test_kernel_params_last_wins_and_bare_words():
-    params = agent_mod.kernel_params("ro ipa-api-url=http://a:6385 quiet ipa-api-url=http://b\n")
-    assert params["ipa-api-url"] == "http://b"
-    assert params["quiet"] == "" and params["ro"] == ""
-
-
-def test_kernel_params_ignores_absurd_values():
-    assert "x" not in agent_mod.kernel_params("x=" + "a" * 100000)
-
-
-def _nic(root, name, mac, kind="1", device=True):
-    d = root / name
-    d.mkdir()
-    (d / "type").write_text(kind + "\n")
-    (d / "address").write_text(mac + "\n")
-    if device:
-        (d / "device").mkdir()
-
-
-def test_mac_addresses_are_physical_ethernet_only(tmp_path):
-    _nic(tmp_path, "eth0", "52:54:00:AA:BB:01")
-    _nic(tmp_path, "lo", "00:00:00:00:00:00", kind="772", device=False)
-    _nic(tmp_path, "br0", "52:54:00:aa:bb:09", device=False)
-    _nic(tmp_path, "ib0", "80:00:00:00", kind="32")
-    _nic(tmp_path, "eth1", "52:54:00:aa:bb:02")
-    assert agent_mod.mac_addresses(str(tmp_path)) == ["52:54:00:aa:bb:01", "52:54:00:aa:bb:02"]
-
-
-def test_callback_url_names_address_and_ssh_port():
-    assert agent_mod.callback_url("192.0.2.5", 22) == "https://192.0.2.5:22"
-    assert agent_mod.callback_url("2001:db8::5", 2222) == "https://[2001:db8::5]:2222"
-
-
-def test_source_address_is_the_route_towards_the_api():
-    assert agent_mod.source_address("http://127.0.0.1:6385") == "127.0.0.1"
-
-
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +88,7 @@ def test_a_binding_that_cannot_be_written_stops_the_agent(tmp_path):
     agent, _session = _agent([
         Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t-1"}})])
     agent.binding_dir = str(blocker)
-    with pytest.raises(agent_mod.AgentError, match="cannot write the node binding"):
+    with pytest.raises(api.AgentError, match="cannot write the node binding"):
         agent.lookup()
     assert agent.node is None
 
@@ -134,7 +96,7 @@ def test_a_binding_that_cannot_be_written_stops_the_agent(tmp_path):
 def test_a_token_handed_out_before_is_explained_and_not_used():
     agent, session = _agent([
         Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "******"}})])
-    with pytest.raises(agent_mod.NotYet, match="earlier lookup"):
+    with pytest.raises(api.NotYet, match="earlier lookup"):
         agent.lookup()
 
 
@@ -176,9 +138,9 @@ def test_main_refuses_a_non_http_url_without_echoing_credentials(tmp_path, caplo
 
 
 def test_an_answer_larger_than_a_node_record_is_not_read_whole():
-    huge = b'{"node": {"uuid": "' + b"x" * (agent_mod.MAX_ANSWER + 10) + b'"}}'
+    huge = b'{"node": {"uuid": "' + b"x" * (api.MAX_ANSWER + 10) + b'"}}'
     agent, session = _agent([Resp(200, raw_body=huge)])
-    with pytest.raises(agent_mod.NotYet, match="larger than 1048576 bytes"):
+    with pytest.raises(api.NotYet, match="larger than 1048576 bytes"):
         agent.lookup()
     assert session.sent[0][2]["stream"] is True
     assert session.sent[0][2]["headers"]["Accept-Encoding"] == "identity"
