@@ -284,8 +284,8 @@ def test_metalsmith_allocates_by_resource_class_and_trait(server, ramdisk, templ
     "ramdisk". The libvirt lab boots the result (tests/ironic/test_lab_metalsmith.py)."""
     env = _enrolled(server, ramdisk, "guide-metalsmith", "52:54:00:00:00:08")
     key = tmp_path / "id.pub"
-    key.write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo "
-                   "guide\n")
+    key.write_text("ssh-ed25519 "
+                   "AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo guide\n")
     path = tmp_path / "root.img"
     path.write_bytes(os.urandom(1 << 20))
     env.update(RESOURCE_CLASS="baremetal-guide", IRONIC_URL=server.url,
