@@ -3,7 +3,9 @@ deploy ramdisk. Shared by the integration test and benchmarks/ironic_scale.py.""
 
 import contextlib
 import os
+import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +23,22 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+JSON_RPC_PORT = 8089     # Ironic's default [json_rpc]port
+
+
+def free_loopback_address(port):
+    """An address in 127.0.0.0/8 other than 127.0.0.1 where port is free."""
+    for _ in range(50):
+        address = f"127.{random.randrange(1, 255)}.{random.randrange(0, 256)}.1"
+        with socket.socket() as s:
+            try:
+                s.bind((address, port))
+            except OSError:
+                continue
+        return address
+    raise RuntimeError(f"no loopback address with port {port} free")
 
 
 def bin_path(name):
@@ -155,7 +173,7 @@ class Silent:
 class MariaDB:
     """A throwaway MariaDB server on a Unix socket in workdir, for an Ironic on the database
     its operators run (benchmarks/ironic_scale.py --database mariadb). Needs Debian's
-    mariadb-server (`scripts/host-packages.sh --bench`) and PyMySQL in Ironic's venv."""
+    mariadb-server (`scripts/host-packages.sh`) and PyMySQL in Ironic's venv."""
 
     def __init__(self, workdir):
         self.dir = os.path.join(workdir, "mariadb")
@@ -216,14 +234,22 @@ def write_ahead_log(path):
 
 class Ironic:
     def __init__(self, workdir, provision_opts, extra_conf="", api_host="127.0.0.1",
-                 database=None, split_api=False):
+                 database=None, split_api=False, conductors=1, conductor_extra=()):
         """api_host: where the API listens, and the address in the ipa-api-url the conductor
         gives ramdisks ([service_catalog]endpoint_override); database: a SQLAlchemy URL
         instead of the sqlite file (e.g. MariaDB.url); split_api: ironic-api and
         ironic-conductor as two processes talking JSON-RPC, as a production conductor runs
-        beside its API, instead of the all-in-one `ironic`."""
+        beside its API, instead of the all-in-one `ironic`; conductors: how many
+        ironic-conductor processes (split_api only), each with its own host name (and
+        JSON-RPC address), log file, lock and certificate directories (conductor-N.conf,
+        read after ironic.conf), as conductors on separate machines have; conductor_extra[N]:
+        more of conductor N's own settings."""
+        if conductors > 1 and not split_api:
+            raise ValueError("several conductors talk to the API over JSON-RPC: split_api")
         self.split_api = split_api
         self.api_proc = None
+        # host name -> its ironic-conductor process (Popen), in start order
+        self.conductor_procs = {}
         self.dir = os.path.join(workdir, "ironic")
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
@@ -279,14 +305,43 @@ automated_clean = false
 require_managed_boot = false
 [oslo_concurrency]
 lock_path = {self.dir}/locks
-{f"[json_rpc]{chr(10)}auth_strategy = noauth{chr(10)}host_ip = 127.0.0.1{chr(10)}"
- f"port = {free_port()}{chr(10)}" if split_api else ""}[provision_agent]
+{f"[json_rpc]{chr(10)}auth_strategy = noauth{chr(10)}" if split_api else ""}{
+ f"host_ip = 127.0.0.1{chr(10)}port = {free_port()}{chr(10)}"
+ if split_api and conductors == 1 else ""}[provision_agent]
 binding_dir = {self.binding_dir}
 {popts}
 # The test's own settings come last: for an option set twice, oslo.config takes the last.
 {extra_conf}
 """)
         self.proc = None
+        # [(host name, its conductor-N.conf)]; one conductor reads ironic.conf alone
+        extra = list(conductor_extra) + [""] * conductors
+        self.conductor_confs = [self._conductor_conf(i, extra[i]) for i in range(conductors)] \
+            if conductors > 1 else []
+
+    def _conductor_conf(self, index, extra):
+        """What differs between conductors: each is a host of its own, here an address of
+        its own on the loopback network, where its JSON-RPC server listens on Ironic's
+        default port, 8089, as on a machine of its own. (Another port would do for the RPC,
+        but Ironic 39 then registers the conductor as host:port while it still reserves
+        nodes as host, so the survivors' orphan check never frees a dead conductor's
+        locks.)"""
+        host = free_loopback_address(JSON_RPC_PORT)
+        path = os.path.join(self.dir, f"conductor-{index}.conf")
+        with open(path, "w") as f:
+            f.write(f"""[DEFAULT]
+host = {host}
+log_file = {self.dir}/conductor-{index}.log
+[json_rpc]
+host_ip = {host}
+port = {JSON_RPC_PORT}
+[oslo_concurrency]
+lock_path = {self.dir}/locks-{index}
+[agent]
+certificates_path = {self.dir}/certificates-{index}
+{extra}
+""")
+        return host, path
 
     def launch(self, env=None):
         """Starts the process without waiting for it to serve."""
@@ -296,9 +351,14 @@ binding_dir = {self.binding_dir}
             write_ahead_log(os.path.join(self.dir, "ironic.sqlite"))
         self.out = open(os.path.join(self.dir, "ironic.out"), "w")
         if self.split_api:
-            self.proc = subprocess.Popen([bin_path("ironic-conductor"), "--config-file",
-                                          self.conf], stdout=self.out,
-                                         stderr=subprocess.STDOUT, env=env)
+            if self.conductor_confs:
+                for host, conf in self.conductor_confs:
+                    self.launch_conductor(host, conf, env)
+                self.proc = next(iter(self.conductor_procs.values()))
+            else:
+                self.proc = subprocess.Popen([bin_path("ironic-conductor"), "--config-file",
+                                              self.conf], stdout=self.out,
+                                             stderr=subprocess.STDOUT, env=env)
             self.api_proc = subprocess.Popen([bin_path("ironic-api"), "--config-file",
                                               self.conf], stdout=self.out,
                                              stderr=subprocess.STDOUT, env=env)
@@ -306,16 +366,40 @@ binding_dir = {self.binding_dir}
         self.proc = subprocess.Popen([bin_path("ironic"), "--config-file", self.conf],
                                      stdout=self.out, stderr=subprocess.STDOUT, env=env)
 
+    def launch_conductor(self, host, conf, env=None):
+        """One more ironic-conductor, in a process group of its own (kill_conductor)."""
+        self.conductor_procs[host] = subprocess.Popen(
+            [bin_path("ironic-conductor"), "--config-file", self.conf, "--config-file", conf],
+            stdout=self.out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def kill_conductor(self, host, sig=signal.SIGKILL):
+        """sig to every process of one conductor at once (oslo.service runs the conductor in
+        a child of the process started; a child left alone would notice its parent's death
+        and shut down cleanly, which a crashed machine does not)."""
+        proc = self.conductor_procs[host]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        if sig == signal.SIGKILL:
+            proc.wait(10)
+
     def start(self, timeout=60):
         self.launch()
         wait_for(self._up, timeout, what="the Ironic API")
         # The API answers before the conductor has registered its drivers.
         wait_for(lambda: self.get("/v1/drivers").get("drivers"), timeout,
                  what="a registered conductor")
+        if self.conductor_confs:
+            hosts = {host for host, _ in self.conductor_confs}
+            wait_for(lambda: hosts <= self.alive_conductors(), timeout,
+                     what=f"conductors {sorted(hosts)}")
         return self
 
+    def alive_conductors(self):
+        return {c["hostname"] for c in self.get("/v1/conductors").get("conductors", [])
+                if c.get("alive")}
+
     def _up(self):
-        for proc in filter(None, (self.proc, self.api_proc)):
+        for proc in filter(None, (self.proc, self.api_proc, *self.conductor_procs.values())):
             if proc.poll() is not None:
                 raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}; "
                                    f"see {self.dir}")
@@ -386,5 +470,6 @@ binding_dir = {self.binding_dir}
     def stop(self):
         if self.api_proc:
             procs.stop(self.api_proc)
-        procs.stop(self.proc)
+        for proc in self.conductor_procs.values() or [self.proc]:
+            procs.stop(proc)
 
