@@ -123,11 +123,13 @@ def _follow(task, spawn):
 
 def _start(session, node, o):
     what, command, text = _job(node, o)
-    if remote.start(session, _remote_dir(node, o), text, command):
+    if remote.start(session, _remote_dir(node, o), text, command,
+                    job=node.driver_internal_info.get(PREFIX + "job")):
         LOG.info("%s started on node %s", what, node.uuid)
     else:
-        LOG.warning("%s was already running on node %s (started by a poll whose progress was "
-                    "not saved); following that one", what, node.uuid)
+        LOG.warning("%s was already running, or had finished, on node %s (started by a poll "
+                    "whose progress was not saved, e.g. by a conductor that died); following "
+                    "that one", what, node.uuid)
 
 
 def _record(task, spawn, updates, st):

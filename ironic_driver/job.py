@@ -3,6 +3,9 @@
 State kept in driver_internal_info (all keys start with provision_):
     provision_phase          wait_ramdisk | running | done | failed
     provision_started_at     time.time() of the power on into the ramdisk
+    provision_job            this job's identity, also kept beside its files in the ramdisk:
+                             a conductor that finds the job it would start already run
+                             there (its starter died before recording it) adopts it
     provision_events         the latest provision events (JSON objects from --events_file)
     provision_events_count   how many events were seen in total
     provision_events_offset  bytes of the events file already read
@@ -17,6 +20,7 @@ when a deploy or a cleaning starts.
 """
 
 import time
+import uuid
 
 from ironic.common import states
 from ironic.conf import CONF
@@ -79,6 +83,7 @@ def begin(node):
     node.del_driver_internal_info(PREFIX + "exit_code")
     node.set_driver_internal_info(PREFIX + "phase", "wait_ramdisk")
     node.set_driver_internal_info(PREFIX + "started_at", time.time())
+    node.set_driver_internal_info(PREFIX + "job", uuid.uuid4().hex)
     node.set_driver_internal_info(PREFIX + "events", [])
     node.set_driver_internal_info(PREFIX + "events_count", 0)
     node.set_driver_internal_info(PREFIX + "events_offset", 0)

@@ -8,11 +8,14 @@ session and the conductor holds no connection while it works. It writes:
     <dir>/output.log     its stdout and stderr (the plan, the error line)
     <dir>/exit_code      written (atomically, via rename) only after provision exited
     <dir>/lock           flock(1)ed by the wrapper for as long as provision runs
+    <dir>/job            the job's identity (driver_internal_info/provision_job), written
+                         before provision starts
 
-The lock makes a second start harmless: if the node's progress could not be saved after a
-start (the node was locked by someone else, or the conductor died), the next poll finds
-provision still running and adopts it instead of wiping its files and starting another
-provision on the same disks.
+The lock and the job file make a second start harmless: if the node's progress could not be
+saved after a start (the node was locked by someone else, or the conductor died and another
+one took the node over), the next poll finds provision still running, or finished with this
+job's identity, and adopts it instead of wiping its files and starting another provision on
+the same disks. Files of an earlier job (another identity) are cleared.
 """
 
 import json
@@ -28,7 +31,9 @@ LOG = "provision.log"
 OUTPUT = "output.log"
 EXIT_CODE = "exit_code"
 LOCK = "lock"
+JOB = "job"
 RUNNING = "provision-already-running"
+FINISHED = "provision-already-finished"
 
 # provision's debug log of a real deploy runs to megabytes; last_error needs a few lines, and
 # one poll need not pull a backlog of progress events at once (the rest comes next poll).
@@ -53,8 +58,9 @@ def provision_argv(provision, data_driver, extra_args=(), subcommand=None):
     return argv + list(extra_args)
 
 
-def start_command(directory, command):
-    """command: provision_argv(...); the input, events and log files are added here."""
+def start_command(directory, command, job=None):
+    """command: provision_argv(...); the input, events and log files are added here. job:
+    the job's identity, kept in the directory beside its files."""
     q = shlex.quote
     path = lambda name: q(ssh.join(directory, name))  # noqa: E731
     argv = list(command) + ["--input_data_file", ssh.join(directory, INPUT),
@@ -72,19 +78,25 @@ def start_command(directory, command):
     # `cd D && setsid ... &` it backgrounded the whole list: a subshell that kept the SSH
     # channel's stdout open and waited for provision, so the start call (and the conductor's
     # periodic task with it) blocked for the whole provision.
-    return (f"cd {q(directory)} || exit 1; "
+    identity = f"printf %s {q(job)} >{path(JOB)} || exit 1; " if job else ""
+    return (f"cd {q(directory)} || exit 1; {identity}"
             f"setsid flock {path(LOCK)} sh -c {q(inner)} </dev/null >/dev/null 2>&1 &")
 
 
-def prepare_command(directory):
+def prepare_command(directory, job=None):
     """Empties the directory for a new run; prints RUNNING and keeps everything when a
-    provision still holds the lock."""
+    provision still holds the lock, FINISHED when the job named job already ran to its
+    exit code there."""
     q = shlex.quote
     names = " ".join(q(ssh.join(directory, n)) for n in
-                     (INPUT, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp"))
+                     (INPUT, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp", JOB))
     lock = q(ssh.join(directory, LOCK))
+    finished = (f"if [ -s {q(ssh.join(directory, EXIT_CODE))} ] && "
+                f"[ \"$(cat {q(ssh.join(directory, JOB))} 2>/dev/null)\" = {q(job)} ]; "
+                f"then echo {FINISHED}; exit 0; fi; ") if job else ""
     return (f"mkdir -p -m 700 {q(directory)} || exit 1; "
-            f"if ! flock -n {lock} true; then echo {RUNNING}; exit 0; fi; rm -f {names}")
+            f"if ! flock -n {lock} true; then echo {RUNNING}; exit 0; fi; "
+            f"{finished}rm -f {names}")
 
 
 def verify_binding(session, binding_dir, node_uuid, token):
@@ -98,16 +110,16 @@ def verify_binding(session, binding_dir, node_uuid, token):
             from None
 
 
-def start(session, directory, document_text, command):
+def start(session, directory, document_text, command, job=None):
     """True when provision (command: provision_argv(...)) was started; False when one was
-    already running there."""
-    rc, out = session.run(prepare_command(directory))
+    already running there, or the same job (job: its identity) had already finished."""
+    rc, out = session.run(prepare_command(directory, job))
     if rc != 0:
         raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {out.strip()[:500]}")
-    if out.strip() == RUNNING:
+    if out.strip() in (RUNNING, FINISHED):
         return False
     session.upload(document_text, ssh.join(directory, INPUT))
-    rc, out = session.run(start_command(directory, command))
+    rc, out = session.run(start_command(directory, command, job))
     if rc != 0:
         raise RuntimeError(f"cannot start provision in the ramdisk: {out.strip()[:500]}")
     return True
