@@ -9,11 +9,14 @@ rebuilt every second; the orphan check that frees a dead conductor's locks (and 
 it left in DEPLOYING or CLEANING) and the takeover of active nodes run every second or two.
 """
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
+import threading
 import time
 
 from tests.ironic import realenv
@@ -130,16 +133,12 @@ class Cluster:
                 # every event stays in driver_internal_info: the tests compare them all
                 "events_kept": 1000}
         opts.update(provision_opts or {})
-        self.workdir, self.opts = workdir, opts
-        self.conductors, self.conductor_extra = conductors, conductor_extra
-        self.ironic = None
+        self.ironic = realenv.Ironic(workdir, opts, extra_conf=FAILOVER_OPTIONS,
+                                     database=self.mariadb.url, split_api=True,
+                                     conductors=conductors, conductor_extra=conductor_extra)
 
     def start(self):
         self.mariadb.start()
-        self.ironic = realenv.Ironic(self.workdir, self.opts, extra_conf=FAILOVER_OPTIONS,
-                                     database=self.mariadb.url, split_api=True,
-                                     conductors=self.conductors,
-                                     conductor_extra=self.conductor_extra)
         self.ironic.start()     # returns once every conductor is registered and alive
         # The API and the conductors map nodes by hash rings of their own, built at first use
         # and rebuilt every hash_ring_reset_interval (1 s): by now each holds every conductor.
@@ -151,8 +150,7 @@ class Cluster:
         return [host for host, _ in self.ironic.conductor_confs]
 
     def stop(self):
-        if self.ironic:
-            self.ironic.stop()
+        self.ironic.stop()
         self.mariadb.stop()
 
     def create_on(self, host, name, instance_info=None, interfaces=None, tries=40):
@@ -190,6 +188,59 @@ class Cluster:
         index = self.hosts.index(host)
         with open(os.path.join(self.ironic.dir, f"conductor-{index}.log")) as f:
             return f.read()
+
+
+class HeldRelay:
+    """A TCP relay from address:port to target (address, port) that holds what clients send
+    while hold_file exists. Conductor X's host name is its address: the API and X itself
+    (a resume of the cleaning is an RPC to its own name) reach X's JSON-RPC server through
+    it, which listens elsewhere ([json_rpc]host_ip); so the test can keep X between
+    recording a job's end and the RPC that resumes the node."""
+
+    def __init__(self, address, port, target, hold_file):
+        self.target, self.hold_file = target, hold_file
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((address, port))
+        self.sock.listen(64)
+        self.open = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client = self.sock.accept()[0]
+                server = socket.create_connection(self.target, timeout=10)
+            except OSError:
+                return
+            server.settimeout(None)
+            self.open += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False),
+                             daemon=True).start()
+
+    def _pump(self, source, sink, held):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                while held and os.path.exists(self.hold_file):
+                    time.sleep(0.05)
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def stop(self):
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        for conn in self.open:
+            conn.close()
 
 
 def deploy_info():
