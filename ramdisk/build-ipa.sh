@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds (or reuses) an ironic-python-agent (IPA) ramdisk the way ours is built, for the
-# head-to-head benchmark (issue 35): the same Debian base recipe and kernel (build-base.sh, from
+# head-to-head benchmark: the same Debian base recipe and kernel (build-base.sh, from
 # packages.txt plus ipa/packages.txt), IPA and its dependencies from PyPI as pinned wheels
 # (ipa/wheels.txt) in their own venv /opt/ipa, and a shell /init (ipa/init) that brings up DHCP
 # and starts ironic-python-agent, which reads ipa-api-url etc. from /proc/cmdline itself.

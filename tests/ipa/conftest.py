@@ -20,7 +20,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def ipa_ramdisk():
-    missing = [t for t in ("qemu-system-x86_64", "mmdebstrap", "cpio", "zstd") if not shutil.which(t)]
+    missing = [t for t in ("qemu-system-x86_64", "mmdebstrap", "cpio", "zstd")
+               if not shutil.which(t)]
     if os.geteuid() != 0:
         missing.append("root (mmdebstrap --mode=root)")
     if missing:

@@ -1,6 +1,6 @@
 """The IPA ramdisk (ramdisk/build-ipa.sh) boots and finds Ironic: qemu start -> IPA's lookup ->
 heartbeat, against a stand-in for Ironic's ramdisk API on the host; and our ramdisk's agent
-booted the same way, so the two boot-to-lookup times come from one run (issue 35).
+booted the same way, so the two boot-to-lookup times come from one run.
 
 Outside CI (a TCG boot each): `tox -e ipa`. No timed assertion: the seconds are printed and
 appended to artifacts/vmbench/timings.jsonl.

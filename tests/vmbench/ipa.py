@@ -1,4 +1,4 @@
-"""The ironic-python-agent (IPA) ramdisk in the VM bench, for the head-to-head with ours (issue 35).
+"""The ironic-python-agent (IPA) ramdisk in the VM bench, for the head-to-head with ours.
 
     rd = ensure_ipa_ramdisk()                       # ramdisk/build-ipa.sh, cached
     with RamdiskAPI() as api, IpaVM(rd, api.guest_url, disks=1) as vm:
@@ -38,14 +38,16 @@ class IpaRamdisk(Ramdisk):
 
 
 def ensure_ipa_ramdisk():
-    """Build the IPA ramdisk or reuse the cached one (root); IPA_RAMDISK_DIR names a prebuilt one."""
+    """Build the IPA ramdisk or reuse the cached one (root); IPA_RAMDISK_DIR names a prebuilt
+    one."""
     prebuilt = os.environ.get("IPA_RAMDISK_DIR")
     if prebuilt:
         return IpaRamdisk(Path(prebuilt))
     argv = ["bash", str(REPO_ROOT / "ramdisk" / "build-ipa.sh")]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RamdiskBuildError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+        raise RamdiskBuildError(
+            f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     for line in proc.stderr.splitlines():
         if line.startswith("ipa-ramdisk:"):
             print(line)

@@ -20,7 +20,8 @@ starting the jobs of the three `started` nodes (held_sftp.py); a relay in front 
 JSON-RPC server holds the RPCs sent to X (conductors.HeldRelay) once erase_exited's erase
 may end; and X's power actions take a second each ([fake]power_delay, X only), so that
 `rebooting` stays in its deploy steps long enough to be seen there; X is killed once
-`rebooting` is. The other conductor, Y, must then follow every node to its end: no job started twice, every event recorded once.
+`rebooting` is. The other conductor, Y, must then follow every node to its end: no job
+started twice, every event recorded once.
 """
 
 import contextlib

@@ -1,4 +1,4 @@
-"""A real client, as Nova drives Ironic, in the libvirt lab (issue 31, proof 3; `tox -e
+"""A real client, as Nova drives Ironic, in the libvirt lab (`tox -e
 ironic-lab`): metalsmith 2.5.0, with the clouds.yaml of docs/ironic.md section 10 (no
 Keystone), allocates the lab's machine by resource class and trait, deploys a Glance image
 with a root size, an SSH key and a user, and builds the configdrive itself. The allocation

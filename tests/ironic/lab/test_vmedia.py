@@ -1,4 +1,4 @@
-"""Boot without DHCP or PXE, in the libvirt lab (issue 31, proof 2; `tox -e ironic-lab`):
+"""Boot without DHCP or PXE, in the libvirt lab (`tox -e ironic-lab`):
 Ironic's `redfish-virtual-media` boot interface builds an ISO of our kernel and initramfs
 (isolinux, BIOS) with the node's network_data in it (openstack/latest/network_data.json),
 and sushy-tools' libvirt driver inserts it as the machine's CD-ROM. Nobody serves the machine
