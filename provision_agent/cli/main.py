@@ -164,10 +164,10 @@ def run(command, conf):
               else render.plan_text(planned))
         return errors.EXIT_OK
     LOG.info("plan:\n%s", render.plan_text(planned))
-    from provision_agent.run import execution  # needs the drivers; a dry run does not
-    report = execution.provision(planned, conf)
+    from provision_agent.run import apply  # needs the drivers; a dry run does not
+    report = apply.provision(planned, conf)
     print(json.dumps(report, indent=2) if conf.plan_format == "json"
-          else execution.summary(report))
+          else apply.summary(report))
     return errors.EXIT_OK
 
 

@@ -17,7 +17,7 @@ from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.drivers import wipe
 from provision_agent.plan import inventory, pipeline
 from provision_agent.plan.steps import make as Step
-from provision_agent.run import execution
+from provision_agent.run import apply
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
 from provision_agent.run.runner import Runner
@@ -58,7 +58,7 @@ def test_execute_whole_device_filesystems_with_fstab(tmp_path, loops):
     planned = pipeline.build_plan(NativeDriver(doc).layout(), live)
     conf = SimpleNamespace(target_root=str(tmp_path / "target"), events_file=str(
         tmp_path / "events.jsonl"), events_fd=None)
-    report = execution.provision(planned, conf, runner=Runner(), live_disks=live)
+    report = apply.provision(planned, conf, runner=Runner(), live_disks=live)
 
     uuids = {fs["device"]: fs["uuid"] for fs in report["filesystems"]}
     assert uuids[root_dev] == sh("blkid", "-p", "-s", "UUID", "-o", "value", root_dev).strip()
@@ -86,7 +86,7 @@ def test_failed_mkfs_exits_4_and_leaves_nothing_mounted(tmp_path, loops):
     planned = pipeline.build_plan(NativeDriver(doc).layout(), live)
     conf = SimpleNamespace(target_root=str(tmp_path / "t"), events_file=None, events_fd=None)
     with pytest.raises(Exception) as exc:
-        execution.provision(planned, conf, runner=Runner(), live_disks=live)
+        apply.provision(planned, conf, runner=Runner(), live_disks=live)
     assert getattr(exc.value, "exit_code", None) == 4
     assert "mkfs.xfs" in str(exc.value)
     assert not os.path.ismount(tmp_path / "t")

@@ -7,7 +7,7 @@ import re
 
 from tests import REPO_ROOT
 
-DOCS = ("README.md", "tox.ini", "docs/*.md", "benchmarks/*.md", "ramdisk/*.md")
+DOCS = ("README.md", "tox.ini", "docs/*.md", "benchmarks/*.md", "ramdisk/**/*.md", "tests/**/*.md")
 TOP = ("tests", "provision_agent", "ironic_driver", "benchmarks", "scripts", "ramdisk", "samples")
 # A path in backquotes; templates such as tests/unit/<package>/ are not paths.
 PATH = re.compile(r"`((?:%s)/[^`\s:<>]*)`" % "|".join(TOP))
@@ -17,7 +17,7 @@ TEST_NAME = re.compile(r"`(test_[a-z0-9_]+\.py)")
 
 def _documents():
     for pattern in DOCS:
-        yield from sorted(glob.glob(os.path.join(REPO_ROOT, pattern)))
+        yield from sorted(glob.glob(os.path.join(REPO_ROOT, pattern), recursive=True))
 
 
 def _missing(text):

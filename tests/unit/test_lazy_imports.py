@@ -11,7 +11,7 @@ from tests.unit.fakes import FakeRunner
 
 CODE = """
 import sys
-import provision_agent.cli.main, provision_agent.run.execution, provision_agent.run.executor
+import provision_agent.cli.main, provision_agent.run.apply, provision_agent.run.executor
 import provision_agent.data_drivers.native, provision_agent.drivers.discovery
 import provision_agent.machine.preflight, provision_agent.cli.input_source
 from provision_agent.drivers import udev

@@ -18,7 +18,7 @@ from provision_agent.data_drivers.nailgun.document import is_num as _is_num
 from provision_agent.data_drivers.nailgun.document import slug as _slug
 from provision_agent.data_drivers.nailgun.document import space_where
 from provision_agent.data_drivers.nailgun.document import used as _used
-from provision_agent.data_drivers.nailgun.extras import (
+from provision_agent.data_drivers.nailgun.install import (
     bootloader,
     configdrive,
     images,

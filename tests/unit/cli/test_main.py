@@ -236,9 +236,9 @@ def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
     """The same refusal, message and exit code, with or without an inventory, and nothing run
     on the machine before it."""
     from provision_agent.drivers import target
-    from provision_agent.run import execution
+    from provision_agent.run import apply
     fake = _live_machine(monkeypatch, {})
-    monkeypatch.setattr(execution, "Runner", lambda: fake)
+    monkeypatch.setattr(apply, "Runner", lambda: fake)
     with pytest.raises(target.TargetPathError) as real:
         target.check_root(root, {}, lambda source: True)
     inv = ["--inventory_file", str(SAMPLES / "inventory" / "single-disk.json")]
@@ -251,9 +251,9 @@ def test_dry_run_and_validate_refuse_the_target_root_the_real_run_refuses(
 def test_dry_run_and_validate_refuse_a_target_root_mounted_from_another_disk(
         monkeypatch, capsys, tmp_path):
     from provision_agent.drivers import blockinfo
-    from provision_agent.run import execution
+    from provision_agent.run import apply
     fake = _live_machine(monkeypatch, {})
-    monkeypatch.setattr(execution, "Runner", lambda: fake)
+    monkeypatch.setattr(apply, "Runner", lambda: fake)
     where = str(tmp_path / "mnt")
     monkeypatch.setattr(blockinfo, "mounts", lambda mountinfo=None: [("/dev/sdz1", where)])
     fake.answers = {"lsblk --json --inverse": json.dumps(

@@ -1,4 +1,5 @@
-"""The non-disk parts of Fuel's provision.json: images, bootloader and configdrive."""
+"""What provision installs from Fuel's provision.json besides the layout: images, bootloader
+and configdrive."""
 
 import json
 

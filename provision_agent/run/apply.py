@@ -1,6 +1,7 @@
-"""The real run: preflight against the live machine, execute the plan, report.
+"""Apply a plan to the live machine: preflight, execute the plan, report.
 
-Kept apart from cli.py so that a dry run never imports the drivers (pyudev, tool wrappers).
+Imported by cli/main.py only for a real run, so that a dry run never loads the drivers (pyudev,
+the tool wrappers).
 """
 
 import logging
