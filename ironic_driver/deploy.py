@@ -211,8 +211,11 @@ class ProvisionDeploy(base.DeployInterface):
             filters={"provision_state_in": list(job.WAIT_STATES), "reserved": False,
                      "maintenance": False},
             fields=["deploy_interface", "driver_internal_info"])
+        grace, now = job.resume_grace(opts), time.time()
         due = sweep_order([(uuid, info) for uuid, _driver, _group, interface, info in nodes
-                           if interface == INTERFACE and job.is_ours_info(info)],
+                           if interface == INTERFACE and (
+                               job.is_ours_info(info)
+                               or job.resume_overdue_info(info, grace, now))],
                           FOLLOWERS, opts.poll_interval)
         deadline = time.monotonic() + opts.poll_interval
         for uuid, starting in due:

@@ -18,6 +18,7 @@ bounded number of bytes (ssh.Session), whatever the ramdisk does.
 
 import json
 import logging
+import time
 import typing
 
 from ironic.common import exception, states
@@ -68,17 +69,25 @@ def follow(task, spawn=None):
 
 def _follow(task, spawn):
     node = task.node
+    o = job.opts()
+    grace = job.resume_grace(o)
+    if job.resume_lost(node, grace):
+        LOG.warning("%s on node %s exited 0 more than %s s ago and the node still waits at "
+                    "its step: the resume was lost (a conductor that died, or no free "
+                    "worker); resuming again", _what(node), node.uuid, grace)
+        _resume(task, spawn, {PREFIX + "done_at": time.time()},
+                still=lambda n: job.resume_lost(n, grace))
+        return
     if not job.waiting(node):
         return
-    o = job.opts()
     info = node.driver_internal_info
     phase = info[PREFIX + "phase"]
     LOG.debug("provision poll of node %s in phase %s", node.uuid, phase)
     late = timeouts.expired(node, o)
     if late:
-        what = "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
-        record.fail(task, f"{what} showed no progress for {late[0]} s ({late[2]} is {late[1]} s; "
-                   f"phase {phase}); last SSH error: {info.get(PREFIX + 'last_ssh_error')}")
+        record.fail(task, f"{_what(node)} showed no progress for {late[0]} s ({late[2]} is "
+                   f"{late[1]} s; phase {phase}); last SSH error: "
+                   f"{info.get(PREFIX + 'last_ssh_error')}")
         return
     target = ssh_target(node, o)
     if target is None:
@@ -154,19 +163,35 @@ def _record(task, spawn, updates, st):
                    f"{report.tail_for_error(st['tail'])}")
         return
     updates[PREFIX + "phase"] = "done"
-    if spawn is not None and node.provision_state == states.DEPLOYWAIT:
-        if record.take(task, updates):
-            LOG.info("provision finished on node %s; resuming the deploy steps", node.uuid)
+    updates[PREFIX + "done_at"] = time.time()
+    _resume(task, spawn, updates)
+
+
+def _resume(task, spawn, updates, still=job.ramdisk_expected):
+    """Record updates and move the node on to its next steps. A deploy with the conductor's
+    spawn (the periodic sweep) resumes on this task's lock (record.resume_deploy); otherwise
+    through Ironic's RPC to the node's conductor, which a conductor that dies right after
+    the save loses: the next look past job.resume_grace sends it again."""
+    node = task.node
+    cleaning = node.provision_state == states.CLEANWAIT
+    steps = "clean" if cleaning else "deploy"
+    if spawn is not None and not cleaning:
+        if record.take(task, updates, still=still):
+            LOG.info("%s finished on node %s; resuming the deploy steps", _what(node),
+                     node.uuid)
             record.resume_deploy(task, spawn)
         return
-    if not record.save(task, updates):
+    if not record.save(task, updates, still=still):
         return
-    if node.provision_state == states.CLEANWAIT:
-        LOG.info("provision erase finished on node %s; resuming the clean steps", node.uuid)
+    LOG.info("%s finished on node %s; resuming the %s steps", _what(node), node.uuid, steps)
+    if cleaning:
         manager_utils.notify_conductor_resume_clean(task)
     else:
-        LOG.info("provision finished on node %s; resuming the deploy steps", node.uuid)
         manager_utils.notify_conductor_resume_deploy(task)
+
+
+def _what(node):
+    return "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
 
 
 def _json(payload):

@@ -10,6 +10,7 @@ State kept in driver_internal_info (all keys start with provision_):
     provision_events_count   how many events were seen in total
     provision_events_offset  bytes of the events file already read
     provision_exit_code      provision's exit code once it exited
+    provision_done_at        time.time() when the exit 0 was recorded (or the resume last sent)
     provision_last_ssh_error why the last SSH attempt failed (while waiting for the ramdisk)
     provision_ssh_address, provision_ssh_port, provision_host_key
                              where the ramdisk's heartbeat said SSH is, and the key it reported
@@ -61,6 +62,27 @@ def step_is_ours(node):
 def waiting(node):
     """Our job is the one the node waits for: it may be started and followed."""
     return ramdisk_expected(node) and step_is_ours(node)
+
+
+def resume_grace(o):
+    """How long a node may wait at our step after its job's exit 0 was recorded before the
+    resume counts as lost: a few polls, far longer than the RPC that resumes takes."""
+    return 3 * o.poll_interval
+
+
+def resume_overdue_info(driver_internal_info, grace, now=None):
+    info = driver_internal_info or {}
+    return (info.get(PREFIX + "phase") == "done" and info.get(PREFIX + "exit_code") == 0
+            and (now or time.time()) - info.get(PREFIX + "done_at", 0) > grace)
+
+
+def resume_lost(node, grace):
+    """Our job ended with 0 and that was recorded, yet the node still waits at our step: the
+    resume went with a conductor that died after recording it (its RPC to itself, or its
+    worker), or found no free worker. Ironic's agent does the same on a heartbeat: a wait
+    whose command is over is continued."""
+    return (node.provision_state in WAIT_STATES and step_is_ours(node)
+            and resume_overdue_info(node.driver_internal_info, grace))
 
 
 def ramdisk_options(node):

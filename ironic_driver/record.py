@@ -11,15 +11,15 @@ WRITER = turns.WRITER
 PREFIX = job.PREFIX
 
 
-def save(task, updates, touch=False, retry_lock=True):
-    """Write under an exclusive lock; False when the node moved on meanwhile. touch: move the
-    node's provisioning time too (timeouts.py)."""
+def save(task, updates, touch=False, retry_lock=True, still=job.ramdisk_expected):
+    """Write under an exclusive lock; False when the node moved on meanwhile (still(node) no
+    longer holds). touch: move the node's provisioning time too (timeouts.py)."""
     info = task.node.driver_internal_info
-    if job.ramdisk_expected(task.node) and all(info.get(k) == v for k, v in updates.items()):
+    if still(task.node) and all(info.get(k) == v for k, v in updates.items()):
         # Most polls of a running provision change nothing: no lock, no database write.
         return True
     try:
-        if not take(task, updates, retry_lock):
+        if not take(task, updates, retry_lock, still):
             return False
         if touch:
             timeouts.touch(task.node)
@@ -31,14 +31,14 @@ def save(task, updates, touch=False, retry_lock=True):
     return True
 
 
-def take(task, updates, retry_lock=True):
+def take(task, updates, retry_lock=True, still=job.ramdisk_expected):
     """The writer's turn, the exclusive lock and updates set on the node (not saved);
-    False when the node moved on meanwhile."""
+    False when the node moved on meanwhile (still(node), checked under the lock, is false)."""
     WRITER.enter()
     if task.shared:
         task.upgrade_lock(purpose="recording provision progress", retry=retry_lock)
     node = task.node
-    if not job.ramdisk_expected(node):
+    if not still(node):
         return False
     for key, value in updates.items():
         node.set_driver_internal_info(key, value)

@@ -1,6 +1,7 @@
 """The periodic sweep that hands waiting nodes to pollers, on Ironic's DB fixtures: it picks
 exactly our waiting nodes and takes no lock itself (each poll takes its own)."""
 
+import time
 from unittest import mock
 
 from ironic.common import states
@@ -31,11 +32,12 @@ class Manager:
 
 class TestSweep(dbcase.NodeTestCase):
     def _node(self, interface="provision", state=states.DEPLOYWAIT, phase="wait_ramdisk",
-              **fields):
+              info=None, **fields):
         node = self.make_node(uuid=uuidutils.generate_uuid(), **fields)
         node.deploy_interface = interface
         node.provision_state = state
-        node.driver_internal_info = {"provision_phase": phase} if phase else {}
+        node.driver_internal_info = dict({"provision_phase": phase} if phase else {},
+                                         **(info or {}))
         node.save()
         return node.uuid
 
@@ -44,6 +46,12 @@ class TestSweep(dbcase.NodeTestCase):
         running = self._node(state=states.CLEANWAIT, phase="running")
         self._node(interface="fake")                          # another deploy interface
         self._node(phase="done")                              # finished, resumed elsewhere
+        # exit 0 recorded a moment ago: its resume is on its way
+        self._node(state=states.CLEANWAIT, phase="done",
+                   info={"provision_exit_code": 0, "provision_done_at": time.time()})
+        # exit 0 recorded long ago and still waiting: the resume was lost (test_lost_resume)
+        lost = self._node(state=states.CLEANWAIT, phase="done",
+                          info={"provision_exit_code": 0, "provision_done_at": 0})
         self._node(state=states.ACTIVE, phase=None)
         self._node(maintenance=True)
         self._node(reservation="other-conductor")             # a poll or a step holds it
@@ -53,8 +61,8 @@ class TestSweep(dbcase.NodeTestCase):
                 mock.patch.object(deploy.FOLLOWERS, "submit",
                                   wraps=deploy.FOLLOWERS.submit) as submit:
             deploy.ProvisionDeploy()._follow_provision(manager, self.context)
-        self.assertEqual(sorted([waiting, running]), sorted(manager.spawned))
-        self.assertEqual(2, submit.call_count)
+        self.assertEqual(sorted([waiting, running, lost]), sorted(manager.spawned))
+        self.assertEqual(3, submit.call_count)
         for call in submit.call_args_list:
             self.assertIs(follow.follow_in_worker, call.args[2])
         # the pollers' slots are freed once they end; here they never ran
@@ -67,7 +75,7 @@ class TestSweep(dbcase.NodeTestCase):
         starting = self._node()
         self._node(phase="running")
         manager = Manager()
-        clock = SimpleNamespace(monotonic=itertools.count(0, 1000).__next__)
+        clock = SimpleNamespace(monotonic=itertools.count(0, 1000).__next__, time=time.time)
         with mock.patch.object(deploy, "time", clock):
             deploy.ProvisionDeploy()._follow_provision(manager, self.context)
         self.assertEqual([starting], manager.spawned)
