@@ -9,7 +9,7 @@ import logging
 
 from provision_agent import bounded_http, redact
 from provision_agent.errors import InputError, InputUnreachable, Problem
-from provision_agent.plan import pipeline
+from provision_agent.plan import json_text
 
 LOG = logging.getLogger(__name__)
 
@@ -90,4 +90,4 @@ def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
             raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
     else:
         raw = fetch(url, ca_bundle=ca_bundle, insecure=insecure)
-    return pipeline.parse_document(raw, where)
+    return json_text.parse_document(raw, where)

@@ -11,7 +11,7 @@ import tenacity
 
 from provision_agent import errors
 from provision_agent.cli import input_source
-from provision_agent.plan import pipeline
+from provision_agent.plan import json_text
 from tests.unit.helpers import SAMPLES
 
 DOC = (SAMPLES / "single-disk.json").read_bytes()
@@ -94,5 +94,5 @@ def test_cli_exit_code_6_is_documented(server, capsys):
 ])
 def test_bytes_that_are_no_document_are_invalid_input_with_a_place(raw, where, what):
     with pytest.raises(errors.InputError) as exc:
-        pipeline.parse_document(raw, "in.json")
+        json_text.parse_document(raw, "in.json")
     assert where in str(exc.value) and what in str(exc.value)
