@@ -20,5 +20,6 @@ def loop(tmp_path):
 
     yield make
     for dev in made:
-        subprocess.run(["umount", dev], capture_output=True)
+        # -R: a test may leave mounts stacked on the device (a run that failed midway)
+        subprocess.run(["umount", "-R", dev], capture_output=True)
         subprocess.run(["losetup", "-d", dev], capture_output=True)

@@ -27,26 +27,8 @@ pytestmark = require("losetup", "mkfs.ext4", "mkfs.xfs", "sgdisk", "parted", "sf
                      "blkid")
 
 
-@pytest.fixture
-def loops(tmp_path):
-    made = []
-
-    def make(size=512 << 20):
-        img = tmp_path / f"disk{len(made)}.img"
-        with open(img, "wb") as f:
-            f.truncate(size)
-        dev = sh("losetup", "-f", "--show", str(img)).strip()
-        made.append(dev)
-        return dev
-
-    yield make
-    for dev in made:
-        subprocess.run(["umount", "-R", dev], capture_output=True)
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
-
-
-def test_execute_whole_device_filesystems_with_fstab(tmp_path, loops):
-    root_dev, srv_dev = loops(), loops()
+def test_execute_whole_device_filesystems_with_fstab(tmp_path, loop):
+    root_dev, srv_dev = loop(512 << 20), loop(512 << 20)
     sh("mkfs.ext4", "-q", "-F", "-L", "stale", srv_dev)     # an old filesystem to wipe
     doc = {"version": 1,
            "disks": [{"id": "a", "match": {"name": root_dev}},
@@ -78,8 +60,8 @@ def test_execute_whole_device_filesystems_with_fstab(tmp_path, loops):
     assert sum(e.get("status") == "done" for e in events) == len(planned.steps)
 
 
-def test_failed_mkfs_exits_4_and_leaves_nothing_mounted(tmp_path, loops):
-    dev = loops(64 << 20)     # too small for xfs (300 MB minimum): mkfs.xfs fails
+def test_failed_mkfs_exits_4_and_leaves_nothing_mounted(tmp_path, loop):
+    dev = loop(64 << 20)     # too small for xfs (300 MB minimum): mkfs.xfs fails
     doc = {"version": 1, "disks": [{"id": "a", "match": {"name": dev}}],
            "filesystems": [{"device": "a", "type": "xfs", "mount": "/"}]}
     live = [inventory.normalize({"name": dev, "size": 64 << 20})]
@@ -92,8 +74,8 @@ def test_failed_mkfs_exits_4_and_leaves_nothing_mounted(tmp_path, loops):
     assert not os.path.ismount(tmp_path / "t")
 
 
-def test_wipe_removes_signatures_and_zeroes_the_edges(loops):
-    dev = loops(64 << 20)
+def test_wipe_removes_signatures_and_zeroes_the_edges(loop):
+    dev = loop(64 << 20)
     sh("mkfs.ext4", "-q", "-F", dev)
     with open(dev, "r+b") as f:
         f.seek((64 << 20) - 4096)
