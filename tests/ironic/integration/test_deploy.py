@@ -17,18 +17,8 @@ INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
 @pytest.fixture(scope="module")
 def ironic(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("ironic"))
-    server = realenv.Ironic(workdir, {
-        "ssh_private_key_file": ramdisk.client_key_file,
-        "ssh_user": "root",
-        "poll_interval": 1,
-        "deploy_timeout": 120,
-        "connect_timeout": 5,
-        "command_timeout": 20,
-        "data_driver": "native",
-        "provision_command": realenv.bin_path("provision"),
-        "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
-        "remote_dir": os.path.join(workdir, "remote"),
-    })
+    server = realenv.Ironic(workdir, dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY),
+                                         data_driver="native"))
     server.start()
     yield server
     server.stop()

@@ -45,17 +45,9 @@ def server(ramdisk, tmp_path_factory):
     glance = realglance.Glance(workdir).start()
     os.makedirs(os.path.join(workdir, "httpboot"))
     http = FileServer(os.path.join(workdir, "httpboot")).__enter__()
-    server = realenv.Ironic(workdir, {
-        "ssh_private_key_file": ramdisk.client_key_file,
-        "poll_interval": 1,
-        "deploy_timeout": 120,
-        "connect_timeout": 5,
-        "command_timeout": 20,
-        "provision_command": realenv.bin_path("provision"),
-        "provision_extra_args": f"--dry_run,--inventory_file,{INVENTORY}",
-        "remote_dir": os.path.join(workdir, "remote"),
-        "layouts_dir": layouts,
-    }, extra_conf=realglance.ironic_conf(glance, workdir, http.url())
+    server = realenv.Ironic(
+        workdir, dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY), layouts_dir=layouts),
+        extra_conf=realglance.ironic_conf(glance, workdir, http.url())
         + realregistry.ironic_conf() + NO_NOVA)
     # data_driver stays the default (ironic), as on a real conductor
     server.glance = glance
