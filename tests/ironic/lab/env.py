@@ -18,6 +18,7 @@ import time
 
 from provision_agent.agent.ironic import DEFAULT_BINDING_DIR
 from tests.ironic import realenv, realglance
+from tests.ironic.conductors import FAILOVER_OPTIONS
 from tests.vmbench import FileServer, testos
 from tests.vmbench.bmc import RedfishEmulator, VirtualBMC
 from tests.vmbench.bootnet import IPXE_FILES, BootNetwork
@@ -59,7 +60,7 @@ class Lab:
     lab.domains[name], lab.bmc, lab.enroll(name, ...)."""
 
     def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
-                 ipmi=False, automated_clean=True, glance=False, cpus=2):
+                 ipmi=False, automated_clean=True, glance=False, cpus=2, conductors=1):
         self.workdir = str(workdir)
         self.cpus = cpus                    # vCPUs per machine
         self.ramdisk = ramdisk
@@ -70,6 +71,9 @@ class Lab:
         self.ipmi = ipmi
         self.automated_clean = automated_clean
         self.glance = glance
+        # >1: ironic-api and that many conductors over JSON-RPC on MariaDB, failing over
+        # in seconds (tests/ironic/conductors.py)
+        self.conductors = conductors
         self.stack = contextlib.ExitStack()
 
     def __enter__(self):
@@ -115,15 +119,26 @@ class Lab:
         self.http = self.stack.enter_context(FileServer(http_root, address=self.net.host_address))
         self.images = self.stack.enter_context(
             FileServer(self.serve_dir, address=self.net.host_address))
-        self.ironic = realenv.Ironic(w, self.provision_opts, api_host=self.net.host_address,
-                                     extra_conf=self._ironic_conf(http_root))
+        self.ironic = self._ironic(w, http_root)
         self.ironic.start()
         self.stack.callback(self.ironic.stop)
+
+    def _ironic(self, w, http_root):
+        if self.conductors == 1:
+            return realenv.Ironic(w, self.provision_opts, api_host=self.net.host_address,
+                                  extra_conf=self._ironic_conf(http_root))
+        mariadb = realenv.MariaDB(w)
+        mariadb.start()
+        self.stack.callback(mariadb.stop)
+        return realenv.Ironic(w, self.provision_opts, api_host=self.net.host_address,
+                              extra_conf=self._ironic_conf(http_root)
+                              + FAILOVER_OPTIONS,
+                              database=mariadb.url, split_api=True, conductors=self.conductors)
 
     def _keep_logs(self):
         """The lab's logs and consoles go to artifacts/ (the work directory is removed)."""
         out = ARTIFACTS / f"lab-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        for pattern in ("ironic/ironic.log", "net/dnsmasq.log", "sushy/sushy.log",
+        for pattern in ("ironic/*.log", "net/dnsmasq.log", "sushy/sushy.log",
                         "vbmc/vbmcd.log", "*/console.log"):
             for path in pathlib.Path(self.workdir).glob(pattern):
                 target = out / path.relative_to(self.workdir)
