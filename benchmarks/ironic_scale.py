@@ -280,10 +280,12 @@ class Run:
         while True:
             # Under sqlite lock contention one request took over 30 s (500 nodes).
             resp = self.ironic.set_state(uuid, "active", ok=False, timeout=300)
-            # A request the API could not hand to the killed conductor (its hash ring still
-            # names it for up to heartbeat_timeout) is sent again, as a client would.
-            if (resp.ok or self.failover is None or self.failover.victim.killed is None
-                    or time.monotonic() - self.t0 > self.args.max_wait):
+            # A request the API could not hand on is sent again, as a client would: the
+            # killed conductor (the API's hash ring names it for up to heartbeat_timeout),
+            # or a JSON-RPC connection dropped under load (one at load 30, before any kill).
+            again = resp.status_code >= 500 or (
+                not resp.ok and self.failover and self.failover.victim.killed)
+            if not again or time.monotonic() - self.t0 > self.args.max_wait:
                 break
             self.retried += 1
             time.sleep(1)
