@@ -6,8 +6,8 @@ import requests
 
 from provision_agent import bounded_http, redact
 
-# 1.68: agent_verify_ca in heartbeats; lookup and agent_version are older.
-API_VERSION = "1.68"
+# 1.72: agent_status in heartbeats (1.68: agent_verify_ca; lookup and agent_version are older).
+API_VERSION = "1.72"
 HEADERS = {"X-OpenStack-Ironic-API-Version": API_VERSION}
 HIDDEN_TOKEN = "******"     # what lookup answers once the token went to an earlier lookup
 # Ironic's answers to lookup and heartbeat are a node record: kilobytes.

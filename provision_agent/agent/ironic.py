@@ -15,6 +15,9 @@ cannot know before the machine boots: it looks the node up by the machine's MAC 
                    SSH equivalent. The heartbeat carries the agent token, so only the ramdisk
                    that won the lookup can set it, and Ironic refuses a later heartbeat whose
                    key differs ("Detected change in ramdisk provided agent_verify_ca").
+  agent_status     "end" in the first heartbeat after the conductor's job exited here, sent
+                   as soon as it did (job_watch.py): the conductor looks at once instead of
+                   at its next look. Absent otherwise.
 
 After each lookup it writes the binding file (provision_agent/binding.py) that the conductor
 reads over SSH before it sends anything: the heartbeat says where a ramdisk is, the binding
@@ -48,6 +51,7 @@ from provision_agent.agent.host import (
     read_host_key,
     source_address,
 )
+from provision_agent.agent.job_watch import DEFAULT_JOB_DIR, ExitWatch
 
 LOG = logging.getLogger("provision-ironic-agent")
 
@@ -55,11 +59,14 @@ LOG = logging.getLogger("provision-ironic-agent")
 # image's chroot gets of /run (provision_agent/drivers/chroot.py).
 DEFAULT_BINDING_DIR = "/run/provision-ironic-agent"
 STARTUP_PAUSES = (3, 10, 30)
+# How often a pause between heartbeats checks whether the job exited (a stat of one file).
+WATCH_EVERY = 1.0
 
 
 class Agent:
     def __init__(self, api_url, macs, ssh_port=22, host_key=None, token=None, verify=True,
-                 address=None, interval=60, session=None, binding_dir=DEFAULT_BINDING_DIR):
+                 address=None, interval=60, session=None, binding_dir=DEFAULT_BINDING_DIR,
+                 job_dir=DEFAULT_JOB_DIR):
         self.api_url = api_url.rstrip("/")
         self.macs = macs
         self.ssh_port = ssh_port
@@ -71,6 +78,7 @@ class Agent:
         self.session = session or requests.Session()
         self.binding_dir = binding_dir
         self.bound = None           # the node whose binding this agent wrote
+        self.watch = ExitWatch(job_dir)
         self.node = None
 
     def _request(self, method, path, **kwargs):
@@ -117,16 +125,19 @@ class Agent:
         LOG.info("Lookup: this machine is node %s", uuid)
         return uuid
 
-    def heartbeat(self):
+    def heartbeat(self, status=None):
+        """status: Ironic's agent_status; "end" once the conductor's job exited here."""
         address = self.address or source_address(self.api_url)
         body = {"callback_url": callback_url(address, self.ssh_port),
                 "agent_token": self.token, "agent_version": _version()}
+        if status:
+            body["agent_status"] = status
         if self.host_key:
             body["agent_verify_ca"] = self.host_key
         resp = self._request("POST", f"/v1/heartbeat/{self.node}", json=body)
         if resp.status_code in (200, 202, 204):
-            LOG.info("Heartbeat for node %s accepted (ssh to %s port %s)", self.node,
-                     address, self.ssh_port)
+            LOG.info("Heartbeat for node %s accepted (ssh to %s port %s)%s", self.node,
+                     address, self.ssh_port, "; it said the job exited" if status else "")
             return True
         if resp.status_code == 409:
             LOG.info("Heartbeat: node %s is busy, again shortly", self.node)
@@ -145,7 +156,10 @@ class Agent:
                     _retry_lookup(self, stop, sleep)
                     if self.node is None:
                         return
-                accepted = self.heartbeat()
+                ended = self.watch.pending(self.node)
+                accepted = self.heartbeat("end" if ended else None)
+                if accepted and ended:
+                    self.watch.reported = ended
             except NotYet as exc:
                 LOG.warning("%s", exc)
                 accepted = False
@@ -160,7 +174,19 @@ class Agent:
                 failures += 1
                 pause = min(2 ** failures, self.interval)
             # Jitter: a rack of machines booted at once should not heartbeat in lockstep.
-            sleep(pause * random.uniform(0.8, 1.2))
+            self._pause(pause * random.uniform(0.8, 1.2), stop, sleep)
+
+    def _pause(self, seconds, stop, sleep):
+        """Sleeps seconds, or less when the job exits meanwhile: that heartbeat goes at once.
+        An exit already pending when the pause began (its heartbeat refused) waits it out."""
+        before = self.watch.pending(self.node)
+        left = seconds
+        while left > 0 and not stop():
+            step = min(WATCH_EVERY, left)
+            sleep(step)
+            left -= step
+            if self.watch.pending(self.node) not in (None, before):
+                return
 
 
 def _retry_lookup(agent, stop, sleep):
@@ -204,6 +230,11 @@ def parse_args(argv):
     p.add_argument("--binding_dir", default=DEFAULT_BINDING_DIR,
                    help="Where the node binding the conductor checks is written (root-only; "
                         "default %(default)s, the conductor's [provision_agent]binding_dir).")
+    p.add_argument("--job_dir", default=DEFAULT_JOB_DIR,
+                   help="Where the conductor runs its job (its [provision_agent]remote_dir; "
+                        "default %(default)s): when the job's exit code appears there, the "
+                        "next heartbeat goes at once and says so, so the conductor need not "
+                        "wait for its next look.")
     p.add_argument("--interval", type=float, default=60,
                    help="Seconds between heartbeats once settled (default 60; Ironic's "
                         "[api]ramdisk_heartbeat_timeout is 300).")
@@ -244,7 +275,7 @@ def main(argv=None):
     agent = Agent(api_url, macs, ssh_port=args.ssh_port, host_key=host_key,
                   token=params.get("ipa-agent-token") or None, verify=not insecure,
                   address=args.address, interval=args.interval,
-                  binding_dir=args.binding_dir)
+                  binding_dir=args.binding_dir, job_dir=args.job_dir)
     LOG.info("Looking up this machine in %s by %s", redact.url(api_url), ", ".join(macs))
     try:
         agent.run()

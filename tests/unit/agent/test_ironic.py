@@ -33,11 +33,18 @@ def _agent(script, **kw):
     return agent, session
 
 
-def _run(agent, session):
-    """Runs the loop until the scripted answers are used up."""
-    slept = []
-    agent.run(stop=lambda: not session.script, sleep=slept.append)
-    return slept
+def _run(agent, session, between=None):
+    """Runs the loop until the scripted answers are used up; the pauses it chose.
+    between(): what happens in the ramdisk during each pause."""
+    pauses = []
+
+    def pause(seconds, stop, sleep):
+        pauses.append(seconds)
+        if between:
+            between()
+    agent._pause = pause
+    agent.run(stop=lambda: not session.script, sleep=pauses.append)
+    return pauses
 
 
 def test_lookup_until_deploying_then_heartbeat_with_token_and_key(caplog):
@@ -55,7 +62,8 @@ def test_lookup_until_deploying_then_heartbeat_with_token_and_key(caplog):
     assert body["agent_token"] == token
     assert body["callback_url"] == "https://192.0.2.50:22"
     assert body["agent_verify_ca"] == "ssh-ed25519 AAAA"
-    assert session.sent[3][2]["headers"]["X-OpenStack-Ironic-API-Version"] == "1.68"
+    assert session.sent[3][2]["headers"]["X-OpenStack-Ironic-API-Version"] == "1.72"
+    assert "agent_status" not in body
     assert slept and all(s > 0 for s in slept)
     assert token not in caplog.text
 
@@ -118,6 +126,57 @@ def test_a_refused_heartbeat_looks_up_again_and_backs_off():
     slept = _run(agent, session)
     assert [m for m, _, _ in session.sent] == ["GET", "POST", "GET", "POST"]
     assert slept[1] > slept[0] * 1.2     # 2 s, then 4 s (with at most 20 % jitter)
+
+
+def _exit_code(job_dir, node=NODE):
+    """What the conductor's wrapper does when provision exits: a rename into place."""
+    os.makedirs(os.path.join(job_dir, node), exist_ok=True)
+    tmp = os.path.join(job_dir, node, "exit_code.tmp")
+    with open(tmp, "w") as f:
+        f.write("0\n")
+    os.rename(tmp, os.path.join(job_dir, node, "exit_code"))
+
+
+def test_the_heartbeat_after_the_job_exited_says_end_once_per_exit(tmp_path):
+    job_dir = str(tmp_path / "job")
+    agent, session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t"}}),
+        Resp(202), Resp(202), Resp(409), Resp(202), Resp(202), Resp(202), Resp(202)],
+        job_dir=job_dir)
+    exits_after = {1: lambda: _exit_code(job_dir), 4: lambda: _exit_code(job_dir)}
+    count = iter(range(100))
+    _run(agent, session, between=lambda: exits_after.get(next(count), lambda: None)())
+    statuses = [sent[2]["json"].get("agent_status") for sent in session.sent[1:]]
+    # the second pause saw the exit: "end" until one is accepted (409: node busy), then no
+    # more until the job exits again (a new file: the wrapper renames it into place)
+    assert statuses == [None, None, "end", "end", None, "end", None]
+
+
+def test_a_pause_ends_when_the_job_exits_not_for_an_exit_already_pending(tmp_path):
+    job_dir = str(tmp_path / "job")
+    agent, _session = _agent([], job_dir=job_dir)
+    agent.node = NODE
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        if len(slept) == 3 and not os.path.exists(job_dir):
+            _exit_code(job_dir)
+    agent._pause(60, stop=lambda: False, sleep=sleep)
+    assert slept == [agent_mod.WATCH_EVERY] * 3          # not 60 s: the exit goes at once
+    slept.clear()
+    agent._pause(5, stop=lambda: False, sleep=sleep)    # its heartbeat refused: wait it out
+    assert sum(slept) == 5
+
+
+def test_a_node_name_that_is_not_a_uuid_is_never_a_path(tmp_path):
+    from provision_agent.agent import job_watch
+    watch = job_watch.ExitWatch(str(tmp_path))
+    _exit_code(str(tmp_path), node="x")
+    (tmp_path / "exit_code").write_text("0")
+    assert watch.pending("x") is None and watch.pending("..") is None
+    _exit_code(str(tmp_path))
+    assert watch.pending(NODE) is not None
 
 
 def test_main_without_an_api_url_exits_2_and_says_why(tmp_path, caplog):
