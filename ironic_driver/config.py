@@ -30,7 +30,17 @@ opts = [
                     "closed, after connect_timeout + command_timeout seconds whatever the "
                     "ramdisk does."),
     cfg.IntOpt("poll_interval", default=10, min=1,
-               help="Seconds between checks of deploying nodes (ramdisk up? provision done?)."),
+               help="Seconds between checks of deploying nodes (ramdisk up? provision done?), "
+                    "and the least time between two looks at one node."),
+    cfg.IntOpt("running_poll_interval", default=30, min=1,
+               help="Seconds between looks at a job that is running in a ramdisk which "
+                    "heartbeats (provision-ironic-agent): such a ramdisk heartbeats the moment "
+                    "the job exits, and that heartbeat brings the look forward, so this only "
+                    "sets how often progress is read (and how late an exit is noticed when "
+                    "that heartbeat is lost). Nodes reached through driver_info/"
+                    "provision_ssh_address send no heartbeats and are looked at every "
+                    "poll_interval. Looks per node then depend on the job's length, not on "
+                    "how many conductors share the nodes or how busy they are."),
     cfg.IntOpt("deploy_timeout", min=1,
                help="Seconds a deploy or a cleaning may go without progress (from the power "
                     "on into the ramdisk until provision starts, then between two looks that "

@@ -44,27 +44,40 @@ LOG = logging.getLogger(__name__)
 
 config.register(CONF)
 OPTS = job.opts
-FOLLOWERS = fanout.FanOut()
+FOLLOWERS = fanout.FOLLOWERS
 # The name this interface is enabled by (setup.cfg's ironic.hardware.interfaces.deploy).
 INTERFACE = "provision"
 
 
-def sweep_order(nodes, followers, interval):
+def sweep_order(nodes, followers, interval, running_interval):
     """[(uuid, starting)] of nodes ((uuid, driver_internal_info) pairs) due for a poll: every
-    node at most once per interval, the ones whose job is still to start first, then the
-    running ones least recently looked at first.
+    node at most once per interval, the ones whose job is still to start first, then the ones
+    whose ramdisk said their job exited, then the others least recently looked at first. A
+    running job in a ramdisk that heartbeats is due only every running_interval, or once
+    that ramdisk's heartbeat said the job exited (followers.hurried, heartbeat.py); so is a
+    node whose ramdisk has yet to send the heartbeat that starts its job.
 
     Under load the conductor's CPU is what polls compete for: a job started a sweep earlier
     is a whole job earlier everywhere, a running one looked at a sweep later only finishes
-    that much later, and most looks at a running job find it still running."""
+    that much later, and most looks at a running job find it still running. Spacing those
+    looks by the clock rather than by the slots free keeps a node's looks the same however
+    many conductors share the nodes: spare capacity is not spent looking again."""
     followers.keep_only([uuid for uuid, _ in nodes])
     due = []
     for uuid, info in nodes:
         idle = followers.since_last(uuid)
-        if idle >= interval:
-            starting = info.get(job.PREFIX + "phase") == "wait_ramdisk"
-            due.append((not starting, -idle, uuid))
-    return [(uuid, not running) for running, _, uuid in sorted(due)]
+        if idle < interval:
+            continue
+        phase = info.get(job.PREFIX + "phase")
+        hurried = followers.hurried(uuid)
+        # What a heartbeat brings forward: the end of a job in a ramdisk that heartbeats, and
+        # the start of one whose ramdisk has yet to (the look only keeps the time).
+        paced = (phase == "running" and info.get(job.PREFIX + "heartbeats")
+                 or phase == "wait_ramdisk" and info.get(job.PREFIX + "awaiting_heartbeat"))
+        if paced and not hurried and idle < running_interval:
+            continue
+        due.append((phase != "wait_ramdisk", not hurried, -idle, uuid))
+    return [(uuid, not running) for running, _later, _, uuid in sorted(due)]
 
 
 class ProvisionDeploy(base.DeployInterface):
@@ -126,7 +139,7 @@ class ProvisionDeploy(base.DeployInterface):
     def heartbeat(self, task, callback_url, agent_version, agent_verify_ca=None,
                   agent_status=None, agent_status_message=None):
         """The ramdisk's agent says where its SSH is and which host key it has."""
-        heartbeat.handle(task, callback_url, agent_version, agent_verify_ca)
+        heartbeat.handle(task, callback_url, agent_version, agent_verify_ca, agent_status)
 
     # ---- cleaning
 
@@ -216,7 +229,7 @@ class ProvisionDeploy(base.DeployInterface):
                            if interface == INTERFACE and (
                                job.is_ours_info(info)
                                or job.resume_overdue_info(info, grace, now))],
-                          FOLLOWERS, opts.poll_interval)
+                          FOLLOWERS, opts.poll_interval, opts.running_poll_interval)
         deadline = time.monotonic() + opts.poll_interval
         for uuid, starting in due:
             if not starting and time.monotonic() > deadline:

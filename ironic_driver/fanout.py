@@ -9,6 +9,7 @@ sweep last 50 x 10 s. So the sweep only hands each node to a worker and waits wh
 poll has not finished is skipped, so one node is never polled twice at once.
 """
 
+import contextlib
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ class FanOut:
         self._cond = threading.Condition(self._lock)
         self._running = set()
         self._ended = {}   # key -> time.monotonic() when its last poll ended
+        self._hurried = set()   # keys to look at as soon as the poll interval allows
         self.peak = 0      # most polls running at once since start (logged, read by tests)
 
     def running(self):
@@ -45,6 +47,35 @@ class FanOut:
         with self._lock:
             for key in set(self._ended) - set(keys):
                 del self._ended[key]
+            self._hurried &= set(keys)
+
+    def hurry(self, key):
+        """key's next poll should not wait for its usual turn (cleared when one starts)."""
+        with self._lock:
+            self._hurried.add(key)
+
+    def hurried(self, key):
+        with self._lock:
+            return key in self._hurried
+
+    @contextlib.contextmanager
+    def claim(self, key):
+        """Yields True while this thread polls key itself (in a worker it already has),
+        False when a poll of key is running: never two at once, as with submit."""
+        with self._lock:
+            mine = key not in self._running
+            if mine:
+                self._start(key)
+        try:
+            yield mine
+        finally:
+            if mine:
+                self._done(key)
+
+    def _start(self, key):
+        self._running.add(key)
+        self._hurried.discard(key)
+        self.peak = max(self.peak, len(self._running))
 
     def submit(self, key, spawn, func, *args, limit, wait):
         """spawn(wrapped, *args) in a slot for key. False when key is already running;
@@ -60,8 +91,7 @@ class FanOut:
                 self._cond.wait(left)
                 if key in self._running:
                     return False
-            self._running.add(key)
-            self.peak = max(self.peak, len(self._running))
+            self._start(key)
             count = len(self._running)
         LOG.debug("provision poll of %s handed to a worker (%d running)", key, count)
         try:
@@ -82,3 +112,8 @@ class FanOut:
             self._running.discard(key)
             self._ended[key] = time.monotonic()
             self._cond.notify()
+
+
+# The conductor's one set of pollers: the periodic sweep (deploy.py) and the heartbeats
+# (heartbeat.py) share it, so that neither starts a poll of a node the other is running.
+FOLLOWERS = FanOut()

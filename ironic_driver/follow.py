@@ -91,8 +91,10 @@ def _follow(task, spawn):
         return
     target = ssh_target(node, o)
     if target is None:
+        # awaiting_heartbeat: the heartbeat starts the job, the sweep only keeps the time
         record.save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
-                     "its node up through ipa-api-url; no driver_info/provision_ssh_address)"})
+                     "its node up through ipa-api-url; no driver_info/provision_ssh_address)",
+                           PREFIX + "awaiting_heartbeat": True})
         return
     try:
         session = _connect(node, target, o)

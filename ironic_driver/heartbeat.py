@@ -2,7 +2,10 @@
 key it has. Recorded as Ironic's own heartbeat handling records an agent's (agent_url,
 agent_verify_ca, agent_last_heartbeat), with Ironic's rules for a node in maintenance and for
 a node another thread holds locked; the first heartbeat of a job starts it at once (follow.py)
-instead of at the next poll.
+instead of at the next poll, and the heartbeat that says the job exited (agent_status "end",
+sent by provision-ironic-agent as soon as the exit code is there) has it looked at at once.
+That heartbeat is only a hint: the look reads the exit code over SSH as any look does, and a
+node is looked at no more than once per poll_interval however often its ramdisk heartbeats.
 """
 
 import ipaddress
@@ -13,20 +16,25 @@ import urllib.parse
 from ironic.common import exception, states
 from ironic.conf import CONF
 
-from ironic_driver import follow, job, record, ssh
+from ironic_driver import fanout, follow, job, record, ssh
 
 LOG = logging.getLogger(__name__)
 P = job.PREFIX
 
 
-def handle(task, callback_url, agent_version, agent_verify_ca):
+# What Ironic's ramdisk API lets an agent say about itself (AGENT_VALID_STATES) that means
+# "what you started here is over".
+EXITED = ("end", "error")
+
+
+def handle(task, callback_url, agent_version, agent_verify_ca, agent_status=None):
     try:
-        _handle(task, callback_url, agent_version, agent_verify_ca)
+        _handle(task, callback_url, agent_version, agent_verify_ca, agent_status)
     finally:
         record.WRITER.leave()
 
 
-def _handle(task, callback_url, agent_version, agent_verify_ca):
+def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
     node = task.node
     if not job.ramdisk_expected(node):
         LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
@@ -51,6 +59,7 @@ def _handle(task, callback_url, agent_version, agent_verify_ca):
     if agent_verify_ca:
         updates["agent_verify_ca"] = agent_verify_ca
     updates[P + "heartbeats"] = info.get(P + "heartbeats", 0) + 1
+    updates[P + "awaiting_heartbeat"] = None
     updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
     try:
         # As Ironic's own heartbeat handling: a node another thread holds (a poll looking at
@@ -68,9 +77,28 @@ def _handle(task, callback_url, agent_version, agent_verify_ca):
         LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
                  node.uuid, agent_version, address, port,
                  ssh.fingerprint(host_key) if host_key else "(none reported)")
-    if node.driver_internal_info.get(P + "phase") == "wait_ramdisk" and job.waiting(node):
+    phase = node.driver_internal_info.get(P + "phase")
+    if phase == "wait_ramdisk" and job.waiting(node):
         # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
-        follow.follow(task)
+        _look_now(task, "starting the job")
+    elif phase == "running" and agent_status in EXITED and job.waiting(node):
+        if fanout.FOLLOWERS.since_last(node.uuid) >= job.opts().poll_interval:
+            _look_now(task, "the ramdisk says its job exited")
+        else:
+            fanout.FOLLOWERS.hurry(node.uuid)
+
+
+def _look_now(task, why):
+    """A look at the node in this heartbeat's worker, counted as the sweep's are (so that the
+    sweep's next one keeps its distance); when one runs already, the sweep's next one, which a
+    hurried node does not wait its running_poll_interval for."""
+    uuid = task.node.uuid
+    with fanout.FOLLOWERS.claim(uuid) as mine:
+        if mine:
+            LOG.debug("Node %s: %s; looking now", uuid, why)
+            follow.follow(task)
+            return
+    fanout.FOLLOWERS.hurry(uuid)
 
 
 def _in_maintenance(task):

@@ -28,13 +28,16 @@ def limit(node, o):
 def expired(node, o):
     """None, or (seconds the node was silent, its limit, where the limit comes from).
 
-    With Ironic's own limit, the node is failed one poll_interval before Ironic's periodic
-    check would fail it with "Timeout reached while waiting for callback": the same moment,
-    give or take the two checks' intervals, but with the reason in last_error."""
+    With Ironic's own limit, the node is failed before Ironic's periodic check would fail it
+    with "Timeout reached while waiting for callback": the same moment, give or take the two
+    checks' intervals, but with the reason in last_error. The margin is the longest a node
+    may go between two looks (running_poll_interval, deploy.sweep_order, and the sweep's own
+    poll_interval), so that one of them falls inside it."""
     seconds, source = limit(node, o)
     if not seconds:
         return None
-    margin = 0 if o.deploy_timeout else min(o.poll_interval, seconds // 2)
+    margin = 0 if o.deploy_timeout else min(o.poll_interval + o.running_poll_interval,
+                                            seconds // 2)
     silent = silent_for(node)
     if silent > seconds - margin:
         return int(silent), seconds, source

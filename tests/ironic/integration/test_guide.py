@@ -223,7 +223,8 @@ def test_a_glance_image_to_a_node_found_by_its_heartbeat(server, ramdisk, tmp_pa
     image = server.glance.create_image(str(path), "guide-root")
     env["GLANCE_IMAGE"] = image["id"]
     with AgentProcess(tmp_path, server.ramdisk_api_url, mac, ramdisk.port,
-                      ramdisk.host_key_file + ".pub", server.binding_dir) as agent:
+                      ramdisk.host_key_file + ".pub", server.binding_dir,
+                      server.remote_dir) as agent:
         done = guide.run("deploy-glance", env, timeout=200, ok=False)
         assert done.returncode == 0, (done.out, agent.text())
     node = _show(env)

@@ -24,8 +24,10 @@ INVENTORY = os.path.join(ROOT, "samples", "inventory", "single-disk.json")
 @pytest.fixture(scope="module")
 def ironic(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("ironic-hb"))
+    # A running job is looked at again only after running_poll_interval: a deploy that ends
+    # within the tests' timeouts got its last look from the agent's "job exited" heartbeat.
     server = realenv.Ironic(workdir, dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY),
-                                         data_driver="native"))
+                                         data_driver="native", running_poll_interval=600))
     server.remote_dir = os.path.join(workdir, "remote")
     server.start()
     yield server
@@ -36,7 +38,8 @@ class AgentProcess:
     """provision-ironic-agent on this host, told the MAC and address a ramdisk would find;
     it binds the local sshd to its node in binding_dir (the conductor's, realenv.Ironic's)."""
 
-    def __init__(self, tmp_path, api_url, mac, ssh_port, host_key_file, binding_dir):
+    def __init__(self, tmp_path, api_url, mac, ssh_port, host_key_file, binding_dir,
+                 job_dir=None):
         cmdline = tmp_path / "cmdline"
         cmdline.write_text(f"console=ttyS0 ipa-api-url={api_url} rdinit=/init\n")
         self.log = tmp_path / "agent.log"
@@ -44,6 +47,7 @@ class AgentProcess:
                      "--cmdline_file", str(cmdline), "--mac", mac, "--address", "127.0.0.1",
                      "--ssh_port", str(ssh_port), "--host_key_file", host_key_file,
                      "--binding_dir", binding_dir, "--interval", "2"]
+        self.argv += ["--job_dir", job_dir] if job_dir else []
 
     def __enter__(self):
         self.out = open(self.log, "w")
@@ -72,7 +76,8 @@ def test_heartbeat_tells_the_conductor_where_and_which_key(ironic, ramdisk, tmp_
     mac = "52:54:00:aa:00:01"
     uuid = _enroll(ironic, "hb-good", mac)
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
-                      ramdisk.host_key_file + ".pub", ironic.binding_dir) as agent:
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir,
+                      ironic.remote_dir) as agent:
         ironic.set_state(uuid, "active")
         node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
         assert node["provision_state"] == "active", (node["last_error"], agent.text())
@@ -86,6 +91,8 @@ def test_heartbeat_tells_the_conductor_where_and_which_key(ironic, ramdisk, tmp_
     log = agent.text()
     assert f"this machine is node {uuid}" in log
     assert "Heartbeat for node" in log and "accepted" in log
+    # Within 90 s although running_poll_interval is 600: the exit was heartbeated.
+    assert "it said the job exited" in log
     # The token is Ironic's secret between the lookup and the heartbeats: never logged.
     assert "agent_token" not in log and "******" not in log
     # The conductor logged the key it pinned, by fingerprint.
@@ -100,7 +107,8 @@ def test_a_ramdisk_presenting_another_key_than_it_reported_is_refused(ironic, ra
                    check=True)
     uuid = _enroll(ironic, "hb-otherkey", mac)
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
-                      str(other) + ".pub", ironic.binding_dir):
+                      str(other) + ".pub", ironic.binding_dir,
+                      ironic.remote_dir):
         ironic.set_state(uuid, "active")
         node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
     assert node["provision_state"] == "deploy failed"
@@ -142,7 +150,8 @@ def test_token_is_handed_out_once_and_required(ironic, ramdisk, tmp_path):
     assert "provision_ssh_address" not in node["driver_internal_info"]
     # The agent that comes second is told why it cannot go on, and keeps trying.
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
-                      ramdisk.host_key_file + ".pub", ironic.binding_dir) as agent:
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir,
+                      ironic.remote_dir) as agent:
         realenv.wait_for(lambda: "handed its agent token to an earlier lookup" in agent.text(),
                          30, what="the agent's explanation")
     ironic.set_state(uuid, "deleted")
@@ -158,7 +167,8 @@ def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic
     node_a = _enroll(ironic, "hb-victim-a", mac_a)
     node_b = _enroll(ironic, "hb-ramdisk-b", mac_b)
     with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac_b, ramdisk.port,
-                      ramdisk.host_key_file + ".pub", ironic.binding_dir) as agent_b:
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir,
+                      ironic.remote_dir) as agent_b:
         ironic.set_state(node_b, "active")
         done_b = ironic.wait_state(node_b, ["active", "deploy failed"], 90)
         assert done_b["provision_state"] == "active", (done_b["last_error"], agent_b.text())

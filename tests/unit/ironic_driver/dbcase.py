@@ -9,7 +9,7 @@ from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
 
 # deploy: importing it registers [provision_agent] in Ironic's CONF (test_writes.py alone)
-from ironic_driver import deploy, follow, remote  # noqa: F401
+from ironic_driver import deploy, fanout, follow, remote  # noqa: F401
 
 API_URL = "http://192.0.2.1:6385"
 
@@ -27,6 +27,10 @@ class NodeTestCase(db_base.DbTestCase):
         self.config(enabled_raid_interfaces=["provision", "fake", "no-raid"])
         # the ipa-api-url a ramdisk is given ([service_catalog]endpoint_override)
         self.config(endpoint_override=API_URL, group="service_catalog")
+        # The conductor's pollers remember when they last looked at a node (by UUID, and the
+        # fixtures reuse UUIDs): each test starts with none.
+        fanout.FOLLOWERS.keep_only([])
+        self.addCleanup(fanout.FOLLOWERS.keep_only, [])
 
     def make_node(self, **fields):
         fields.setdefault("network_interface", "noop")

@@ -102,10 +102,46 @@ def test_the_sweep_starts_jobs_first_then_looks_at_the_least_recently_seen():
     _polled(fan, "gone", 1)                      # no longer waiting: forgotten
     nodes = [("r-seen-5s-ago", run), ("r-never", run), ("r-seen-30s-ago", run),
              ("s-retried", start), ("r-seen-just-now", run), ("s-new", start)]
-    assert sweep_order(nodes, fan, interval=2) == [
+    assert sweep_order(nodes, fan, interval=2, running_interval=60) == [
         ("s-new", True), ("s-retried", True),
         ("r-never", False), ("r-seen-30s-ago", False), ("r-seen-5s-ago", False)]
     assert "gone" not in fan._ended
+
+
+def test_a_running_job_whose_ramdisk_heartbeats_is_looked_at_by_the_clock_or_when_hurried():
+    from ironic_driver.deploy import sweep_order
+    fan = fanout.FanOut()
+    beats = {"provision_phase": "running", "provision_heartbeats": 3}
+    static = {"provision_phase": "running"}
+    unheard = {"provision_phase": "wait_ramdisk", "provision_awaiting_heartbeat": True}
+    for key, ago in (("hb-5s", 5), ("hb-40s", 40), ("hb-hurried", 3), ("hb-hurried-1s", 1),
+                     ("static-5s", 5), ("unheard-5s", 5), ("unheard-40s", 40)):
+        _polled(fan, key, ago)
+    fan.hurry("hb-hurried")
+    fan.hurry("hb-hurried-1s")
+    nodes = [("hb-5s", beats), ("hb-40s", beats), ("hb-hurried", beats),
+             ("hb-hurried-1s", beats), ("static-5s", static), ("hb-never", beats),
+             ("unheard-5s", unheard), ("unheard-40s", unheard)]
+    # hb-5s waits for its 30 s; hb-hurried-1s for the poll interval, hurried or not; the
+    # ramdisk said hb-hurried's job exited: it goes before the ones due by the clock; a node
+    # whose ramdisk never heartbeated is looked at by the clock too (its heartbeat starts it)
+    assert sweep_order(nodes, fan, interval=2, running_interval=30) == [
+        ("unheard-40s", True),
+        ("hb-hurried", False), ("hb-never", False), ("hb-40s", False), ("static-5s", False)]
+
+
+def test_a_poll_in_a_heartbeats_own_worker_excludes_the_sweeps_and_clears_the_hurry(pool):
+    fan, release = fanout.FanOut(), threading.Event()
+    fan.hurry("n1")
+    with fan.claim("n1") as mine:
+        assert mine and not fan.hurried("n1")
+        assert fan.submit("n1", pool.submit, release.wait, 5, limit=2, wait=1) is False
+        with fan.claim("n1") as again:
+            assert again is False
+    assert 0.0 <= fan.since_last("n1") < 5 and fan.running() == 0
+    fan.hurry("n1")
+    fan.keep_only([])                            # the node stopped waiting
+    assert not fan.hurried("n1")
 
 
 def test_a_node_being_polled_is_not_due_and_its_end_is_remembered(pool):

@@ -6,7 +6,7 @@ from unittest import mock
 from ironic.common import states
 from ironic.conductor import task_manager
 
-from ironic_driver import deploy, follow
+from ironic_driver import deploy, fanout, follow
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -25,24 +25,29 @@ class TestHeartbeat(dbcase.NodeTestCase):
             f.write(text + "\n")
         return path
 
-    def _heartbeat(self, url="https://192.0.2.20:22", key=KEY):
+    def _heartbeat(self, url="https://192.0.2.20:22", key=KEY, status=None):
         with mock.patch.object(follow, "follow") as follow_once:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 task.driver.deploy.heartbeat(task, url, "1.0",
-                                             self._key_file(key) if key else None)
+                                             self._key_file(key) if key else None,
+                                             agent_status=status)
         self.node.refresh()
         return follow_once
 
     def test_first_heartbeat_records_address_and_key_and_starts(self):
-        self.deploy_waiting()
+        self.deploy_waiting(provision_awaiting_heartbeat=True)
         started = self._heartbeat("https://192.0.2.20:2222")
         info = self.node.driver_internal_info
+        self.assertIsNone(info["provision_awaiting_heartbeat"])   # paced by the clock no more
         self.assertEqual("192.0.2.20", info["provision_ssh_address"])
         self.assertEqual(2222, info["provision_ssh_port"])
         self.assertEqual(KEY, info["provision_host_key"])
         self.assertEqual("https://192.0.2.20:2222", info["agent_url"])
         self.assertEqual(1, info["provision_heartbeats"])
         self.assertEqual(1, started.call_count)
+        # counted as a look: the sweep's next one keeps poll_interval (or, once the job
+        # runs in a ramdisk that heartbeats, running_poll_interval) from it
+        self.assertLess(fanout.FOLLOWERS.since_last(self.node.uuid), 5)
         # found by a heartbeat: the ramdisk will have to prove its binding
         self.assertEqual(("192.0.2.20", 2222, KEY, True),
                          follow.ssh_target(self.node, deploy.OPTS()))
@@ -53,6 +58,31 @@ class TestHeartbeat(dbcase.NodeTestCase):
         started = self._heartbeat()
         self.assertEqual(0, started.call_count)
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
+
+    def _running(self):
+        self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
+                            provision_ssh_port=22, provision_host_key=KEY)
+
+    def test_the_heartbeat_that_says_the_job_exited_has_it_looked_at_at_once(self):
+        self._running()
+        looked = self._heartbeat(status="end")
+        self.assertEqual(1, looked.call_count)
+        self.assertFalse(fanout.FOLLOWERS.hurried(self.node.uuid))
+        self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)   # the look decides
+
+    def test_a_ramdisk_saying_end_again_and_again_gets_one_look_per_poll_interval(self):
+        self.config(poll_interval=600, group="provision_agent")   # however slow this host
+        self._running()
+        looks = [self._heartbeat(status="end").call_count for _ in range(3)]
+        self.assertEqual([1, 0, 0], looks)
+        # the sweep takes it next, without waiting for running_poll_interval
+        self.assertTrue(fanout.FOLLOWERS.hurried(self.node.uuid))
+
+    def test_no_look_while_the_sweep_is_looking(self):
+        self._running()
+        with fanout.FOLLOWERS.claim(self.node.uuid):
+            self.assertEqual(0, self._heartbeat(status="end").call_count)
+        self.assertTrue(fanout.FOLLOWERS.hurried(self.node.uuid))
 
     def test_a_changed_key_fails_the_deploy(self):
         self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
@@ -108,6 +138,8 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.node.refresh()
         self.assertIn("no heartbeat from the ramdisk yet",
                       self.node.driver_internal_info["provision_last_ssh_error"])
+        # the sweep's next looks come by running_poll_interval: the heartbeat starts the job
+        self.assertTrue(self.node.driver_internal_info["provision_awaiting_heartbeat"])
 
 
 class TestHeartbeatAsIronicDoes(dbcase.NodeTestCase):

@@ -53,13 +53,14 @@ class TestTimeouts(dbcase.NodeTestCase):
                       "timed out", self.node.last_error)
 
     def test_a_long_provision_that_reports_progress_outlives_the_callback_timeout(self):
-        # (a node is failed one poll_interval, 10 s, before Ironic's check would)
+        # (a node is failed poll_interval + running_poll_interval, 40 s, before Ironic's
+        # check would)
         self.config(deploy_callback_timeout=600, group="conductor")
-        self._quiet_for(585, provision_phase="running")
+        self._quiet_for(555, provision_phase="running")
         for offset in (100, 200):
             self.follow_once(True, {"exit_code": None, "events_offset": offset, "tail": "",
                                     "events": [{"event": "progress", "bytes": offset}]})
-            self._quiet_for(585, provision_phase="running", provision_events_offset=offset)
+            self._quiet_for(555, provision_phase="running", provision_events_offset=offset)
         self.follow_once(True, RUNNING)
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
 
