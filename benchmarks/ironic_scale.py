@@ -149,6 +149,10 @@ def parse_args():
                     help="seconds from a node's deploy request to its agent's start (a real "
                          "ramdisk boots for 30 s or more; 0 has the agents look up while the "
                          "conductor still holds the node)")
+    ap.add_argument("--running-poll", type=int, default=30,
+                    help="[provision_agent]running_poll_interval: looks at a running job whose "
+                         "ramdisk heartbeats (--heartbeat); its agent heartbeats when the job "
+                         "exits (default 30, the driver's)")
     ap.add_argument("--heartbeat-interval", type=float, default=60,
                     help="the agents' steady heartbeat interval (their default: 60 s)")
     ap.add_argument("--max-wait", type=float, default=900,
@@ -189,6 +193,7 @@ def make_ironic(args, work, sshd, mariadb):
     # default): a conductor that is to take N at once has to be allowed N.
     return realenv.Ironic(work, {
         "ssh_private_key_file": sshd.client_key_file, "poll_interval": args.poll,
+        "running_poll_interval": args.running_poll,
         "deploy_timeout": 600, "data_driver": "native",
         "provision_command": fake_provision(work, args.sleep),
         "remote_dir": os.path.join(work, "remote"),
@@ -346,6 +351,7 @@ def report(run):
           f"api_lookups={lookups} api_heartbeats={heartbeats}\n"
           f"ramdisk_reachable_to_provision_started median={median:.1f}s max={worst:.1f}s")
     print(f"nodes={args.nodes} provision_sleep={args.sleep}s poll={args.poll}s "
+          f"running_poll={args.running_poll}s "
           f"workers={args.workers} states={dict(states)}\n"
           f"dead={args.dead} connect_timeout={args.connect_timeout}s "
           f"dead_states={dict(dead_states)} dead_polls="
@@ -422,7 +428,8 @@ def _start_agent(ironic, sshd, args, i, stop):
     agent = ironic_agent.Agent(ironic.url, [_mac(i)], ssh_port=sshd.port,
                                host_key=sshd.host_key, address="127.0.0.1",
                                interval=args.heartbeat_interval,
-                               binding_dir=ironic.binding_dir)
+                               binding_dir=ironic.binding_dir,
+                               job_dir=os.path.join(os.path.dirname(ironic.dir), "remote"))
     timer = threading.Timer(args.boot_delay, agent.run, kwargs={"stop": stop.is_set})
     timer.daemon = True
     timer.start()
