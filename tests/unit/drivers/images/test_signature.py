@@ -5,6 +5,7 @@ regular files, read back after each run. Block devices: tests/functional/test_si
 """
 
 import gzip
+import hashlib
 import io
 import logging
 import os
@@ -18,7 +19,7 @@ from provision_agent.drivers.images import holdback, signature, writer
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
 from provision_agent.run.runner import Runner
 from tests import signing_keys as keys
-from tests.unit.drivers.images import test_sources
+from tests.unit.drivers.images import test_sources, test_writer
 
 pytestmark = keys.require()
 http_server = test_sources.http_server     # the fixtures, shared
@@ -73,6 +74,32 @@ def test_a_signed_image_is_written_once_its_signature_verifies(tmp_path, ext4_im
                    signing_keys.keyring)
     assert result["signature"] == "verified"
     assert holds_the_image(target)
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "xz", "bzip2", "zstd"])
+@pytest.mark.parametrize("checksum_of", ["compressed", "raw"])
+def test_every_compression_verifies_with_its_checksum_beside_it(tmp_path, ext4_image,
+                                                                signing_keys, compression,
+                                                                checksum_of):
+    """The verifier reads the bytes as downloaded whatever reads them next: the hashing
+    thread, or the decompressor (each reads to the end of the download)."""
+    _, raw = ext4_image
+    packed = test_writer.COMPRESS[compression](raw)
+    image = tmp_path / f"root.ext4.{compression}"
+    image.write_bytes(packed)
+    digest = hashlib.sha256(packed if checksum_of == "compressed" else raw).hexdigest()
+    target = tmp_path / "target.img"
+    result = write(args_for(image, target, signature=signing_keys.sign(image),
+                            checksum=f"sha256:{digest}", checksum_of=checksum_of,
+                            allow_no_checksum=False), signing_keys.keyring)
+    assert result["signature"] == "verified" and result["checksum"] == f"sha256:{digest}"
+    assert holds_the_image(target)
+    # the same image under another's signature fails whatever the checksum said
+    with pytest.raises(ImageError, match="does not verify"):
+        write(args_for(image, target, signature=signing_keys.stranger_sign(image),
+                       checksum=f"sha256:{digest}", checksum_of=checksum_of),
+              signing_keys.keyring)
+    assert target.read_bytes() == b""
 
 
 @pytest.mark.parametrize("given", ["http", "file", "path"])
