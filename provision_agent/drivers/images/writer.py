@@ -82,7 +82,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
                                  headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
-    written = 0
+    written, held = 0, None
     try:
         hashed = None
         top = ReadAhead(top, NET_CHUNK, depth=8, name="image-fetch")
@@ -123,6 +123,8 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         top.close()
         if verifier:
             verifier.close()
+        if held:
+            held.close()
     seconds = time.monotonic() - start
     return WriteReport(bytes_in=counted.count, bytes_written=written,
                        seconds=round(seconds, 3), mb_per_s=round(written / 1e6 / seconds, 1),
@@ -141,10 +143,9 @@ def _expected(uri, fmt, checksum, checksum_of, allow_no_checksum, target):
     if expected is None and not allow_no_checksum:
         raise ImageError(f"image {uri}: no checksum given (set allow_no_checksum to write an "
                          f"unverified image)")
-    if fmt == "tar" and not target:
-        raise ImageError(f"image {uri}: a tar image needs a mounted directory to extract into")
-    if fmt != "tar" and not target:
-        raise ImageError(f"image {uri}: a {fmt} image needs a target device")
+    if not target:
+        raise ImageError(f"image {uri}: " + ("a tar image needs a mounted directory to extract "
+                         "into" if fmt == "tar" else f"a {fmt} image needs a target device"))
     return expected
 
 
