@@ -333,3 +333,18 @@ def test_nothing_of_the_signature_is_shown(tmp_path, ext4_image, signing_keys, c
     assert body not in str(caught.value) and body not in caplog.text
     assert signature.shown(sig) == "inline"
     assert signature.shown("https://u:pw@h/x.sig?temp_url_sig=s") == "https://h/x.sig?…"
+
+
+@pytest.mark.parametrize("given", ["http", "path"])
+def test_a_signature_larger_than_64_kib_is_refused_before_the_target_is_touched(
+        tmp_path, http_server, ext4_image, signing_keys, given):
+    image, _ = ext4_image
+    big = tmp_path / "big.sig"
+    big.write_bytes(b"\x89" * (signature.MAX_BYTES + 1))
+    http_server.files["big.sig"] = big.read_bytes()
+    where = http_server.url + "big.sig" if given == "http" else str(big)
+    target = tmp_path / "target.img"
+    target.write_bytes(b"untouched")
+    with pytest.raises(ImageError, match="65536 bytes.*not a (detached )?signature"):
+        write(args_for(image, target, signature=where), signing_keys.keyring)
+    assert target.read_bytes() == b"untouched"
