@@ -348,3 +348,26 @@ def test_a_signature_larger_than_64_kib_is_refused_before_the_target_is_touched(
     with pytest.raises(ImageError, match="65536 bytes.*not a (detached )?signature"):
         write(args_for(image, target, signature=where), signing_keys.keyring)
     assert target.read_bytes() == b"untouched"
+
+
+@pytest.mark.parametrize("good", [True, False])
+def test_a_qcow2_is_converted_only_once_its_signature_verified(tmp_path, ext4_image,
+                                                              signing_keys, good):
+    from tests.unit.drivers.images.test_parts import need
+    need("qemu-img")
+    _, raw = ext4_image
+    plain = tmp_path / "root.raw"
+    plain.write_bytes(raw)
+    image = tmp_path / "root.qcow2"
+    subprocess.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(plain), str(image)],
+                   check=True)
+    sig = signing_keys.sign(image) if good else signing_keys.stranger_sign(image)
+    target = tmp_path / "target.img"
+    args = dict(args_for(image, target, signature=sig), format="qcow2")
+    if good:
+        write(args, signing_keys.keyring)
+        assert target.read_bytes()[:len(raw)] == raw
+    else:
+        with pytest.raises(ImageError, match="does not verify"):
+            write(args, signing_keys.keyring)
+        assert not target.exists()
