@@ -31,6 +31,9 @@ ARMOUR = "-----BEGIN PGP SIGNATURE-----"
 MAX_BYTES = 64 << 10
 # sqv's answer once the whole image was fed: hashing is done by then, so this is generous.
 VERDICT_SECONDS = 120
+# What sqv opens to read the pipe (it takes no "-"). Not /dev/stdin: the ramdisk's devtmpfs
+# has no such link (udev does not make it), and sqv failed there with "No such file".
+STDIN = "/proc/self/fd/0"
 _END = object()
 _ABORT = object()
 
@@ -119,7 +122,7 @@ class Verifier:
     download, then verdict(). close() stops it whatever happened."""
 
     def __init__(self, runner, keyring, signature_path, uri, depth=8):
-        self._argv = [VERIFIER, "--keyring", keyring, signature_path, "/dev/stdin"]
+        self._argv = [VERIFIER, "--keyring", keyring, signature_path, STDIN]
         self._runner = runner
         self._uri = redact.url(uri)
         self._q = queue.Queue(maxsize=depth)
@@ -132,7 +135,6 @@ class Verifier:
 
     def _run(self):
         try:
-            # sqv does not take "-"; /dev/stdin is the pipe the runner feeds
             self._result = self._runner.run_feeding(self._argv, self._feed,
                                                     timeout=VERDICT_SECONDS)
         except BaseException as exc:    # judged in verdict()

@@ -150,6 +150,10 @@ def test_a_bad_signature_is_exit_5_and_the_target_is_wiped(tmp_path, ext4_image,
         write(args_for(image, target, signature=sig), signing_keys.keyring)
     assert caught.value.exit_code == EXIT_IMAGE_ERROR
     assert "does not verify against the keyring" in str(caught.value)
+    # sqv's own reason, for this failure and not another (a file it could not open)
+    reason = {"stranger": "Missing key", "tampered": "Message has been manipulated",
+              "not-a-signature": "Malformed packet"}[case]
+    assert reason in str(caught.value)
     assert target.read_bytes() == b"" and blkid_type(target) is None
 
 
