@@ -26,7 +26,9 @@ from tests.ironic.lab import env as lablib
 from tests.vmbench import ensure_ramdisk
 
 DEPLOY_TIMEOUT = 900
-NAME = "vmedia"
+# Not "vmedia": Ironic 39 routes /v1/nodes/vmedia to its virtual media API, so a node of
+# that name cannot be found by name (baremetal node set vmedia: 404)
+NAME = "vm-lab"
 
 
 @pytest.fixture(scope="module")
