@@ -65,6 +65,14 @@ opts = [
                      "at validate, so that a tenant's image is never silently replaced; a "
                      "layout given with the deploy itself (instance_info/provision_layout) "
                      "may always carry images."),
+    cfg.StrOpt("image_keyring",
+               help="OpenPGP keyring file on the conductor (certificates, binary or "
+                    "armoured, as gpg --export writes them). Set: its content is uploaded "
+                    "to the ramdisk with the input document, provision verifies every "
+                    "image's detached signature (instance_info/image_signature) against it "
+                    "while the image streams, and an image without one is refused at "
+                    "validate unless a layout's image sets allow_unsigned. Unset: an image "
+                    "with a signature is refused."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

@@ -134,8 +134,9 @@ def _follow(task, spawn):
 
 def _start(session, node, o):
     what, command, text = _job(node, o)
+    keyring = validation.image_keyring(o) if what == "provision" else None
     if remote.start(session, _remote_dir(node, o), text, command,
-                    job=node.driver_internal_info.get(PREFIX + "job")):
+                    job=node.driver_internal_info.get(PREFIX + "job"), keyring=keyring):
         LOG.info("%s started on node %s", what, node.uuid)
     else:
         LOG.warning("%s was already running, or had finished, on node %s (started by a poll "

@@ -26,6 +26,7 @@ from ironic_driver import ssh
 from provision_agent import binding
 
 INPUT = "input.json"
+KEYRING = "keyring.pgp"     # [provision_agent]image_keyring's content, for --image_keyring
 EVENTS = "events.jsonl"
 LOG = "provision.log"
 OUTPUT = "output.log"
@@ -89,7 +90,7 @@ def prepare_command(directory, job=None):
     exit code there."""
     q = shlex.quote
     names = " ".join(q(ssh.join(directory, n)) for n in
-                     (INPUT, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp", JOB))
+                     (INPUT, KEYRING, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp", JOB))
     lock = q(ssh.join(directory, LOCK))
     finished = (f"if [ -s {q(ssh.join(directory, EXIT_CODE))} ] && "
                 f"[ \"$(cat {q(ssh.join(directory, JOB))} 2>/dev/null)\" = {q(job)} ]; "
@@ -110,15 +111,20 @@ def verify_binding(session, binding_dir, node_uuid, token):
             from None
 
 
-def start(session, directory, document_text, command, job=None):
+def start(session, directory, document_text, command, job=None, keyring=None):
     """True when provision (command: provision_argv(...)) was started; False when one was
-    already running there, or the same job (job: its identity) had already finished."""
+    already running there, or the same job (job: its identity) had already finished.
+    keyring: the bytes of the image keyring, uploaded beside the document for
+    --image_keyring."""
     rc, out = session.run(prepare_command(directory, job))
     if rc != 0:
         raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {out.strip()[:500]}")
     if out.strip() in (RUNNING, FINISHED):
         return False
     session.upload(document_text, ssh.join(directory, INPUT))
+    if keyring is not None:
+        session.upload(keyring, ssh.join(directory, KEYRING))
+        command = list(command) + ["--image_keyring", ssh.join(directory, KEYRING)]
     rc, out = session.run(start_command(directory, command, job))
     if rc != 0:
         raise RuntimeError(f"cannot start provision in the ramdisk: {out.strip()[:500]}")

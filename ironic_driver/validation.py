@@ -25,8 +25,29 @@ OPTIONAL = {
 }
 
 
+# A keyring of a few certificates is KiBs (Debian's archive keyring ~100 KiB).
+KEYRING_MAX_BYTES = 4 << 20
+
+
 def _invalid(msg):
     return exception.InvalidParameterValue(msg)
+
+
+def image_keyring(opts):
+    """The bytes of [provision_agent]image_keyring, sent to the ramdisk with the document;
+    None when it is not set."""
+    if not opts.image_keyring:
+        return None
+    try:
+        with open(opts.image_keyring, "rb") as f:
+            data = f.read(KEYRING_MAX_BYTES + 1)
+    except OSError as exc:
+        raise _invalid(f"[provision_agent]image_keyring {opts.image_keyring} cannot be read: "
+                       f"{exc.strerror}") from None
+    if not data or len(data) > KEYRING_MAX_BYTES:
+        raise _invalid(f"[provision_agent]image_keyring {opts.image_keyring} is "
+                       f"{'empty' if not data else 'larger than 4 MiB'}: not a keyring")
+    return data
 
 
 def check_options(opts):
@@ -40,6 +61,7 @@ def check_options(opts):
     except (OSError, ssh.paramiko.SSHException, ValueError) as exc:
         raise _invalid(f"[provision_agent]ssh_private_key_file {opts.ssh_private_key_file} "
                        f"cannot be used: {exc}")
+    image_keyring(opts)
     if opts.ssh_known_hosts_file and not os.path.isfile(opts.ssh_known_hosts_file):
         raise _invalid(f"[provision_agent]ssh_known_hosts_file {opts.ssh_known_hosts_file} "
                        "does not exist")
@@ -177,10 +199,12 @@ def check_instance(task, data_driver):
         for warning in layout.warnings:
             LOG.info("Node %s (layout from %s): %s", node.uuid, choice.describe(), warning)
         disks = inventory.stored_disks(task)
+        # the signature policy follows the conductor's keyring, which the ramdisk will get
+        keyring = bool(CONF.provision_agent.image_keyring)
         if disks is None:
-            api.check_layout(layout)
+            api.check_layout(layout, keyring=keyring)
         else:
-            api.build_plan(layout, disks)
+            api.build_plan(layout, disks, keyring=keyring)
     except errors.MachineMismatch as exc:
         raise _invalid(f"the layout from {choice.describe()} does not fit this node's "
                        f"inspected inventory: {exc}")

@@ -21,7 +21,7 @@ EXIT_CODES = {
                            "small",
     EXIT_COMMAND_FAILED: "a command failed while executing (the command, exit code and stderr "
                          "are shown)",
-    EXIT_IMAGE_ERROR: "image error: download, checksum, decompression or format",
+    EXIT_IMAGE_ERROR: "image error: download, checksum, signature, decompression or format",
     EXIT_INPUT_UNREACHABLE: "the input document could not be fetched (--input_data_url: "
                             "unreachable, refused, HTTP error or TLS failure, after retries)",
 }

@@ -19,6 +19,9 @@ SECRET_KEYS = {"password", "passwd", "plain_text_passwd", "hashed_passwd", "admi
                # an image's Authorization header; Ironic's OCI pull secret and the header
                # Ironic makes of it (instance_info)
                "authorization", "image_pull_secret", "image_request_authorization_secret"}
+# An image's detached signature (Ironic: image_signature): its URL may carry credentials as
+# image URLs do, and armour given inline is not shown either.
+SIGNATURE_KEYS = {"signature", "image_signature"}
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s'\"<>]+")
 
 
@@ -71,8 +74,17 @@ def text(message):
     return message
 
 
+def signature(value):
+    """A signature as it may be shown: its URL shortened, a local path, or the marker."""
+    if "://" in value:
+        return url(value.strip())
+    return value if value.startswith("/") and "\n" not in value else MARK
+
+
 def document(value, key=None):
     """A copy of a JSON-like value with secret fields replaced and URLs shortened."""
+    if key is not None and str(key).lower() in SIGNATURE_KEYS and isinstance(value, str):
+        return signature(value)
     if key is not None and str(key).lower() in SECRET_KEYS and value not in (None, "", {}, []):
         return MARK
     if isinstance(value, dict):

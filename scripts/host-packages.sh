@@ -22,6 +22,9 @@ packages=(
   genisoimage mtools
   # image tests (HTTPS certificates) and the image benchmark (curl | gzip | dd)
   openssl curl gzip
+  # signed images: the verifier provision runs (as in the ramdisk), and gpg to make the
+  # tests' keys and signatures
+  sqv gpg gpg-agent
   # a Python to run tox from
   python3 python3-venv python3-pip
   # the ramdisk's HTTP stack (Debian's requests on urllib3 1.26): the functional tests fetch

@@ -53,6 +53,13 @@ cli_opts = [
                     "server that drips a byte at a time). 0: never."),
     cfg.IntOpt("image_stall_bytes", default=1 << 20, min=1,
                help="See --image_stall_seconds."),
+    cfg.StrOpt("image_keyring",
+               help="OpenPGP keyring (a file of certificates, binary or armoured, as gpg "
+                    "--export writes it) that image signatures are verified against, with "
+                    "sqv, while the image streams. Set: an image without a signature is "
+                    "refused (exit 2 at planning, 5 if a plan made elsewhere carries one) "
+                    "unless it sets allow_unsigned; unset: an image with a signature is "
+                    "refused (exit 2)."),
     cfg.StrOpt("image_zero_target", default="auto", choices=["auto", "always", "never"],
                help="Before a raw or whole-disk image is written, zero its target by unmapping "
                     "(fallocate --punch-hole: write-zeroes without the kernel's slow fallback) "

@@ -153,7 +153,7 @@ def run(command, conf):
                                    insecure=conf.input_data_insecure)
     layout = pipeline.load_layout(document, conf.data_driver)
     disks = machine_disks(conf)
-    planned = pipeline.build_plan(layout, disks)
+    planned = pipeline.build_plan(layout, disks, keyring=bool(conf.image_keyring))
     if command == "validate" or conf.dry_run:
         check_live(planned, conf, disks)
     if command == "validate":

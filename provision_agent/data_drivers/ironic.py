@@ -42,6 +42,8 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
                                "kernel", "ramdisk", "ephemeral_format", "image_fs_type")},
         # Ironic's OCI resolution: the registry's Authorization header for image_url
         image_request_authorization_secret={"type": ["string", "null"], "maxLength": 16384},
+        # a detached OpenPGP signature of the image: a URL, or the armour itself
+        image_signature={"type": ["string", "null"], "maxLength": 65536},
         capabilities={"type": ["object", "string", "null"]},
         configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
 

@@ -128,6 +128,8 @@ def image(info, add, target, whole):
     elif auth:
         # As ironic-python-agent gets it: the header for the image's own download.
         image["authorization"] = auth
+    if info.get("image_signature"):
+        image["signature"] = info["image_signature"]    # the native schema judges its form
     return image
 
 

@@ -199,4 +199,5 @@ def _image(im, where):
         checksum_of=im.get("checksum_of", "compressed"),
         allow_no_checksum=im.get("allow_no_checksum", False), origin=im.get("origin", where),
         checksum_url=im.get("checksum_url"), checksum_algo=im.get("checksum_algo"),
-        authorization=im.get("authorization"))
+        authorization=im.get("authorization"), signature=im.get("signature"),
+        allow_unsigned=im.get("allow_unsigned", False))

@@ -98,6 +98,9 @@ class Image:
     checksum_algo: str | None = None   # its digest's algorithm; None: from the length
     # The download's Authorization header: kept out of repr() so no log line can show it.
     authorization: str | None = field(default=None, repr=False)
+    # A detached OpenPGP signature: a URL that may carry credentials, or inline armour.
+    signature: str | None = field(default=None, repr=False)
+    allow_unsigned: bool = False
 
 
 @dataclass

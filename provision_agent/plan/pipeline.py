@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from stevedore import driver as sd_driver
 
 from provision_agent.errors import InputError, MachineMismatch, Problem
-from provision_agent.plan import detect, model, planner, resolve, validate
+from provision_agent.plan import detect, model, planner, resolve, signing, validate
 from provision_agent.plan.units import parse_size
 
 LOG = logging.getLogger(__name__)
@@ -91,18 +91,21 @@ def _pad_mirror_peers(layout, disk, origin):
                    f"members stay equal"))
 
 
-def check_layout(layout):
+def check_layout(layout, keyring=False):
     """The checks that need no machine (a layout that cannot boot, ids that do not exist...);
-    raises InputError (2) listing every problem."""
-    problems = validate.check(complete(layout))
+    raises InputError (2) listing every problem. keyring: whether image signatures can be
+    verified (a keyring is configured): it decides which images the signature policy
+    refuses."""
+    problems = validate.check(complete(layout)) + signing.problems(layout, keyring)
     if problems:
         raise InputError(problems)
 
 
-def build_plan(layout, disks):
-    """Validate and plan; raise InputError (2) or MachineMismatch (3) listing every problem."""
+def build_plan(layout, disks, keyring=False):
+    """Validate and plan; raise InputError (2) or MachineMismatch (3) listing every problem.
+    keyring: as for check_layout."""
     complete(layout)
-    problems = validate.check(layout)
+    problems = validate.check(layout) + signing.problems(layout, keyring)
     res, mismatch = resolve.resolve(layout, disks)
     if problems:
         raise InputError(problems + mismatch)

@@ -277,7 +277,9 @@ def _image_step(im, device, mount_point, fs_type):
         device, mount_point, im.uri, im.format, im.compression, im.checksum, im.checksum_of,
         im.allow_no_checksum, fs_type, checksum_url=im.checksum_url or None,
         checksum_algo=im.checksum_algo or None, authorization=im.authorization or None,
-        description=f"{im.format} image {redact.url(im.uri)} to {device or mount_point}")
+        signature=im.signature or None, allow_unsigned=im.allow_unsigned or None,
+        description=f"{im.format} image {redact.url(im.uri)} to {device or mount_point}"
+                    + (", its signature verified while it streams" if im.signature else ""))
 
 
 def _fstab_entry(fs, device):

@@ -152,7 +152,9 @@ class Mkfs(Step):
 
 @dataclass
 class WriteImage(Step):
-    """`device` for block-level formats, `mount_point` (inside the target root) for tar."""
+    """`device` for block-level formats, `mount_point` (inside the target root) for tar;
+    `signature`: a detached OpenPGP signature verified while the image streams (its URL
+    shortened, inline armour `<redacted>`)."""
     kind: ClassVar[str] = "write_image"
     device: str | None
     mount_point: str | None
@@ -166,6 +168,8 @@ class WriteImage(Step):
     checksum_url: str | None = field(default=None, metadata=OPTIONAL)
     checksum_algo: str | None = field(default=None, metadata=OPTIONAL)
     authorization: str | None = field(default=None, metadata=OPTIONAL)
+    signature: str | None = field(default=None, metadata=OPTIONAL)
+    allow_unsigned: bool | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass

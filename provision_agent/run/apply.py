@@ -19,7 +19,7 @@ LOG = logging.getLogger(__name__)
 def image_options(conf):
     """Image download options from the config, where the image pipeline defines them."""
     names = ("image_ca_bundle", "image_insecure", "image_auth_token", "image_headers",
-             "image_zero_target", "image_stall_seconds", "image_stall_bytes")
+             "image_zero_target", "image_stall_seconds", "image_stall_bytes", "image_keyring")
     return {n: getattr(conf, n) for n in names if hasattr(conf, n)}
 
 

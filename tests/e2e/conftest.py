@@ -31,7 +31,7 @@ LONGEST_FIRST = (
     "test_boot.py::test_bios_raid1_",                             # 341
     "test_layouts.py",                                            # 330
     "test_boot.py::test_bios_single_disk",                        # 270
-    "test_images.py",                                             # 84
+    "test_images.py",                   # 84, + 124 for the signed image (boot 42, alone)
 )
 APART = ("test_boot.py",)
 

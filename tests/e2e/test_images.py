@@ -131,3 +131,47 @@ def test_tar_onto_raid1_lvm_and_whole_disk_image(make_vm, tmp_path):
     assert [(p["name"], tags.get("LABEL")) for p, tags in parts] == [
         ("imaged", "imaged"), ("config-2", "config-2")]
     assert parts[1][0]["start"] + parts[1][0]["size"] > (4 << 30) // 512 - 2048, parts[1][0]
+
+
+def test_signed_whole_disk_image_bad_then_good(make_vm, tmp_path):
+    """A signed gzip GPT image in the VM: under a stranger's signature provision exits 5 and
+    the disk shows no table, no filesystem and zeros where the table and both GPT backups
+    would be; under the publisher's it is written and its filesystem mounts. sqv is the
+    ramdisk's; the keyring is given at run time."""
+    from tests import signing_keys
+    (tmp_path / "gpg").mkdir()
+    keys = signing_keys.Keys(str(tmp_path / "gpg"))
+    try:
+        served = tmp_path / "srv"
+        served.mkdir()
+        disk_gz = make_disk_image(tmp_path, served)
+        vm = make_vm(disks=1, disk_size="1G")
+        vm.put(keys.keyring, "/tmp/keyring.pgp")
+        doc = {"version": 1, "disks": [{"id": "d0", "match": {"name": "/dev/vda"}}]}
+        with FileServer(served) as srv:
+            image = {"uri": srv.guest_url(disk_gz.name), "format": "disk", "target": "d0",
+                     "checksum": sha256_file(disk_gz)}
+            doc["images"] = [dict(image, signature=keys.stranger_sign(disk_gz))]
+            bad = vm.provision(doc, ["--image_keyring", "/tmp/keyring.pgp"])
+            doc["images"] = [dict(image, signature=keys.sign(disk_gz))]
+            vm.ssh("blockdev --rereadpt /dev/vda", check=False)
+            shown = {"blkid": vm.ssh("blkid -p /dev/vda", check=False).stdout,
+                     "parts": vm.ssh("lsblk -rno NAME /dev/vda").stdout.split(),
+                     "zero": [vm.ssh(f"dd if=/dev/vda bs=1M skip={mib} count=1 status=none | "
+                                     "tr -d '\\0' | wc -c").stdout.strip()
+                              for mib in (0, 63, 1023)]}
+            good = vm.provision(doc, ["--image_keyring", "/tmp/keyring.pgp"])
+    finally:
+        keys.close()
+    assert bad.returncode == 5, bad.stderr[-3000:]
+    # sqv's reason for a key the keyring lacks, not a failure of its own to start or read
+    assert "does not verify against the keyring (sqv: Missing key" in bad.stderr, bad.stderr
+    assert "BEGIN PGP SIGNATURE" not in bad.stderr + bad.log
+    assert shown == {"blkid": "", "parts": ["vda"], "zero": ["0", "0", "0"]}, shown
+    assert good.returncode == 0, good.stderr[-3000:] + "\n" + good.log[-3000:]
+    assert "signature verified" in good.log
+    vm.ssh("mkdir -p /mnt/d && mount -o ro /dev/vda1 /mnt/d")
+    try:
+        assert vm.read_text("/mnt/d/marker") == "whole-disk image\n"
+    finally:
+        vm.ssh("umount /mnt/d")

@@ -48,5 +48,5 @@ def test_manifest_matches_artefacts(ramdisk):
         assert entry["bytes"] == path.stat().st_size
         assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert manifest["artefacts"]["initramfs"]["bytes"] <= 100 * (1 << 20)
-    for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin"):
+    for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv"):
         assert pkg in manifest["packages"], pkg

@@ -47,10 +47,12 @@ def resolve(url, image_uri, algo=None, *, tls_verify=True, ca_bundle=None, heade
     return f"{found_algo}:{digest}"
 
 
-def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLINE):
-    """The checksum file's text."""
+def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLINE,
+          what="checksum file", limit=None, text=True):
+    """The checksum file's text (or, text=False, the bytes of another small side file of an
+    image, a signature: `what` names it in errors, `limit` bounds it)."""
     import requests  # only an image with a checksum URL needs it here
-    shown = f"checksum file {redact.url(url)}"
+    shown = f"{what} {redact.url(url)}"
     end = time.monotonic() + deadline
     session = requests.Session()
     session.max_redirects = MAX_REDIRECTS
@@ -68,7 +70,8 @@ def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLI
                 time.sleep(min(2 ** attempt, left / 2))
                 left = end - time.monotonic()
             try:
-                body, why = _get(session, url, left, ca_bundle or tls_verify, shown)
+                body, why = _get(session, url, left, ca_bundle or tls_verify, shown, limit,
+                                 what)
             except requests.exceptions.SSLError:
                 raise ImageError(f"{shown}: TLS verification failed (give the CA with "
                                  "--image_ca_bundle)") from None
@@ -79,14 +82,14 @@ def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLI
             except requests.RequestException as exc:
                 raise ImageError(f"{shown}: {type(exc).__name__}") from None
             if body is not None:
-                return _text(body, shown)
+                return _text(body, shown) if text else body
     finally:
         session.close()
     raise ImageError(f"{shown}: cannot be read ({why or 'no time left'}; gave up after "
                      f"{deadline} s)")
 
 
-def _get(session, url, seconds, verify, shown):
+def _get(session, url, seconds, verify, shown, limit=None, what="checksum file"):
     """(body, None), or (None, why) for a failure worth another attempt."""
     timeout = (min(CONNECT_TIMEOUT, seconds), seconds)
     began = time.monotonic()
@@ -97,14 +100,14 @@ def _get(session, url, seconds, verify, shown):
             raise ImageError(f"{shown}: HTTP {resp.status_code} {resp.reason}, expected 200")
         try:
             # cut at the deadline even while a server drips it in (bounded_http.read)
-            return bounded_http.read(resp, MAX_BYTES, round(seconds, 1)), None
+            return bounded_http.read(resp, limit or MAX_BYTES, round(seconds, 1)), None
         except bounded_http.BodyBroken as exc:
             return None, str(exc)
         except bounded_http.BodyError as exc:
             if time.monotonic() - began >= seconds:
                 raise ImageError(f"{shown}: not read whole when its time ran out ({exc})") \
                     from None
-            raise ImageError(f"{shown}: {exc}; that is not a checksum file") from None
+            raise ImageError(f"{shown}: {exc}; that is not a {what}") from None
 
 
 def _text(body, shown):

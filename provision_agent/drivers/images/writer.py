@@ -7,6 +7,8 @@ in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing); and th
 thread hands those blocks to two writes at once (blockwrite.InFlight: O_DIRECT where possible,
 zero blocks skipped when the target is known to be zeroed). The checksum is checked before the
 image is grown or reported: a mismatch or a truncated stream is an ImageError, never a success.
+A signed image is also fed, as downloaded, to the signature verifier (signature.py), and kept
+invisible on the target until it verifies (holdback.py).
 
 write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
 """
@@ -16,8 +18,15 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from provision_agent.drivers.images import checksums, decompressors, formats, sources
-from provision_agent.drivers.images.blockwrite import BLOCK, BlockWriter, InFlight
+from provision_agent.drivers.images import (
+    checksums,
+    decompressors,
+    formats,
+    holdback,
+    signature,
+    sources,
+)
+from provision_agent.drivers.images.blockwrite import BLOCK, ZERO_GRAIN, BlockWriter, InFlight
 from provision_agent.drivers.images.pipeline import BlockRing, Counting, Peek, ReadAhead
 from provision_agent.drivers.images.progress import Progress
 from provision_agent.errors import ImageError
@@ -61,29 +70,24 @@ def _check_content(fmt, head, uri, compression):
 def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              checksum_of="compressed", allow_no_checksum=False, fs_type=None, mount_dir=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
-             events=None, tmp_dir=None, grow=True, stall=None):
-    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar)."""
-    if fmt not in formats.FORMATS:
-        raise ImageError(f"image format {fmt!r} is not one of {', '.join(formats.FORMATS)}")
-    if checksum_of not in ("compressed", "raw"):
-        raise ImageError(f"checksum_of must be 'compressed' or 'raw', not {checksum_of!r}")
-    expected = checksums.parse(checksum)
-    if expected is None and not allow_no_checksum:
-        raise ImageError(f"image {uri}: no checksum given (set allow_no_checksum to write an "
-                         f"unverified image)")
-    if fmt == "tar" and not mount_dir:
-        raise ImageError(f"image {uri}: a tar image needs a mounted directory to extract into")
-    if fmt != "tar" and not target_path:
-        raise ImageError(f"image {uri}: a {fmt} image needs a target device")
-
+             events=None, tmp_dir=None, grow=True, stall=None, verifier=None,
+             zero_policy="auto"):
+    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar).
+    verifier: a signature.Verifier the downloaded bytes are fed to; the image is only made
+    visible once it says yes, and wiped from the target when anything fails."""
+    expected = _expected(uri, fmt, checksum, checksum_of, allow_no_checksum,
+                         target_path if fmt != "tar" else mount_dir)
     start = time.monotonic()
     source = sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
                                  headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
+    written, held = 0, None
     try:
         hashed = None
         top = ReadAhead(top, NET_CHUNK, depth=8, name="image-fetch")
+        if verifier:
+            top = signature.Tee(top, verifier)
         if expected and checksum_of == "compressed":
             # its own thread, or hashing slows the download (benchmarks/image_write.md)
             hashed = checksums.Hashing(top, expected[0])
@@ -96,26 +100,31 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
             top = hashed = checksums.Hashing(top, expected[0])
         if fmt in ("raw", "disk"):
             top = ring = BlockRing(top, BLOCK, name="image-decompress")
-            head, written, skipped = _write_blocks(ring, fmt, uri, compression, target_path,
-                                                   target_zeroed)
+            head, written, skipped, held = _write_blocks(
+                ring, fmt, uri, compression, target_path, target_zeroed, hold=bool(verifier))
         else:
             top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
             head = data.read_full(BLOCK)
             _check_content(fmt, head, uri, compression)
             written, skipped = _extract(fmt, head, data, target_path, mount_dir, runner,
-                                        hashed, expected, uri, tmp_dir)
+                                        (expected, hashed, verifier), uri, tmp_dir)
         progress.finish()
         actual = f"{hashed.algo}:{hashed.hexdigest()}" if hashed else None
         if fmt in ("raw", "disk"):
-            _verify(expected, hashed, uri)
-        if fmt == "raw" and grow:
-            formats.grow_fs(runner, target_path, fs_type)
-        elif fmt == "disk":
-            if head[512:520] == b"EFI PART" and not os.path.isfile(target_path):
-                formats.move_gpt_backup_to_end(runner, target_path)
-            formats.reread_partitions(runner, target_path)
+            _verify(expected, hashed, uri, verifier)
+            if held:
+                held.release(target_path)
+        _fit(runner, fmt, head, target_path, fs_type, grow)
+    except BaseException:
+        if verifier:
+            _unwrite(runner, fmt, target_path, mount_dir, written, zero_policy)
+        raise
     finally:
         top.close()
+        if verifier:
+            verifier.close()
+        if held:
+            held.close()
     seconds = time.monotonic() - start
     return WriteReport(bytes_in=counted.count, bytes_written=written,
                        seconds=round(seconds, 3), mb_per_s=round(written / 1e6 / seconds, 1),
@@ -123,9 +132,50 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
                        compression=compression)
 
 
-def _verify(expected, hashed, uri):
+def _expected(uri, fmt, checksum, checksum_of, allow_no_checksum, target):
+    """The parsed checksum, once the arguments make sense; target: the device or, for tar,
+    the mounted directory."""
+    if fmt not in formats.FORMATS:
+        raise ImageError(f"image format {fmt!r} is not one of {', '.join(formats.FORMATS)}")
+    if checksum_of not in ("compressed", "raw"):
+        raise ImageError(f"checksum_of must be 'compressed' or 'raw', not {checksum_of!r}")
+    expected = checksums.parse(checksum)
+    if expected is None and not allow_no_checksum:
+        raise ImageError(f"image {uri}: no checksum given (set allow_no_checksum to write an "
+                         f"unverified image)")
+    if not target:
+        raise ImageError(f"image {uri}: " + ("a tar image needs a mounted directory to extract "
+                         "into" if fmt == "tar" else f"a {fmt} image needs a target device"))
+    return expected
+
+
+def _fit(runner, fmt, head, target, fs_type, grow):
+    """A verified image fitted to its target: a filesystem grown, a disk's table seen."""
+    if fmt == "raw" and grow:
+        formats.grow_fs(runner, target, fs_type)
+    elif fmt == "disk":
+        if head[512:520] == b"EFI PART" and not os.path.isfile(target):
+            formats.move_gpt_backup_to_end(runner, target)
+        formats.reread_partitions(runner, target)
+
+
+def _verify(expected, hashed, uri, verifier=None):
     if expected:
         checksums.verify(expected, hashed.hexdigest(), f"image {uri}")
+    if verifier:
+        verifier.verdict()
+
+
+def _unwrite(runner, fmt, target, mount_dir, written, zero_policy):
+    """A signed image failed (its signature, or anything before it held): take back what
+    reached the target, so that nothing unverified is left to boot or mount."""
+    try:
+        if fmt == "tar":
+            holdback.empty(mount_dir)
+        elif fmt in ("raw", "disk"):
+            holdback.wipe(runner, target, written, zero_policy)
+    except Exception:   # the image's own failure is the one to report
+        LOG.exception("could not wipe %s after the failed image", target or mount_dir)
 
 
 class _Rest:
@@ -141,12 +191,13 @@ class _Rest:
         return self._src.read_full(n)
 
 
-def _write_blocks(ring, fmt, uri, compression, target, zeroed):
+def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False):
     """raw and disk: each decompressed block is written from the ring's block it was inflated
-    into. Returns (head, bytes written, zero bytes skipped)."""
+    into. Returns (head, bytes written, zero bytes skipped, the held-back start or None)."""
     block, n = ring.next()
     head = bytes(block[:min(n, HEAD)])
     _check_content(fmt, head, uri, compression)
+    held = holdback.Held(block, n) if hold else None
     writer = BlockWriter(target, target_zeroed=zeroed)
     writes = InFlight(writer)
     try:
@@ -160,21 +211,27 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed):
     finally:
         writes.close()
         writer.close()
-    LOG.info("wrote %s bytes to %s (%s zero bytes skipped, O_DIRECT %s)", writer.offset,
-             target, writer.zero_bytes_skipped, "on" if writer.direct else "off")
-    return head, writer.offset, writer.zero_bytes_skipped
+    skipped = writer.zero_bytes_skipped
+    if held and writer.target_zeroed and held.size >= ZERO_GRAIN:
+        skipped -= ZERO_GRAIN   # the zeros in its place were skipped; it is written later
+    LOG.info("wrote %s bytes to %s (%s zero bytes skipped, O_DIRECT %s%s)", writer.offset,
+             target, skipped, "on" if writer.direct else "off",
+             f"; the first {held.size} held back until the signature verifies" if held else "")
+    return head, writer.offset, skipped, held
 
 
-def _extract(fmt, head, data, target, mount_dir, runner, hashed, expected, uri, tmp_dir):
-    """tar into the mounted filesystem; qcow2 spooled to a file, then converted."""
+def _extract(fmt, head, data, target, mount_dir, runner, checks, uri, tmp_dir):
+    """tar into the mounted filesystem; qcow2 spooled to a file, then converted.
+    checks: (expected checksum, its Hashing, the signature verifier), judged at the end."""
+    expected, hashed, verifier = checks
     if fmt == "tar":
         counter = Counting(_Rest(head, data))
         formats.extract_tar(runner, counter, mount_dir, BLOCK)
-        _verify(expected, hashed, uri)
+        _verify(expected, hashed, uri, verifier)
         return counter.count, 0
     counter = Counting(_Rest(head, data))
     with formats.spool(counter, BLOCK, tmp_dir) as tmp:
-        _verify(expected, hashed, uri)
+        _verify(expected, hashed, uri, verifier)
         formats.convert_qcow2(runner, tmp.name, target)
     return counter.count, 0
 
@@ -211,13 +268,26 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
         # this image's own credential (an OCI registry's): its download only, never the
         # checksum file's; requests drops it when a redirect leaves the host
         headers["Authorization"] = args["authorization"]
-    mount_dir = None
-    if args.get("format") == "tar":
-        mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
-    elif args.get("format", "raw") in ("raw", "disk") and not target_zeroed:
-        target_zeroed = formats.zero_device(
-            runner, args["device"], options.get("image_zero_target") or "auto")
-    report = write_to(
+    # the signature is read (and the policy applied) before the target is touched
+    with signature.checked(args, options, runner, _headers(options)) as verifier:
+        mount_dir = None
+        if args.get("format") == "tar":
+            mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
+        elif args.get("format", "raw") in ("raw", "disk") and not target_zeroed:
+            target_zeroed = formats.zero_device(
+                runner, args["device"], options.get("image_zero_target") or "auto")
+        report = _write(args, options, checksum, headers, mount_dir, target_zeroed, runner,
+                        events, verifier)
+    result = asdict(report)
+    result["checksum"] = result.pop("checksum_actual")
+    result["target_zeroed"] = target_zeroed
+    result["signature"] = "verified" if verifier else "none"
+    return result
+
+
+def _write(args, options, checksum, headers, mount_dir, target_zeroed, runner, events,
+           verifier):
+    return write_to(
         args["uri"], args.get("device"), fmt=args.get("format", "raw"),
         compression=args.get("compression") or "auto", checksum=checksum,
         checksum_of=args.get("checksum_of") or "compressed",
@@ -226,8 +296,5 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
         ca_bundle=options.get("image_ca_bundle"), headers=headers,
         target_zeroed=target_zeroed, runner=runner, events=events,
         stall={k: options[f"image_{k}"] for k in ("stall_seconds", "stall_bytes")
-               if options.get(f"image_{k}") is not None})
-    result = asdict(report)
-    result["checksum"] = result.pop("checksum_actual")
-    result["target_zeroed"] = target_zeroed
-    return result
+               if options.get(f"image_{k}") is not None},
+        verifier=verifier, zero_policy=options.get("image_zero_target") or "auto")

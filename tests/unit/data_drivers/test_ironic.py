@@ -257,3 +257,27 @@ def test_a_configdrive_that_is_no_config2_iso_is_refused_before_anything_runs(tm
     assert rc == 2 and out == ""
     assert f"instance_info.configdrive: {said}" in err, err
     assert content not in err
+
+
+ARMOUR = "-----BEGIN PGP SIGNATURE-----\n\niHUEABYKAB0WIQRkK1xGafA2\n-----END PGP SIGNATURE-----\n"
+
+
+@pytest.mark.parametrize("given", [ARMOUR, "https://u:pw@h/img.raw.sig?sig=x"])
+def test_image_signature_becomes_the_images_signature(given):
+    assert native(node(image_signature=given))["images"][0]["signature"] == given
+    step = next(s for s in pipeline.build_plan(
+        IronicDriver(node(image_signature=given)).layout(),
+        inv_mod.from_document(inventory("three-disks")), keyring=True).steps
+        if s.kind == "write_image")
+    assert step.args["signature"] == given
+    assert "signature" not in native(node())["images"][0]
+
+
+def test_image_signature_follows_the_policy_and_its_form_is_checked():
+    with pytest.raises(InputError, match="no signature: a keyring is configured"):
+        pipeline.check_layout(IronicDriver(node()).layout(), keyring=True)
+    with pytest.raises(InputError, match="a signature is given, but no keyring"):
+        pipeline.check_layout(IronicDriver(node(image_signature=ARMOUR)).layout())
+    found = problems(node(image_signature="c2VjcmV0IHNpZ25hdHVyZQ=="))
+    assert any("signature" in p for p in found)
+    assert not any("c2VjcmV0" in p for p in found)

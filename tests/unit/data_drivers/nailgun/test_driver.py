@@ -376,3 +376,13 @@ def test_cli_reports_fuel_locations_with_exit_2(tmp_path):
     rc, _, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun"])
     assert rc == 2
     assert "ks_spaces[2] (vdc) volumes[3]: unknown volume type 'bogus'" in err
+
+
+def test_a_fuel_document_is_refused_under_an_image_keyring():
+    """Fuel's images carry no signature and its documents cannot say allow_unsigned."""
+    layout = NailgunDriver(sample("provision")).layout()
+    with pytest.raises(InputError) as caught:
+        pipeline.check_layout(layout, keyring=True)
+    assert all("no signature: a keyring is configured" in p.message
+               for p in caught.value.problems)
+    pipeline.check_layout(NailgunDriver(sample("provision")).layout())
