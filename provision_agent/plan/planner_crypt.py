@@ -48,9 +48,12 @@ def crypttab(res):
         if e.tang and e.id != root:
             # opened after the network is up; the root's Tang is the initramfs's business
             options.append("_netdev")
+        pins = (["key_file"] if e.key_file else
+                (["tpm2"] if e.tpm2_pcrs is not None else []) + (["tang"] if e.tang else []))
         entries.append({"name": e.name, "device": res.devices.get(e.device),
                         "key_file": f"/etc/cryptsetup-keys.d/{e.name}.key" if e.key_file
-                        else None, "options": ",".join(options)})
+                        else None, "options": ",".join(options), "unlock": pins,
+                        "root": e.id == root})
     return [st.Crypttab(entries, description="write /etc/crypttab by LUKS UUID ("
                         + ", ".join(e["name"] for e in entries) + ")")]
 

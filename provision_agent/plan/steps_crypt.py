@@ -41,7 +41,8 @@ class LuksOpen(Step):
 @dataclass
 class Crypttab(Step):
     """entries: {name, device, key_file (its path in the target, or null: clevis unlocks it),
-    options}, written by the LUKS UUID read from `device`; a key file is copied into the
-    target at its path, readable by root only; the initramfs gets what unlocking needs."""
+    options, unlock (the clevis pins, or ["key_file"]), root (/ stands on it: the initramfs
+    opens it)}, written by the LUKS UUID read from `device`; a key file is copied into the
+    target at its path, readable by root only. The image must carry what unlocking needs."""
     kind: ClassVar[str] = "crypttab"
     entries: list

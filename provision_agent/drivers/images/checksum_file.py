@@ -49,8 +49,16 @@ def resolve(url, image_uri, algo=None, *, tls_verify=True, ca_bundle=None, heade
 
 def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLINE):
     """The checksum file's text."""
-    import requests  # only an image with a checksum URL needs it here
     shown = f"checksum file {redact.url(url)}"
+    return _text(fetch_bytes(url, shown, MAX_BYTES, "a checksum file", tls_verify=tls_verify,
+                             ca_bundle=ca_bundle, headers=headers, deadline=deadline), shown)
+
+
+def fetch_bytes(url, shown, max_bytes, kind, *, tls_verify=True, ca_bundle=None,
+                headers=None, deadline=DEADLINE):
+    """A small file's bytes over http(s), bounded as above; shown: how errors name it, kind:
+    what it should be ("a key file")."""
+    import requests  # only an image with a checksum URL needs it here
     end = time.monotonic() + deadline
     session = requests.Session()
     session.max_redirects = MAX_REDIRECTS
@@ -68,7 +76,8 @@ def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLI
                 time.sleep(min(2 ** attempt, left / 2))
                 left = end - time.monotonic()
             try:
-                body, why = _get(session, url, left, ca_bundle or tls_verify, shown)
+                body, why = _get(session, url, left, ca_bundle or tls_verify, shown,
+                                 (max_bytes, kind))
             except requests.exceptions.SSLError:
                 raise ImageError(f"{shown}: TLS verification failed (give the CA with "
                                  "--image_ca_bundle)") from None
@@ -79,14 +88,14 @@ def fetch(url, *, tls_verify=True, ca_bundle=None, headers=None, deadline=DEADLI
             except requests.RequestException as exc:
                 raise ImageError(f"{shown}: {type(exc).__name__}") from None
             if body is not None:
-                return _text(body, shown)
+                return body
     finally:
         session.close()
     raise ImageError(f"{shown}: cannot be read ({why or 'no time left'}; gave up after "
                      f"{deadline} s)")
 
 
-def _get(session, url, seconds, verify, shown):
+def _get(session, url, seconds, verify, shown, limit):
     """(body, None), or (None, why) for a failure worth another attempt."""
     timeout = (min(CONNECT_TIMEOUT, seconds), seconds)
     began = time.monotonic()
@@ -97,14 +106,14 @@ def _get(session, url, seconds, verify, shown):
             raise ImageError(f"{shown}: HTTP {resp.status_code} {resp.reason}, expected 200")
         try:
             # cut at the deadline even while a server drips it in (bounded_http.read)
-            return bounded_http.read(resp, MAX_BYTES, round(seconds, 1)), None
+            return bounded_http.read(resp, limit[0], round(seconds, 1)), None
         except bounded_http.BodyBroken as exc:
             return None, str(exc)
         except bounded_http.BodyError as exc:
             if time.monotonic() - began >= seconds:
                 raise ImageError(f"{shown}: not read whole when its time ran out ({exc})") \
                     from None
-            raise ImageError(f"{shown}: {exc}; that is not a checksum file") from None
+            raise ImageError(f"{shown}: {exc}; that is not {limit[1]}") from None
 
 
 def _text(body, shown):

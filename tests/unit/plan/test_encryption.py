@@ -60,7 +60,8 @@ def test_luks_sits_between_the_array_and_lvm_and_is_opened_before_the_pv():
     tab = next(s for s in planned.steps if s.kind == "crypttab")
     assert kinds.index("fstab") < kinds.index("crypttab") < kinds.index("bootloader")
     assert tab.args["entries"] == [{"name": "cryptos", "device": "/dev/md/os",
-                                    "key_file": None, "options": "luks"}]
+                                    "key_file": None, "options": "luks", "unlock": ["tpm2"],
+                                    "root": True}]
 
 
 def test_tang_and_tpm2_with_a_threshold_become_one_clevis_sss_config():
@@ -93,7 +94,7 @@ def test_a_data_volume_on_a_logical_volume_with_a_key_file_never_shows_the_url()
     tab = next(s for s in planned.steps if s.kind == "crypttab").args["entries"]
     assert tab[1] == {"name": "crypt-data", "device": "/dev/os/data",
                       "key_file": "/etc/cryptsetup-keys.d/crypt-data.key",
-                      "options": "luks,discard"}
+                      "options": "luks,discard", "unlock": ["key_file"], "root": False}
     shown = render.plan_text(planned) + render.plan_json(planned)
     assert "s3cr3tsig" not in shown and "AKIDX" not in shown
     assert "keys.example" in shown                    # the host says which key server
@@ -178,8 +179,13 @@ def test_a_real_run_refuses_encryption_before_its_first_command():
 
         def close(self):
             pass
+    from types import SimpleNamespace
     events = Events()
+    with pytest.raises(InputError, match="need --recovery_key_file"):
+        apply.provision(build(encrypted_raid_lvm()), conf=SimpleNamespace(),
+                        runner=NoCommands(), live_disks=[], events=events)
     with pytest.raises(InputError, match="does not execute it yet: nothing was written"):
-        apply.provision(build(encrypted_raid_lvm()), conf=None, runner=NoCommands(),
-                        live_disks=[], events=events)
-    assert events.results[0][0] == "failed" and events.results[0][1] == 2
+        apply.provision(build(encrypted_raid_lvm()),
+                        conf=SimpleNamespace(recovery_key_file="/tmp/r.json"),
+                        runner=NoCommands(), live_disks=[], events=events)
+    assert [r[:2] for r in events.results] == [("failed", 2), ("failed", 2)]
