@@ -165,6 +165,9 @@ def _record(task, spawn, updates, st):
         record.fail(task, f"provision exited with {st['exit_code']}; last output:\n"
                    f"{report.tail_for_error(st['tail'])}")
         return
+    if st.get("recovery_keys"):
+        # the one place they go (recovery.py); job.begin forgets them with the disks
+        updates[PREFIX + "recovery_keys"] = st["recovery_keys"]
     updates[PREFIX + "phase"] = "done"
     updates[PREFIX + "done_at"] = time.time()
     _resume(task, spawn, updates)

@@ -7,6 +7,8 @@ session and the conductor holds no connection while it works. It writes:
     <dir>/provision.log  provision's --log_file (debug level)
     <dir>/output.log     its stdout and stderr (the plan, the error line)
     <dir>/exit_code      written (atomically, via rename) only after provision exited
+    <dir>/recovery-keys.json  the recovery keys of encrypted volumes, age ciphertext
+                         (recovery.py)
     <dir>/lock           flock(1)ed by the wrapper for as long as provision runs
     <dir>/job            the job's identity (driver_internal_info/provision_job), written
                          before provision starts
@@ -22,7 +24,7 @@ import json
 import re
 import shlex
 
-from ironic_driver import ssh
+from ironic_driver import recovery, ssh
 from provision_agent import binding
 
 INPUT = "input.json"
@@ -67,6 +69,8 @@ def start_command(directory, command, job=None):
     argv = list(command) + ["--input_data_file", ssh.join(directory, INPUT),
                             "--events_file", ssh.join(directory, EVENTS),
                             "--log_file", ssh.join(directory, LOG)]
+    if "erase" not in command[1:2]:
+        argv += ["--recovery_key_file", ssh.join(directory, recovery.FILE)]
     # The wrapper's own two events bracket provision's, so the conductor sees the start and
     # the exit even when provision emits nothing (a --dry_run, or a crash before its first).
     started = q('{"event": "wrapper", "status": "started", "pid": %d}')
@@ -90,7 +94,8 @@ def prepare_command(directory, job=None):
     exit code there."""
     q = shlex.quote
     names = " ".join(q(ssh.join(directory, n)) for n in
-                     (INPUT, KEYRING, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp", JOB))
+                     (INPUT, KEYRING, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp", JOB,
+                      recovery.FILE))
     lock = q(ssh.join(directory, LOCK))
     finished = (f"if [ -s {q(ssh.join(directory, EXIT_CODE))} ] && "
                 f"[ \"$(cat {q(ssh.join(directory, JOB))} 2>/dev/null)\" = {q(job)} ]; "
@@ -173,6 +178,12 @@ def status(session, directory, events_offset, tail_lines):
             errors="replace")}], len(new)
     result = {"exit_code": code, "events": events, "events_offset": events_offset + used,
               "tail": ""}
+    if code == 0:
+        try:
+            result["recovery_keys"] = recovery.parse(session.read(
+                ssh.join(directory, recovery.FILE), 0, recovery.MAX_BYTES + 1))
+        except recovery.BadKeys as exc:
+            raise BadRamdisk(f"its {recovery.FILE}: {exc}") from None
     if code is not None:
         output = session.read(ssh.join(directory, OUTPUT), -TAIL_BYTES, TAIL_BYTES) or b""
         text = output.decode(errors="replace")

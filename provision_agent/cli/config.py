@@ -35,6 +35,11 @@ cli_opts = [
                help="Directory under which the new system's filesystems are mounted."),
     cfg.StrOpt("events_file",
                help="Append structured JSON progress events, one per line, to this file."),
+    cfg.StrOpt("recovery_key_file",
+               help="Where the recovery keys of the layout's encrypted volumes are written, "
+                    "as JSON ({name, device, luks_uuid, age} per volume; 'age' is the key "
+                    "encrypted to the layout's recovery.age_recipients). Required for a layout "
+                    "with encrypted volumes; nothing else shows the keys."),
     cfg.IntOpt("events_fd",
                help="Write structured JSON progress events, one per line, to this open file "
                     "descriptor."),

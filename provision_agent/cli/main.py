@@ -166,6 +166,9 @@ def run(command, conf):
     LOG.info("plan:\n%s", render.plan_text(planned))
     from provision_agent.run import apply  # needs the drivers; a dry run does not
     report = apply.provision(planned, conf)
+    keys = report.pop("recovery_keys", None)
+    if keys:
+        apply.save_recovery_keys(conf.recovery_key_file, keys)
     print(json.dumps(report, indent=2) if conf.plan_format == "json"
           else apply.summary(report))
     return errors.EXIT_OK

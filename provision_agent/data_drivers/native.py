@@ -125,6 +125,9 @@ def build_layout(doc):
         raids=[_raid(r, f"$.raids[{i}]", problems) for i, r in enumerate(doc.get("raids", []))],
         volume_groups=[_vg(v, f"$.volume_groups[{i}]", problems)
                        for i, v in enumerate(doc.get("volume_groups", []))],
+        encrypted=[_encrypted(e, f"$.encrypted[{i}]")
+                   for i, e in enumerate(doc.get("encrypted", []))],
+        recovery_recipients=list((doc.get("recovery") or {}).get("age_recipients", [])),
         filesystems=[_filesystem(f, f"$.filesystems[{i}]")
                      for i, f in enumerate(doc.get("filesystems", []))],
         images=[_image(im, f"$.images[{i}]") for i, im in enumerate(doc.get("images", []))],
@@ -182,6 +185,21 @@ def _vg(v, where, problems):
             size=_size(lv["size"], lwhere + ".size", problems),
             stripes=lv.get("stripes"), origin=lv.get("origin", lwhere)))
     return vg
+
+
+def _encrypted(e, where):
+    unlock = e["unlock"]
+    tpm2 = unlock.get("tpm2")
+    key_file = unlock.get("key_file")
+    return model.Encrypted(
+        id=e["id"], device=e["device"], name=e.get("name", e["id"].replace(":", "-")),
+        cipher=e.get("cipher", "aes-xts-plain64"), key_size=e.get("key_size", 512),
+        sector_size=e.get("sector_size"), discard=e.get("discard", False),
+        tpm2_pcrs=None if tpm2 is None else list(tpm2.get("pcrs", [7])),
+        tpm2_bank=(tpm2 or {}).get("bank", "sha256"),
+        tang=[dict(t) for t in unlock.get("tang", [])], threshold=unlock.get("threshold", 1),
+        key_file=model.KeyFile(key_file["uri"], key_file["checksum"]) if key_file else None,
+        origin=e.get("origin", where))
 
 
 def _filesystem(f, where):

@@ -68,6 +68,11 @@ def read_text(root, path):
 
 def write_text(root, path, text, mode=0o644):
     """Write a file at path inside root (parents made), replacing what is there."""
+    return write_bytes(root, path, text.encode(), mode)
+
+
+def write_bytes(root, path, data, mode=0o644):
+    """write_text for bytes; mode applies to a file made here and to one replaced."""
     where = resolve(root, path)
     os.makedirs(os.path.dirname(where), exist_ok=True)
     try:
@@ -76,8 +81,9 @@ def write_text(root, path, text, mode=0o644):
         if exc.errno == errno.ELOOP:     # a link appeared after resolve(): never follow it
             raise TargetPathError(f"{path} in the target became a symbolic link") from None
         raise
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)
+        f.write(data)
     return where
 
 

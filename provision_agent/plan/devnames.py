@@ -23,6 +23,11 @@ def md_device(name):
     return f"/dev/md/{name}"
 
 
+def mapper_device(name):
+    """An open dm-crypt volume."""
+    return f"/dev/mapper/{name}"
+
+
 def lv_device(vg, lv):
     return f"/dev/{vg}/{lv}"
 

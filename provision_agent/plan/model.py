@@ -73,6 +73,38 @@ class VolumeGroup:
 
 
 @dataclass
+class KeyFile:
+    """A key file for a data volume, unlocked from an already unlocked root."""
+    # A signed URL is a credential: kept out of repr() so no log line can show it.
+    uri: str = field(repr=False)
+    checksum: str = ""                 # "algo:hex", mandatory
+
+
+@dataclass
+class Encrypted:
+    """A LUKS2 volume on `device` (a partition, an array, a logical volume or a whole disk),
+    opened as /dev/mapper/NAME; its id is usable wherever a device id is. Unlocked in the
+    installed system by TPM2 and/or Tang (clevis, `threshold` of them), or by a key file."""
+    id: str
+    device: str
+    name: str
+    cipher: str = "aes-xts-plain64"
+    key_size: int = 512                # bits; XTS splits it into two keys
+    sector_size: int | None = None     # None: cryptsetup's choice for the device
+    discard: bool = False
+    tpm2_pcrs: list | None = None      # None: no TPM2 binding
+    tpm2_bank: str = "sha256"
+    tang: list = field(default_factory=list)    # [{"url": ..., "thumbprint": ...}]
+    threshold: int = 1
+    key_file: KeyFile | None = None
+    origin: str = ""
+
+    def methods(self):
+        """How many clevis pins unlock it (TPM2 counts one, each Tang server one)."""
+        return (1 if self.tpm2_pcrs is not None else 0) + len(self.tang)
+
+
+@dataclass
 class Filesystem:
     device: str                        # id of a partition, raid, logical volume or disk
     type: str
@@ -129,6 +161,9 @@ class Layout:
     disks: list = field(default_factory=list)
     raids: list = field(default_factory=list)
     volume_groups: list = field(default_factory=list)
+    encrypted: list = field(default_factory=list)
+    # age recipients the recovery keys are encrypted to (public keys: not secret)
+    recovery_recipients: list = field(default_factory=list)
     filesystems: list = field(default_factory=list)
     images: list = field(default_factory=list)
     bootloader: Bootloader | None = None

@@ -1,14 +1,14 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
 Order: wipes → tables (one after another, so that the executor writes them at once) →
-partitions → settle → md → LVM (kept VGs only activated) → mkfs →
-block-level images → mount → tar images → fstab/mdadm.conf/multipath wwids → bootloader →
-configdrive → umount.
+partitions → settle → md → LUKS (not on LVs) → LVM (kept VGs only activated) → LUKS on LVs →
+mkfs → block-level images → mount → tar images → fstab/crypttab/mdadm.conf/multipath wwids →
+bootloader → configdrive → umount.
 Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import redact
-from provision_agent.plan import parttypes
+from provision_agent.plan import parttypes, planner_crypt
 from provision_agent.plan import steps as st
 from provision_agent.plan.units import human
 
@@ -79,7 +79,8 @@ def plan(res):
 
 
 def _built_in(res):
-    steps = _tables(res) + _volumes(res)
+    steps = (_tables(res) + _arrays(res) + planner_crypt.volumes(res, on_lvs=False)
+             + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
     copies = esp_copies(res.layout, res)
     steps += _filesystems(res, copies) + _block_images(res)
     mounted = _mounted(res.layout)
@@ -131,14 +132,17 @@ def _partition_step(layout, disk, name, p):
                     + (part.type if part else "extended"))
 
 
-def _volumes(res):
-    """md arrays, then LVM: kept VGs only activated, new ones made with their LVs."""
+def _arrays(res):
+    dev = res.devices.get
+    return [st.MdCreate(dev(r.id), r.name, r.level, [dev(m) for m in r.members],
+                        [dev(s) for s in r.spares], r.metadata, r.chunk_kib,
+                        description=f"RAID{r.level} {dev(r.id)} over {len(r.members)} members")
+            for r in res.layout.raids]
+
+
+def _lvm(res):
+    """Kept VGs only activated, new ones made with their LVs."""
     layout, dev, steps = res.layout, res.devices.get, []
-    for r in layout.raids:
-        steps.append(st.MdCreate(
-            dev(r.id), r.name, r.level, [dev(m) for m in r.members],
-            [dev(s) for s in r.spares], r.metadata, r.chunk_kib,
-            description=f"RAID{r.level} {dev(r.id)} over {len(r.members)} members"))
     for vg in layout.volume_groups:
         lvs = vg.logical_volumes
         if vg.keep:
@@ -221,6 +225,7 @@ def _system_files(res):
         steps.append(st.Fstab([_fstab_entry(fs, dev(fs.device)) for fs in layout.filesystems
                                if fs.mount or fs.type == "swap"],
                               description="write /etc/fstab by UUID"))
+    steps += planner_crypt.crypttab(res)
     if layout.raids:
         # a whole multipath disk as a member is named by its map's link, as partitions are
         maps = {dev(d.id): res.partition_bases[d.id] for d in layout.disks

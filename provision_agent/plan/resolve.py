@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 
 from provision_agent.errors import Problem
 from provision_agent.plan import geometry, inventory
-from provision_agent.plan.devnames import lv_device, md_device, multipath_link
+from provision_agent.plan.devnames import lv_device, mapper_device, md_device, multipath_link
 from provision_agent.plan.units import MiB, align_up, human
 
 EXTENT = 4 * MiB
 PV_DATA_OFFSET = MiB
+# cryptsetup's default LUKS2 header with its keyslots area: the data starts this far in.
+LUKS2_HEADER = 16 * MiB
 
 
 @dataclass
@@ -68,8 +70,19 @@ def resolve(layout, disks):
         if dev is not None:
             _place(disk, dev, res, problems)
     _size_arrays(layout, res, problems)
+    lvs = {lv.id for _, lv in layout.logical_volumes()}
+    _size_encrypted([e for e in layout.encrypted if e.device not in lvs], res)
     _size_volume_groups(layout, res, problems)
+    _size_encrypted([e for e in layout.encrypted if e.device in lvs], res)
     return res, problems
+
+
+def _size_encrypted(volumes, res):
+    """/dev/mapper/NAME, as large as its device less the LUKS2 header."""
+    for e in volumes:
+        res.devices[e.id] = mapper_device(e.name)
+        if res.sizes.get(e.device) is not None:
+            res.sizes[e.id] = max(0, res.sizes[e.device] - LUKS2_HEADER)
 
 
 def _match(disks, disk, taken, res, problems):

@@ -16,31 +16,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-# Fields whose None is left out of `args`, so that plans without them read as they always did.
-OPTIONAL = {"optional": True}
+from provision_agent.plan.step_base import OPTIONAL, Step
+from provision_agent.plan.steps_crypt import Crypttab, LuksFormat, LuksOpen
 
-
-@dataclass
-class Step:
-    kind: ClassVar[str] = ""
-    # A short human sentence for the printed plan and for progress events.
-    description: str = field(default="", kw_only=True)
-
-    @property
-    def args(self):
-        """The step's arguments as the JSON plan shows them."""
-        out = {}
-        for f in dataclasses.fields(self):
-            if f.name == "description":
-                continue
-            value = getattr(self, f.name)
-            if value is None and f.metadata.get("optional"):
-                continue
-            out[f.metadata.get("name", f.name)] = value
-        return out
-
-    def to_dict(self):
-        return {"kind": self.kind, "args": self.args, "description": self.description}
+__all__ = ["OPTIONAL", "Step", "Crypttab", "LuksFormat", "LuksOpen"]
 
 
 @dataclass
@@ -239,9 +218,9 @@ class Umount(Step):
     mount_points: list
 
 
-BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, PvCreate, VgCreate, LvCreate,
-            VgActivate, Mkfs, WriteImage, Mount, Fstab, MdadmConf, MultipathConf, Bootloader,
-            Configdrive, Umount)
+BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, LuksFormat, LuksOpen, PvCreate,
+            VgCreate, LvCreate, VgActivate, Mkfs, WriteImage, Mount, Fstab, MdadmConf,
+            MultipathConf, Crypttab, Bootloader, Configdrive, Umount)
 KINDS = {cls.kind: cls for cls in BUILT_IN}
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 from provision_agent.errors import ImageError, Problem
 from provision_agent.plan import configdrive_format as configdrive
-from provision_agent.plan import validate_text
+from provision_agent.plan import validate_crypt, validate_text
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 
@@ -26,13 +26,16 @@ class _Ids:
         self.raids = {r.id: r for r in layout.raids}
         self.lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
         self.whole_disks = {d.id: d for d in layout.disks if not d.partitions}
-        self.block = set(self.parts) | set(self.raids) | set(self.lvs) | set(self.whole_disks)
+        self.crypts = {e.id: e for e in layout.encrypted}
+        self.block = (set(self.parts) | set(self.raids) | set(self.lvs) | set(self.whole_disks)
+                      | set(self.crypts))
         self.users = Counter()
 
     def use(self, ref, obj, what, allowed):
         """One more user of ref: a device may hold one array, volume group or filesystem."""
         if ref not in allowed:
-            kind = "disk with partitions" if ref in self.disks else "unknown id"
+            kind = "disk with partitions" if ref in self.disks else \
+                "an encrypted volume" if ref in self.crypts else "unknown id"
             self.add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
             return
         self.users[ref] += 1
@@ -48,6 +51,9 @@ def check(layout):
     _check_disks(layout, add)
     _check_raids(layout, ids, add)
     _check_volume_groups(layout, ids, add)
+    for e in layout.encrypted:
+        ids.use(e.device, e, "device",
+                set(ids.parts) | set(ids.raids) | set(ids.lvs) | set(ids.whole_disks))
     _check_kept(layout, ids.parts, add)
     _check_filesystems(layout, ids.use, ids.block, add)
     _check_images(layout, add, ids.block, ids.disks)
@@ -61,6 +67,7 @@ def check(layout):
                 "add one to images, or set bootloader type 'none' for a layout without an OS")
     _check_overlaps(layout, add)
     validate_text.check(layout, add)
+    problems += validate_crypt.check(layout)
     if layout.extensions:
         from provision_agent.plan import extensions  # only a document with plug-in sections
         problems += [Problem(where, msg) for where, msg in extensions.problems(layout)]
@@ -98,7 +105,7 @@ def _check_volume_groups(layout, ids, add):
             add(vg, f"duplicate volume group name {vg.name!r}")
         for ref in vg.pvs:
             ids.use(ref, vg, "physical volume",
-                    set(ids.parts) | set(ids.raids) | set(ids.whole_disks))
+                    set(ids.parts) | set(ids.raids) | set(ids.whole_disks) | set(ids.crypts))
         remaining = [lv for lv in vg.logical_volumes if lv.size.remaining]
         if len(remaining) > 1:
             add(vg, f"'remaining' is used by {len(remaining)} logical volumes; at most one may")
@@ -125,6 +132,7 @@ def _check_overlaps(layout, add):
                for ref in r.members + r.spares}
     stacked.update({ref: f"a physical volume of {vg.name!r}" for vg in layout.volume_groups
                     for ref in vg.pvs})
+    stacked.update({e.device: f"encrypted as {e.id!r}" for e in layout.encrypted})
     for im in layout.images:
         if im.format in ("raw", "qcow2") and im.target in stacked:
             add(im, f"target {im.target!r} is {stacked[im.target]}: write the image to the "
@@ -207,6 +215,7 @@ def _referencable(layout):
     yield from layout.raids
     yield from layout.volume_groups
     yield from (lv for _, lv in layout.logical_volumes())
+    yield from layout.encrypted
 
 
 def _check_disks(layout, add):

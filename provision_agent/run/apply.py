@@ -5,6 +5,7 @@ the tool wrappers).
 """
 
 import logging
+import os
 
 from provision_agent import errors
 from provision_agent.drivers import mount
@@ -23,10 +24,23 @@ def image_options(conf):
     return {n: getattr(conf, n) for n in names if hasattr(conf, n)}
 
 
+# Planned, not executed yet (issue 32): refused before the first command, not at its step.
+NOT_EXECUTED_YET = ("luks_format", "luks_open", "crypttab")
+
+
 def provision(planned, conf, runner=None, live_disks=None, events=None):
     runner = runner or Runner()
     events = events or Events.from_conf(conf)
     try:
+        if any(s.kind == "luks_format" for s in planned.steps) and \
+                not getattr(conf, "recovery_key_file", None):
+            raise errors.InputError([errors.Problem(
+                "$.encrypted", "encrypted volumes need --recovery_key_file: where their "
+                "recovery keys (encrypted to recovery.age_recipients) are written")])
+        if any(s.kind in NOT_EXECUTED_YET for s in planned.steps):
+            raise errors.InputError([errors.Problem(
+                "$.encrypted", "encryption is validated and planned, but this version does "
+                "not execute it yet: nothing was written (--dry_run shows the plan)")])
         mount.check_target_root(runner, conf.target_root, planned.disk_names)
         mount.release_stale(runner, conf.target_root)
         preflight.check(planned, disks.discover() if live_disks is None else live_disks,
@@ -44,6 +58,17 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
     events.result("ok", errors.EXIT_OK)
     events.close()
     return report
+
+
+def save_recovery_keys(path, keys):
+    """The recovery keys' ciphertexts, root-only: the one place they are written."""
+    import json
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(keys, f, indent=2)
+        f.write("\n")
+    LOG.info("recovery keys of %s written to %s (encrypted to the layout's age recipients)",
+             ", ".join(k["name"] for k in keys), path)
 
 
 def summary(report):

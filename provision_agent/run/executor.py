@@ -13,6 +13,7 @@ import time
 from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
+from provision_agent.run import crypt_steps
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class Executor:
         self.in_table = set()       # partition devices already written with their table
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
         self.tables_follow = set()  # disks a partition_table step writes
+        self.crypt = crypt_steps.CryptSteps(runner, target_root, self.options)
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
         # kinds are added when its first step comes (extensions.py)
         self.handlers = {
@@ -62,7 +64,9 @@ class Executor:
             "write_image": self.do_write_image, "mount": self.do_mount,
             "fstab": self.do_fstab, "mdadm_conf": self.do_mdadm_conf,
             "multipath_conf": self.do_multipath_conf, "bootloader": self.do_bootloader,
-            "configdrive": self.do_configdrive, "umount": self.do_umount}
+            "configdrive": self.do_configdrive, "umount": self.do_umount,
+            "luks_format": self.crypt.luks_format, "luks_open": self.crypt.luks_open,
+            "crypttab": self.crypt.crypttab}
 
     def execute(self, steps):
         started = time.monotonic()
@@ -78,8 +82,11 @@ class Executor:
             left = self.mounts.umount_all()
             if left:
                 LOG.error("still mounted after the run: %s", ", ".join(left))
-        return {"status": "ok", "seconds": round(time.monotonic() - started, 2),
-                "steps": self.results, "filesystems": self.filesystems}
+        report = {"status": "ok", "seconds": round(time.monotonic() - started, 2),
+                  "steps": self.results, "filesystems": self.filesystems}
+        if self.crypt.recovery_keys:
+            report["recovery_keys"] = self.crypt.recovery_keys
+        return report
 
     def _look_ahead(self, steps):
         """What a step needs to know of the ones after it: the partitions a table keeps, those

@@ -1,0 +1,81 @@
+"""Where encryption goes in a plan: a volume on a partition, an array or a whole disk is made
+and opened after the arrays and before LVM (a physical volume may stand on it); one on a
+logical volume after LVM. The crypttab goes with fstab."""
+
+from provision_agent import redact
+from provision_agent.plan import steps as st
+
+
+def volumes(res, on_lvs):
+    """Format and open steps of the volumes on logical volumes (on_lvs) or on anything else."""
+    lvs = {lv.id for _, lv in res.layout.logical_volumes()}
+    steps = []
+    for e in res.layout.encrypted:
+        if (e.device in lvs) != on_lvs:
+            continue
+        device = res.devices.get(e.device)
+        steps.append(st.LuksFormat(
+            device, e.name, e.cipher, e.key_size, list(res.layout.recovery_recipients),
+            e.sector_size, clevis_config(e), e.key_file.uri if e.key_file else None,
+            e.key_file.checksum if e.key_file else None,
+            description=f"LUKS2 on {device}, unlocked by {_unlock_text(e)}, "
+                        f"and a recovery key"))
+        steps.append(st.LuksOpen(device, e.name, e.discard,
+                                 description=f"open {device} as /dev/mapper/{e.name}"))
+    return steps
+
+
+def clevis_config(e):
+    """clevis sss's config for e's tpm2 and tang methods; None for a key file."""
+    if e.key_file:
+        return None
+    pins = {}
+    if e.tpm2_pcrs is not None:
+        pins["tpm2"] = {"pcr_bank": e.tpm2_bank, "pcr_ids": ",".join(map(str, e.tpm2_pcrs))}
+    if e.tang:
+        pins["tang"] = [{"url": t["url"], "thp": t["thumbprint"]} for t in e.tang]
+    return {"t": e.threshold, "pins": pins}
+
+
+def crypttab(res):
+    layout = res.layout
+    if not layout.encrypted:
+        return []
+    root = _root_volume(layout)
+    entries = []
+    for e in layout.encrypted:
+        options = ["luks"] + (["discard"] if e.discard else [])
+        if e.tang and e.id != root:
+            # opened after the network is up; the root's Tang is the initramfs's business
+            options.append("_netdev")
+        pins = (["key_file"] if e.key_file else
+                (["tpm2"] if e.tpm2_pcrs is not None else []) + (["tang"] if e.tang else []))
+        entries.append({"name": e.name, "device": res.devices.get(e.device),
+                        "key_file": f"/etc/cryptsetup-keys.d/{e.name}.key" if e.key_file
+                        else None, "options": ",".join(options), "unlock": pins,
+                        "root": e.id == root})
+    return [st.Crypttab(entries, description="write /etc/crypttab by LUKS UUID ("
+                        + ", ".join(e["name"] for e in entries) + ")")]
+
+
+def _root_volume(layout):
+    """The id of the encrypted volume / stands on (directly or through LVM), or None."""
+    root = next((fs.device for fs in layout.filesystems if fs.mount == "/"), None)
+    crypts = {e.id for e in layout.encrypted}
+    if root in crypts:
+        return root
+    for vg in layout.volume_groups:
+        if any(lv.id == root for lv in vg.logical_volumes):
+            return next((pv for pv in vg.pvs if pv in crypts), None)
+    return None
+
+
+def _unlock_text(e):
+    if e.key_file:
+        return f"key file {redact.url(e.key_file.uri)}"
+    methods = ([f"TPM2 (PCRs {','.join(map(str, e.tpm2_pcrs))})"]
+               if e.tpm2_pcrs is not None else [])
+    methods += [f"Tang {redact.url(t['url'])}" for t in e.tang]
+    if len(methods) == 1:
+        return methods[0]
+    return f"{e.threshold} of {', '.join(methods)}"
