@@ -10,7 +10,9 @@ from tests.unit.ironic_driver import test_deploy as test_unit
 SUMS = "http://images.example.com/disk.raw.sha256sum"
 
 
-class TestChecksumUrlValidate(dbcase.NodeTestCase):
+class StaticNodeCase(dbcase.NodeTestCase):
+    """A node at a static ramdisk address with a root device hint, validated as
+    test_deploy's are (also for test_image_keyring)."""
     _validate = test_unit.TestWithNode._validate
     _key = test_unit.TestWithNode._key
 
@@ -20,6 +22,9 @@ class TestChecksumUrlValidate(dbcase.NodeTestCase):
             driver_info={"provision_ssh_address": "192.0.2.10",
                          "provision_host_key": test_unit.HOST_KEY},
             properties={"root_device": {"serial": "disk0"}})
+
+
+class TestChecksumUrlValidate(StaticNodeCase):
 
     def test_a_checksum_file_url_passes_validate(self):
         self._validate(image_source="http://images.example.com/disk.raw", image_checksum=SUMS)

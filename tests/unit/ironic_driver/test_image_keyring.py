@@ -8,8 +8,7 @@ import time
 from ironic.common import exception
 
 from ironic_driver import remote, validation
-from tests.unit.ironic_driver import dbcase
-from tests.unit.ironic_driver import test_deploy as test_unit
+from tests.unit.ironic_driver.test_checksum_url import StaticNodeCase
 
 IMAGE = {"image_source": "http://images.example.com/disk.raw",
          "image_os_hash_algo": "sha256", "image_os_hash_value": "a" * 64}
@@ -17,16 +16,7 @@ SIG = "http://images.example.com/disk.raw.sig"
 KEYRING = b"\x98\x33\x04keyring bytes as gpg --export writes them"
 
 
-class TestImageKeyring(dbcase.NodeTestCase):
-    _validate = test_unit.TestWithNode._validate
-    _key = test_unit.TestWithNode._key
-
-    def setUp(self):
-        super().setUp()
-        self.node = self.make_node(
-            driver_info={"provision_ssh_address": "192.0.2.10",
-                         "provision_host_key": test_unit.HOST_KEY},
-            properties={"root_device": {"serial": "disk0"}})
+class TestImageKeyring(StaticNodeCase):
 
     def _keyring(self, data=KEYRING):
         path = self.useFixture(__import__("fixtures").TempDir()).join("keyring.pgp")
