@@ -24,6 +24,7 @@ import typing
 from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
+from ironic.conf import CONF
 
 from ironic_driver import job, record, remote, report, ssh, timeouts, validation
 
@@ -92,9 +93,16 @@ def _follow(task, spawn):
     target = ssh_target(node, o)
     if target is None:
         # awaiting_heartbeat: the heartbeat starts the job, the sweep only keeps the time
-        record.save(task, {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks "
-                     "its node up through ipa-api-url; no driver_info/provision_ssh_address)",
-                           PREFIX + "awaiting_heartbeat": True})
+        updates = {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks its "
+                   "node up through ipa-api-url; no driver_info/provision_ssh_address)",
+                   PREFIX + "awaiting_heartbeat": True}
+        if job.token_lost_in_takeover(node):
+            LOG.warning("Node %s: taken over from %s before its ramdisk heartbeated; its "
+                        "agent token may have been lost with that conductor, so the next "
+                        "lookup gets a new one", node.uuid, info.get(PREFIX + "begun_by"))
+            updates.update({"agent_secret_token": None,
+                            PREFIX + "token_reissued_by": CONF.host})
+        record.save(task, updates)
         return
     try:
         session = _connect(node, target, o)

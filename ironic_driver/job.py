@@ -106,9 +106,25 @@ def begin(node):
     node.set_driver_internal_info(PREFIX + "phase", "wait_ramdisk")
     node.set_driver_internal_info(PREFIX + "started_at", time.time())
     node.set_driver_internal_info(PREFIX + "job", uuid.uuid4().hex)
+    node.set_driver_internal_info(PREFIX + "begun_by", CONF.host)
     node.set_driver_internal_info(PREFIX + "events", [])
     node.set_driver_internal_info(PREFIX + "events_count", 0)
     node.set_driver_internal_info(PREFIX + "events_offset", 0)
+
+
+def token_lost_in_takeover(node):
+    """True when this conductor took over a job another one began, the ramdisk has not
+    heartbeated, and the agent token Ironic holds was handed out and never reissued here.
+
+    A lookup is answered by the conductor that owns the node: one killed after saving the
+    token it made and before its answer left leaves a token no ramdisk has, and Ironic refuses
+    every later lookup ("one is already present") until the deploy times out. Reissuing it
+    once, before any ramdisk proved itself, opens no window the deploy's first lookup did not."""
+    info = node.driver_internal_info
+    return bool(info.get("agent_secret_token")
+                and not info.get("agent_secret_token_pregenerated")
+                and info.get(PREFIX + "begun_by") not in (None, CONF.host)
+                and info.get(PREFIX + "token_reissued_by") != CONF.host)
 
 
 def forget(node):

@@ -6,7 +6,7 @@ from unittest import mock
 from ironic.common import states
 from ironic.conductor import task_manager
 
-from ironic_driver import deploy, fanout, follow
+from ironic_driver import deploy, fanout, follow, job
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -140,6 +140,48 @@ class TestHeartbeat(dbcase.NodeTestCase):
                       self.node.driver_internal_info["provision_last_ssh_error"])
         # the sweep's next looks come by running_poll_interval: the heartbeat starts the job
         self.assertTrue(self.node.driver_internal_info["provision_awaiting_heartbeat"])
+
+
+class TestTokenLostInTakeover(dbcase.NodeTestCase):
+    """A lookup answered by a conductor killed after it saved the token: the conductor that
+    took the node over reissues it once, so the ramdisk's next lookup gets one."""
+
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_node(driver_info={}, instance_info={})
+
+    def _look(self, **internal):
+        self.deploy_waiting(agent_secret_token="lost-with-conductor-0", **internal)
+        with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+            follow.follow(task)
+        self.node.refresh()
+        return self.node.driver_internal_info
+
+    def test_a_job_begun_by_a_dead_conductor_gets_its_token_reissued_once(self):
+        self.config(host="conductor-1")
+        info = self._look(provision_begun_by="conductor-0")
+        self.assertIsNone(info["agent_secret_token"])
+        self.assertEqual("conductor-1", info["provision_token_reissued_by"])
+        # the next lookup's token stays: reissued once per conductor that took it over
+        info = self._look(provision_begun_by="conductor-0",
+                          provision_token_reissued_by="conductor-1")
+        self.assertEqual("lost-with-conductor-0", info["agent_secret_token"])
+
+    def test_a_job_says_which_conductor_began_it(self):
+        self.config(host="conductor-7")
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            job.begin(task.node)
+            self.assertEqual("conductor-7",
+                             task.node.driver_internal_info["provision_begun_by"])
+
+    def test_the_conductor_that_began_it_and_a_pregenerated_token_keep_theirs(self):
+        self.config(host="conductor-0")
+        self.assertEqual("lost-with-conductor-0",
+                         self._look(provision_begun_by="conductor-0")["agent_secret_token"])
+        self.config(host="conductor-1")
+        self.assertEqual("lost-with-conductor-0", self._look(
+            provision_begun_by="conductor-0",
+            agent_secret_token_pregenerated=True)["agent_secret_token"])
 
 
 class TestHeartbeatAsIronicDoes(dbcase.NodeTestCase):
