@@ -59,11 +59,14 @@ class FanOut:
             return key in self._hurried
 
     @contextlib.contextmanager
-    def claim(self, key):
+    def claim(self, key, limit):
         """Yields True while this thread polls key itself (in a worker it already has),
-        False when a poll of key is running: never two at once, as with submit."""
+        False when a poll of key is running (never two at once, as with submit) or `limit`
+        polls are: a heartbeat's look counts against the same bound as the sweep's, or a
+        burst of heartbeats (500 jobs ending together) would hold every conductor worker
+        in SSH at once."""
         with self._lock:
-            mine = key not in self._running
+            mine = key not in self._running and len(self._running) < limit
             if mine:
                 self._start(key)
         try:

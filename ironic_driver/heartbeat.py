@@ -90,10 +90,11 @@ def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
 
 def _look_now(task, why):
     """A look at the node in this heartbeat's worker, counted as the sweep's are (so that the
-    sweep's next one keeps its distance); when one runs already, the sweep's next one, which a
+    sweep's next one keeps its distance, and no more than [conductor]periodic_max_workers
+    run at once); when one runs already, or as many as that, the sweep's next one, which a
     hurried node does not wait its running_poll_interval for."""
     uuid = task.node.uuid
-    with fanout.FOLLOWERS.claim(uuid) as mine:
+    with fanout.FOLLOWERS.claim(uuid, max(1, CONF.conductor.periodic_max_workers)) as mine:
         if mine:
             LOG.debug("Node %s: %s; looking now", uuid, why)
             follow.follow(task)

@@ -133,11 +133,13 @@ def test_a_running_job_whose_ramdisk_heartbeats_is_looked_at_by_the_clock_or_whe
 def test_a_poll_in_a_heartbeats_own_worker_excludes_the_sweeps_and_clears_the_hurry(pool):
     fan, release = fanout.FanOut(), threading.Event()
     fan.hurry("n1")
-    with fan.claim("n1") as mine:
+    with fan.claim("n1", 2) as mine:
         assert mine and not fan.hurried("n1")
         assert fan.submit("n1", pool.submit, release.wait, 5, limit=2, wait=1) is False
-        with fan.claim("n1") as again:
+        with fan.claim("n1", 2) as again:
             assert again is False
+        with fan.claim("n2", 1) as full:
+            assert full is False                 # the one slot is n1's
     assert 0.0 <= fan.since_last("n1") < 5 and fan.running() == 0
     fan.hurry("n1")
     fan.keep_only([])                            # the node stopped waiting

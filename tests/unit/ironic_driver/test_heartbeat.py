@@ -80,9 +80,21 @@ class TestHeartbeat(dbcase.NodeTestCase):
 
     def test_no_look_while_the_sweep_is_looking(self):
         self._running()
-        with fanout.FOLLOWERS.claim(self.node.uuid):
+        with fanout.FOLLOWERS.claim(self.node.uuid, 8):
             self.assertEqual(0, self._heartbeat(status="end").call_count)
         self.assertTrue(fanout.FOLLOWERS.hurried(self.node.uuid))
+
+    def test_no_look_in_a_heartbeat_while_the_pollers_are_all_busy(self):
+        # 500 jobs ending together: their heartbeats must not hold every conductor worker
+        self.config(periodic_max_workers=2, group="conductor")
+        self._running()
+        with fanout.FOLLOWERS.claim("other-1", 2), fanout.FOLLOWERS.claim("other-2", 2):
+            self.assertEqual(0, self._heartbeat(status="end").call_count)
+        self.assertTrue(fanout.FOLLOWERS.hurried(self.node.uuid))
+        self.deploy_waiting(provision_phase="wait_ramdisk")
+        with fanout.FOLLOWERS.claim("other-1", 2), fanout.FOLLOWERS.claim("other-2", 2):
+            self.assertEqual(0, self._heartbeat().call_count)     # the start waits too
+        self.assertEqual(1, self._heartbeat().call_count)         # and comes when one frees
 
     def test_a_changed_key_fails_the_deploy(self):
         self.deploy_waiting(provision_phase="running", provision_ssh_address="192.0.2.20",
