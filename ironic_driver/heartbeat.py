@@ -8,6 +8,7 @@ That heartbeat is only a hint: the look reads the exit code over SSH as any look
 node is looked at no more than once per poll_interval however often its ramdisk heartbeats.
 """
 
+import calendar
 import ipaddress
 import logging
 import time
@@ -25,6 +26,8 @@ P = job.PREFIX
 # What Ironic's ramdisk API lets an agent say about itself (AGENT_VALID_STATES) that means
 # "what you started here is over".
 EXITED = ("end", "error")
+# How often an unchanged heartbeat is written (agent_last_heartbeat, provision_heartbeats).
+RECORD_EVERY = 60
 
 
 def handle(task, callback_url, agent_version, agent_verify_ca, agent_status=None):
@@ -61,15 +64,20 @@ def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
     updates[P + "heartbeats"] = info.get(P + "heartbeats", 0) + 1
     updates[P + "awaiting_heartbeat"] = None
     updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    try:
-        # As Ironic's own heartbeat handling: a node another thread holds (a poll looking at
-        # it) is left alone; the next heartbeat comes within a minute.
-        if not record.save(task, updates, retry_lock=False):
+    # A heartbeat that says nothing new is not written. 500 ramdisks send ten a second, and
+    # each write takes one of the conductor's few write turns (turns.py) while it holds a
+    # conductor worker: written every time, they left none for anything else
+    # (benchmarks/results/2026-11-26-ironic_scale-paced-looks.md).
+    if first or not _recorded_within(info, RECORD_EVERY):
+        try:
+            # As Ironic's own heartbeat handling: a node another thread holds (a poll looking
+            # at it) is left alone; the next heartbeat comes within a minute.
+            if not record.save(task, updates, retry_lock=False):
+                return
+        except exception.NodeLocked:
+            LOG.info("Heartbeat from node %s not recorded: the node is locked (%s); the next "
+                     "one will be", node.uuid, node.reservation)
             return
-    except exception.NodeLocked:
-        LOG.info("Heartbeat from node %s not recorded: the node is locked (%s); the next one "
-                 "will be", node.uuid, node.reservation)
-        return
     if node.maintenance:
         _in_maintenance(task)
         return
@@ -100,6 +108,16 @@ def _look_now(task, why):
             follow.follow(task)
             return
     fanout.FOLLOWERS.hurry(uuid)
+
+
+def _recorded_within(info, seconds):
+    """True when the last heartbeat recorded (agent_last_heartbeat) is that recent."""
+    try:
+        last = calendar.timegm(time.strptime(info.get("agent_last_heartbeat") or "",
+                                             "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return False
+    return 0 <= time.time() - last < seconds
 
 
 def _in_maintenance(task):

@@ -78,6 +78,23 @@ class TestHeartbeat(dbcase.NodeTestCase):
         # the sweep takes it next, without waiting for running_poll_interval
         self.assertTrue(fanout.FOLLOWERS.hurried(self.node.uuid))
 
+    def test_a_heartbeat_that_says_nothing_new_is_written_once_a_minute(self):
+        self._running()
+        self._heartbeat()
+        first = dict(self.node.driver_internal_info)
+        with mock.patch.object(task_manager.TaskManager, "upgrade_lock") as upgrade:
+            self._heartbeat()
+            self._heartbeat()
+        upgrade.assert_not_called()                     # no lock, no write, no turn
+        self.assertEqual(first["provision_heartbeats"],
+                         self.node.driver_internal_info["provision_heartbeats"])
+        info = dict(first, agent_last_heartbeat="2026-01-01T00:00:00")
+        self.node.driver_internal_info = info
+        self.node.save()
+        self._heartbeat()                                # a minute later: written again
+        self.assertEqual(first["provision_heartbeats"] + 1,
+                         self.node.driver_internal_info["provision_heartbeats"])
+
     def test_no_look_while_the_sweep_is_looking(self):
         self._running()
         with fanout.FOLLOWERS.claim(self.node.uuid, 8):
