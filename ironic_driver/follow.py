@@ -24,7 +24,6 @@ import typing
 from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
-from ironic.conf import CONF
 
 from ironic_driver import job, record, remote, report, ssh, timeouts, validation
 
@@ -96,12 +95,12 @@ def _follow(task, spawn):
         updates = {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks its "
                    "node up through ipa-api-url; no driver_info/provision_ssh_address)",
                    PREFIX + "awaiting_heartbeat": True}
-        if job.token_lost_in_takeover(node):
-            LOG.warning("Node %s: taken over from %s before its ramdisk heartbeated; its "
-                        "agent token may have been lost with that conductor, so the next "
-                        "lookup gets a new one", node.uuid, info.get(PREFIX + "begun_by"))
-            updates.update({"agent_secret_token": None,
-                            PREFIX + "token_reissued_by": CONF.host})
+        updates.update(job.token_updates(node, time.time()))
+        if PREFIX + "token_reissued_by" in updates:
+            LOG.warning("Node %s: taken over from %s, and its ramdisk has not heartbeated for "
+                        "%s s since; its agent token may have been lost with that conductor, "
+                        "so the next lookup gets a new one", node.uuid,
+                        info.get(PREFIX + "begun_by"), job.REISSUE_AFTER)
         record.save(task, updates)
         return
     try:

@@ -112,19 +112,33 @@ def begin(node):
     node.set_driver_internal_info(PREFIX + "events_offset", 0)
 
 
-def token_lost_in_takeover(node):
-    """True when this conductor took over a job another one began, the ramdisk has not
-    heartbeated, and the agent token Ironic holds was handed out and never reissued here.
+# A ramdisk that has its token heartbeats within seconds (provision-ironic-agent: 3 s
+# after its lookup, and on; IPA likewise): silence this long after a takeover means it has none.
+REISSUE_AFTER = 60
+
+
+def token_updates(node, now):
+    """What a look at a node whose ramdisk has not heartbeated records of its agent token,
+    when this conductor took over a job another one began: first the moment it took it over;
+    then, silence REISSUE_AFTER seconds later, the token reissued (once per conductor).
 
     A lookup is answered by the conductor that owns the node: one killed after saving the
     token it made and before its answer left leaves a token no ramdisk has, and Ironic refuses
-    every later lookup ("one is already present") until the deploy times out. Reissuing it
-    once, before any ramdisk proved itself, opens no window the deploy's first lookup did not."""
+    every later lookup ("one is already present") until the deploy times out. Reissuing it,
+    before any ramdisk proved itself, opens no window the deploy's first lookup did not; the
+    wait keeps a ramdisk that has its token (and may be heartbeating this moment) from losing
+    it to the reissue."""
     info = node.driver_internal_info
-    return bool(info.get("agent_secret_token")
-                and not info.get("agent_secret_token_pregenerated")
-                and info.get(PREFIX + "begun_by") not in (None, CONF.host)
-                and info.get(PREFIX + "token_reissued_by") != CONF.host)
+    if (not info.get("agent_secret_token") or info.get("agent_secret_token_pregenerated")
+            or info.get(PREFIX + "begun_by") in (None, CONF.host)
+            or info.get(PREFIX + "token_reissued_by") == CONF.host):
+        return {}
+    seen = info.get(PREFIX + "taken_over")
+    if not seen or seen[0] != CONF.host:
+        return {PREFIX + "taken_over": [CONF.host, now]}
+    if now - seen[1] < REISSUE_AFTER:
+        return {}
+    return {"agent_secret_token": None, PREFIX + "token_reissued_by": CONF.host}
 
 
 def forget(node):

@@ -186,13 +186,22 @@ class TestTokenLostInTakeover(dbcase.NodeTestCase):
         self.node.refresh()
         return self.node.driver_internal_info
 
-    def test_a_job_begun_by_a_dead_conductor_gets_its_token_reissued_once(self):
+    def test_a_job_begun_by_a_dead_conductor_gets_its_token_reissued_after_a_silence(self):
         self.config(host="conductor-1")
         info = self._look(provision_begun_by="conductor-0")
+        self.assertEqual("lost-with-conductor-0", info["agent_secret_token"])  # not at once
+        taken = info["provision_taken_over"]
+        self.assertEqual("conductor-1", taken[0])
+        info = self._look(provision_begun_by="conductor-0",
+                          provision_taken_over=["conductor-1", taken[1] - 30])
+        self.assertEqual("lost-with-conductor-0", info["agent_secret_token"])  # 30 s: wait
+        info = self._look(provision_begun_by="conductor-0",
+                          provision_taken_over=["conductor-1", taken[1] - 61])
         self.assertIsNone(info["agent_secret_token"])
         self.assertEqual("conductor-1", info["provision_token_reissued_by"])
         # the next lookup's token stays: reissued once per conductor that took it over
         info = self._look(provision_begun_by="conductor-0",
+                          provision_taken_over=["conductor-1", taken[1] - 600],
                           provision_token_reissued_by="conductor-1")
         self.assertEqual("lost-with-conductor-0", info["agent_secret_token"])
 
