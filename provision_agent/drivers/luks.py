@@ -24,7 +24,8 @@ def key_dir(base=KEY_DIR):
     return base
 
 
-def _write_secret(path, data):
+def write_secret(path, data):
+    """A new root-only file holding data (never one that exists, never through a link)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
@@ -33,7 +34,7 @@ def _write_secret(path, data):
 
 def new_key(directory, name):
     """A random key for volume name, in a file of its own; its path."""
-    return _write_secret(os.path.join(directory, f"{name}.key"), secrets.token_bytes(KEY_BYTES))
+    return write_secret(os.path.join(directory, f"{name}.key"), secrets.token_bytes(KEY_BYTES))
 
 
 def recovery_passphrase():
@@ -44,7 +45,7 @@ def recovery_passphrase():
 def new_recovery(directory, name):
     """(path of a file holding a new recovery passphrase, the passphrase)."""
     phrase = recovery_passphrase()
-    return _write_secret(os.path.join(directory, f"{name}.recovery"), phrase.encode()), phrase
+    return write_secret(os.path.join(directory, f"{name}.recovery"), phrase.encode()), phrase
 
 
 def forget(path):

@@ -133,5 +133,5 @@ def _fetch_key(uri, checksum, path, options):
     algo, _, want = checksum.partition(":")
     if not hmac.compare_digest(hashlib.new(algo, data).hexdigest(), want.lower()):
         raise ImageError(f"{shown}: its {algo} checksum is not the one given")
-    luks._write_secret(path, data)
+    luks.write_secret(path, data)
     LOG.info("%s: %d bytes, checksum verified", shown, len(data))
