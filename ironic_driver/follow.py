@@ -91,17 +91,7 @@ def _follow(task, spawn):
         return
     target = ssh_target(node, o)
     if target is None:
-        # awaiting_heartbeat: the heartbeat starts the job, the sweep only keeps the time
-        updates = {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks its "
-                   "node up through ipa-api-url; no driver_info/provision_ssh_address)",
-                   PREFIX + "awaiting_heartbeat": True}
-        updates.update(job.token_updates(node, time.time()))
-        if PREFIX + "token_reissued_by" in updates:
-            LOG.warning("Node %s: taken over from %s, and its ramdisk has not heartbeated for "
-                        "%s s since; its agent token may have been lost with that conductor, "
-                        "so the next lookup gets a new one", node.uuid,
-                        info.get(PREFIX + "begun_by"), job.REISSUE_AFTER)
-        record.save(task, updates)
+        _await_heartbeat(task)
         return
     try:
         session = _connect(node, target, o)
@@ -137,6 +127,23 @@ def _follow(task, spawn):
     finally:
         session.close()
     _record(task, spawn, updates, st)
+
+
+def _await_heartbeat(task):
+    """A look at a node whose ramdisk has not heartbeated: only the time is kept (the
+    heartbeat starts the job), and after a takeover the token may be reissued (job.py)."""
+    node = task.node
+    # awaiting_heartbeat: the sweep paces these looks (deploy.sweep_order)
+    updates = {PREFIX + "last_ssh_error": "no heartbeat from the ramdisk yet (it looks its "
+               "node up through ipa-api-url; no driver_info/provision_ssh_address)",
+               PREFIX + "awaiting_heartbeat": True}
+    updates.update(job.token_updates(node, time.time()))
+    if PREFIX + "token_reissued_by" in updates:
+        LOG.warning("Node %s: taken over from %s, and its ramdisk has not heartbeated for %s s "
+                    "since; its agent token may have been lost with that conductor, so the "
+                    "next lookup gets a new one", node.uuid,
+                    node.driver_internal_info.get(PREFIX + "begun_by"), job.REISSUE_AFTER)
+    record.save(task, updates)
 
 
 def _start(session, node, o):
