@@ -238,7 +238,7 @@ class ProvisionDeploy(base.DeployInterface):
             try:
                 FOLLOWERS.submit(uuid, manager._spawn_worker, follow.follow_in_worker, context,
                                  uuid, manager._spawn_worker,
-                                 limit=max(1, CONF.conductor.periodic_max_workers),
+                                 limit=job.poll_limit(),
                                  wait=opts.connect_timeout + opts.command_timeout)
             except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
                 LOG.warning("Following provision: %s; the rest of this sweep waits for the "

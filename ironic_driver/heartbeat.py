@@ -102,7 +102,7 @@ def _look_now(task, why):
     run at once); when one runs already, or as many as that, the sweep's next one, which a
     hurried node does not wait its running_poll_interval for."""
     uuid = task.node.uuid
-    with fanout.FOLLOWERS.claim(uuid, max(1, CONF.conductor.periodic_max_workers)) as mine:
+    with fanout.FOLLOWERS.claim(uuid, job.poll_limit()) as mine:
         if mine:
             LOG.debug("Node %s: %s; looking now", uuid, why)
             follow.follow(task)

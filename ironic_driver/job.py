@@ -99,6 +99,12 @@ def ramdisk_options(node):
     return options
 
 
+def poll_limit():
+    """How many looks at ramdisks run at once in this conductor, the sweep's and the
+    heartbeats' together (fanout.FOLLOWERS)."""
+    return max(1, CONF.conductor.periodic_max_workers)
+
+
 def begin(node):
     """Mark the node as waiting for its ramdisk (called right after powering it into one)."""
     forget(node)
