@@ -1,4 +1,5 @@
-"""Clean a disk of everything that could come back: md arrays, LVM, filesystem signatures.
+"""Clean a disk of everything that could come back: LUKS keyslots, md arrays, LVM, filesystem
+signatures.
 
 Order matters: LVs on top are deactivated before the arrays below them are stopped, arrays are
 stopped before their members' superblocks are zeroed. Partitions listed in keep are left
@@ -46,6 +47,25 @@ def _take_down(runner, device, nodes):
             runner.run(["mdadm", "--stop", node["path"]])
 
 
+def _under_kept(parts, keep):
+    """Paths of the kept partitions and of everything built on them."""
+    paths = set()
+    for part in (p for p in parts if _is_kept(p, keep)):
+        paths.add(part["path"])
+        paths.update(n["path"] for n in blockinfo.descendants(part))
+    return paths
+
+
+def crypto_erase(runner, top, nodes, spared=()):
+    """Destroy every keyslot of each LUKS volume on top or on nodes (its partitions, arrays,
+    logical volumes), while the arrays and volumes holding them are still assembled: the
+    volume keys are gone for good, and with them the data. Volumes in spared are kept."""
+    for node in [top] + list(nodes):
+        if node.get("fstype") == "crypto_LUKS" and node["path"] not in spared:
+            LOG.info("%s: destroying the keyslots of LUKS volume %s", top["path"], node["path"])
+            runner.run(["cryptsetup", "erase", "--batch-mode", node["path"]], timeout=300)
+
+
 def wipe(runner, disk, keep=(), reread=True):
     """Clear disk; reread=False when a new partition table follows at once, whose own write
     makes the kernel re-read it (sgdisk --zap-all would only add its second of sleep: the
@@ -55,6 +75,7 @@ def wipe(runner, disk, keep=(), reread=True):
     nodes = blockinfo.descendants(top)
     parts = [n for n in nodes if n.get("type") == "part"]
     kept = [n["path"] for n in parts if _is_kept(n, keep)]
+    crypto_erase(runner, top, nodes, _under_kept(parts, keep))
     _take_down(runner, disk, [n for n in nodes if n.get("type") not in ("part", "disk")])
     cleared = [n for n in parts if n["path"] not in kept] + ([] if kept else [top])
     for node in cleared:

@@ -66,6 +66,26 @@ def choose(disks, hints, runner, mounted, swaps):
     return chosen, sorted(skipped.items())
 
 
+def _activate_volume_groups(runner, chosen):
+    """Activate the volume groups that stand on erased disks alone: a LUKS volume on one of
+    their logical volumes shows (and so has its keyslots destroyed) only while it is active.
+    Arrays need nothing: udev assembles them in the ramdisk as their members appear."""
+    from provision_agent.drivers import blockinfo, lvm
+    pvs = lvm.physical_volumes(runner)
+    if not pvs:
+        return
+    erased = set(chosen)
+    on = {}
+    for pv in pvs:
+        if pv.get("vg_name") and pv["pv_name"] != "[unknown]":
+            on.setdefault(pv["vg_name"], set()).update(
+                blockinfo.disks_under(runner, pv["pv_name"]) or ["?"])
+    for vg, disks in sorted(on.items()):
+        if disks <= erased:
+            LOG.info("erase: activating volume group %s to reach what stands on it", vg)
+            runner.run(["vgchange", "--activate", "y", vg], check=False)
+
+
 def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     """Erase; returns {"erased": [...], "skipped": [[name, why], ...]}. Raises CommandError
     (exit 4) when a disk cannot be cleared, after trying the others."""
@@ -77,6 +97,7 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     chosen, skipped = choose(disks, hints, runner, mounted, swaps)
     for name, why in skipped:
         LOG.info("erase: leaving %s alone: %s", name, why)
+    _activate_volume_groups(runner, chosen)
     failed = []
     for index, name in enumerate(chosen, 1):
         events.step(index, len(chosen), "erase_metadata", "start", description=f"erase {name}")

@@ -6,7 +6,7 @@ from provision_agent.run.runner import Result
 WRITING = ("sgdisk", "parted", "sfdisk --part-type", "sfdisk --quiet", "wipefs", "mdadm --create",
            "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove", "vgcreate",
            "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd", "grub-install",
-           "fallocate", "blkdiscard")
+           "fallocate", "blkdiscard", "cryptsetup")
 
 
 class FakeRunner:

@@ -80,6 +80,56 @@ def test_erase_wipes_only_the_chosen_disks_and_reports_each(monkeypatch, tmp_pat
                                                           (2, "start"), (2, "done")]
 
 
+def _encrypted_tree(disk):
+    """RAID1 member -> array -> LUKS -> LVM, and a second partition that is LUKS itself."""
+    lv = {"path": "/dev/mapper/os-root", "type": "lvm", "fstype": "ext4"}
+    crypt = {"path": "/dev/mapper/cryptos", "type": "crypt", "fstype": "LVM2_member",
+             "children": [lv]}
+    md = {"path": "/dev/md127", "type": "raid1", "fstype": "crypto_LUKS", "children": [crypt]}
+    return {"path": disk, "type": "disk", "children": [
+        {"path": disk + "1", "type": "part", "fstype": "linux_raid_member", "children": [md]},
+        {"path": disk + "2", "type": "part", "fstype": "crypto_LUKS"}]}
+
+
+def test_erase_destroys_every_luks_keyslot_while_the_arrays_still_stand(monkeypatch):
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    monkeypatch.setitem(TREES, "/dev/vdf", _encrypted_tree("/dev/vdf"))
+    r = runner()
+    erase.erase({}, r, Events([]), disks=[{"name": "/dev/vdf", "size": 4 << 30}],
+                mounted={}, swaps=[])
+    writes = r.writes()
+    erased = [w for w in writes if w.startswith("cryptsetup erase")]
+    assert erased == ["cryptsetup erase --batch-mode /dev/md127",
+                      "cryptsetup erase --batch-mode /dev/vdf2"]
+    first = writes.index(erased[0])
+    assert first < writes.index("mdadm --stop /dev/md127")
+    assert first < next(i for i, w in enumerate(writes) if w.startswith("wipefs"))
+
+
+def test_a_wipe_that_keeps_a_partition_leaves_the_luks_volumes_on_it(monkeypatch):
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    monkeypatch.setitem(TREES, "/dev/vdf", _encrypted_tree("/dev/vdf"))
+    r = runner()
+    wipe.wipe(r, "/dev/vdf", keep={1})
+    assert [w for w in r.writes() if w.startswith("cryptsetup")] == [
+        "cryptsetup erase --batch-mode /dev/vdf2"]
+
+
+def test_volume_groups_on_erased_disks_alone_are_activated_to_reach_luks_on_their_lvs(
+        monkeypatch):
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    pvs = [{"pv_name": "/dev/vda", "vg_name": "tenant"},
+           {"pv_name": "/dev/vdd", "vg_name": "kept"},
+           {"pv_name": "/dev/vde", "vg_name": "spans"}, {"pv_name": "/dev/vdd", "vg_name": "spans"}]
+    r = DiskRunner({"pvs --reportformat": json.dumps({"report": [{"pv": pvs}]})})
+    erase.erase({"skip_block_devices": [{"serial": "keepme"}]}, r, Events([]),
+                disks=DISKS, mounted={}, swaps=[])
+    activated = [c for c in r.lines() if c.startswith("vgchange --activate y")]
+    assert activated == ["vgchange --activate y tenant"]
+    lines = r.lines()
+    assert lines.index(activated[0]) < lines.index("wipefs --all --force /dev/vda1 /dev/vda")
+
+
 def test_a_disk_that_cannot_be_erased_fails_after_the_others(monkeypatch):
     monkeypatch.setattr(wipe, "zero_edges", lambda d: None)
     r = runner(fail=("sgdisk --zap-all /dev/vda",))
