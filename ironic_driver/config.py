@@ -73,6 +73,16 @@ opts = [
                     "while the image streams, and an image without one is refused at "
                     "validate unless a layout's image sets allow_unsigned. Unset: an image "
                     "with a signature is refused."),
+    cfg.ListOpt("recovery_age_recipients", default=[],
+                help="age public keys (age1...) or SSH public keys the recovery keys of "
+                     "encrypted volumes are sealed to, for layouts with `encrypted` volumes "
+                     "and no `recovery` of their own. The sealed keys land in the node's "
+                     "driver_internal_info/provision_recovery_keys."),
+    cfg.MultiStrOpt("tang_server", default=[],
+                    help="A Tang server, as `URL THUMBPRINT` (the thumbprint of its signing "
+                         "key, `tang-show-keys` on the server); repeat the option for "
+                         "several. A layout's encrypted volume with `\"tang\": "
+                         "\"conductor\"` in its unlock is bound to these."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

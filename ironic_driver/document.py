@@ -11,6 +11,8 @@ This is the contract with the ironic data driver; keep both sides in step:
 
 import copy
 
+from ironic_driver import crypt_defaults
+
 
 def boot_mode_of(node):
     """The boot mode Ironic boots the instance in: Ironic's own answer
@@ -49,5 +51,5 @@ def build(node, layout=None):
     if hints:
         doc["properties"]["root_device"] = copy.deepcopy(hints)
     if layout:
-        doc["layout"] = copy.deepcopy(layout)
+        doc["layout"] = crypt_defaults.apply(copy.deepcopy(layout))
     return doc

@@ -19,6 +19,7 @@ BEGIN = ("<!-- BEGIN generated from ironic_driver/config.py by scripts/ironic_do
          "do not edit by hand -->")
 END = "<!-- END generated -->"
 TYPES = {"StrOpt": "string", "IntOpt": "integer", "BoolOpt": "boolean", "ListOpt": "list",
+         "MultiStrOpt": "string, repeatable",
          "FloatOpt": "float", "PortOpt": "port"}
 
 

@@ -125,7 +125,7 @@ def build_layout(doc):
         raids=[_raid(r, f"$.raids[{i}]", problems) for i, r in enumerate(doc.get("raids", []))],
         volume_groups=[_vg(v, f"$.volume_groups[{i}]", problems)
                        for i, v in enumerate(doc.get("volume_groups", []))],
-        encrypted=[_encrypted(e, f"$.encrypted[{i}]")
+        encrypted=[_encrypted(e, f"$.encrypted[{i}]", problems)
                    for i, e in enumerate(doc.get("encrypted", []))],
         recovery_recipients=list((doc.get("recovery") or {}).get("age_recipients", [])),
         filesystems=[_filesystem(f, f"$.filesystems[{i}]")
@@ -187,10 +187,16 @@ def _vg(v, where, problems):
     return vg
 
 
-def _encrypted(e, where):
+def _encrypted(e, where, problems):
     unlock = e["unlock"]
     tpm2 = unlock.get("tpm2")
     key_file = unlock.get("key_file")
+    if unlock.get("tang") == "conductor":
+        problems.append(Problem(where + ".unlock.tang", '"conductor" stands for the Tang '
+                                "servers of the Ironic conductor ([provision_agent]tang_server),"
+                                " which puts them here before the layout leaves it; without "
+                                "Ironic, list the servers"))
+        unlock = {k: v for k, v in unlock.items() if k != "tang"}
     return model.Encrypted(
         id=e["id"], device=e["device"], name=e.get("name", e["id"].replace(":", "-")),
         cipher=e.get("cipher", "aes-xts-plain64"), key_size=e.get("key_size", 512),
