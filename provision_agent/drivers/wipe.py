@@ -64,6 +64,9 @@ def crypto_erase(runner, top, nodes, spared=()):
         if node.get("fstype") == "crypto_LUKS" and node["path"] not in spared:
             LOG.info("%s: destroying the keyslots of LUKS volume %s", top["path"], node["path"])
             runner.run(["cryptsetup", "erase", "--batch-mode", node["path"]], timeout=300)
+            # and its headers' signatures: the wipefs of the disk below does not reach them in
+            # an array's or a logical volume's data
+            runner.run(["wipefs", "--all", "--force", node["path"]])
 
 
 def wipe(runner, disk, keep=(), reread=True):

@@ -102,7 +102,8 @@ def test_erase_destroys_every_luks_keyslot_while_the_arrays_still_stand(monkeypa
     assert erased == ["cryptsetup erase --batch-mode /dev/md127",
                       "cryptsetup erase --batch-mode /dev/vdf2"]
     first = writes.index(erased[0])
-    assert first < writes.index("mdadm --stop /dev/md127")
+    assert first < writes.index("wipefs --all --force /dev/md127") \
+        < writes.index("mdadm --stop /dev/md127")
     assert first < next(i for i, w in enumerate(writes) if w.startswith("wipefs"))
 
 
