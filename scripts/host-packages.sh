@@ -25,6 +25,9 @@ packages=(
   # signed images: the verifier provision runs (as in the ramdisk), and gpg to make the
   # tests' keys and signatures
   sqv gpg gpg-agent
+  # encryption (issue 32): a software TPM for the VMs, a Tang server on the host, and what the
+  # tests use to read back LUKS headers and open the recovery keys (age's private side)
+  swtpm swtpm-tools tang jose cryptsetup-bin age
   # a Python to run tox from
   python3 python3-venv python3-pip
   # the ramdisk's HTTP stack (Debian's requests on urllib3 1.26): the functional tests fetch

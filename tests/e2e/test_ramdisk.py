@@ -6,7 +6,8 @@ import hashlib
 def test_provision_and_storage_tools_present(shared_vm):
     assert shared_vm.ssh("provision --help").stdout.startswith("usage: provision")
     tools = ["mdadm", "lvm", "sgdisk", "sfdisk", "parted", "mkfs.ext4", "mkfs.xfs", "mkfs.vfat",
-             "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso", "wipefs"]
+             "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso", "wipefs",
+             "cryptsetup", "clevis", "clevis-encrypt-tpm2", "clevis-encrypt-tang", "age"]
     found = shared_vm.ssh("for t in " + " ".join(tools) + "; do command -v $t || true; done")
     assert [p.rsplit("/", 1)[-1] for p in found.stdout.split()] == tools
     assert "Personalities" in shared_vm.mdstat()
@@ -48,5 +49,6 @@ def test_manifest_matches_artefacts(ramdisk):
         assert entry["bytes"] == path.stat().st_size
         assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert manifest["artefacts"]["initramfs"]["bytes"] <= 100 * (1 << 20)
-    for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv"):
+    for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv",
+                "cryptsetup-bin", "clevis-luks", "clevis-tpm2", "age"):
         assert pkg in manifest["packages"], pkg

@@ -1,6 +1,10 @@
 #!/bin/bash
 # Small bootable Debian bookworm test OS for the boot e2e tests, cached outside the clone keyed
 # by this script's hash: prints the cache directory holding root.ext4.zst and root.tar.zst.
+# `build-debian.sh crypt` builds the flavour the encryption tests boot (cached apart): plus
+# cryptsetup-initramfs and clevis (TPM2, Tang; clevis-systemd for volumes opened after the
+# root), and virtio_net in the initramfs, since MODULES=dep takes only what the root's block
+# devices need and Tang needs the network. The other tests keep the smaller initramfs.
 # The marker unit (boot-marker.sh, part of the cache key) prints PROVISION-BOOT-OK, the
 # configdrive, the multipath maps, the chain of devices under /, and the SSH keys and user data
 # it found on a config-2 configdrive to the serial console.
@@ -13,12 +17,19 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${PROVISION_AGENT_CACHE:-$HOME/.cache/provision-agent}
-key=$(cat "$here/build-debian.sh" "$here/boot-marker.sh" | sha256sum | cut -c1-16)
-out=$cache/test-os-$key
+flavour=${1:-}
+case $flavour in
+  "") extra="" prefix="" ;;
+  crypt) extra=",cryptsetup-initramfs,clevis-luks,clevis-initramfs,clevis-tpm2,clevis-systemd"
+         prefix="crypt-" ;;
+  *) echo "unknown flavour $flavour (none or crypt)" >&2; exit 2 ;;
+esac
+key=$( (cat "$here/build-debian.sh" "$here/boot-marker.sh"; echo "$flavour") | sha256sum | cut -c1-16)
+out=$cache/test-os-$prefix$key
 if [ -s "$out/root.ext4.zst" ] && [ -s "$out/root.tar.zst" ]; then echo "$out"; exit 0; fi
 mkdir -p "$cache"
 # two test workers (xdist) or sessions asking at once: one builds, the other waits and reuses it
-exec 9>"$cache/.test-os.lock"
+exec 9>"$cache/.test-os${flavour:+-$flavour}.lock"
 flock 9
 if [ -s "$out/root.ext4.zst" ] && [ -s "$out/root.tar.zst" ]; then echo "$out"; exit 0; fi
 # the mirror: the host's own apt sources for bookworm (as the ramdisk build does), or $TEST_OS_MIRROR
@@ -32,7 +43,7 @@ fi
 work=$(mktemp -d "$cache/test-os-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mmdebstrap --variant=minbase --skip=check/empty \
-  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,multipath-tools,multipath-tools-boot,initramfs-tools,zstd,util-linux,udev,e2fsprogs,dosfstools \
+  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,multipath-tools,multipath-tools-boot,initramfs-tools,zstd,util-linux,udev,e2fsprogs,dosfstools$extra \
   --dpkgopt=path-exclude=/usr/share/doc/* --dpkgopt=path-exclude=/usr/share/man/* \
   --dpkgopt=path-exclude=/usr/share/locale/* \
   --customize-hook='mkdir -p "$1/etc/default" && echo "GRUB_TERMINAL=serial" >> "$1/etc/default/grub" && echo "GRUB_TIMEOUT=1" >> "$1/etc/default/grub" && echo "GRUB_DISABLE_RECOVERY=true" >> "$1/etc/default/grub"' \
@@ -50,6 +61,7 @@ WantedBy=multi-user.target
 UNIT
 ln -s /etc/systemd/system/boot-marker.service "$1/etc/systemd/system/multi-user.target.wants/boot-marker.service"' \
   --customize-hook='printf "MODULES=dep\nCOMPRESS=zstd\nCOMPRESSLEVEL=3\n" > "$1/etc/initramfs-tools/conf.d/provision-test-modules"' \
+  --customize-hook="if [ -n '$flavour' ]; then echo virtio_net >> \"\$1/etc/initramfs-tools/modules\"; fi" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
   bookworm "$work/root" "$mirror"
 tar -C "$work/root" --numeric-owner -cf - . | zstd -q -T0 -19 -o "$work/root.tar.zst"
@@ -62,5 +74,5 @@ zstd -q -T0 -19 --rm -o "$work/root.ext4.zst" "$work/root.ext4"
 rm -rf "$work/root"
 mkdir -p "$out" && mv "$work/root.ext4.zst" "$work/root.tar.zst" "$out/"
 # keep only the current key
-for d in "$cache"/test-os-*; do [ "$d" = "$out" ] || case $d in *build*) ;; *) rm -rf "$d";; esac; done
+for d in "$cache"/test-os-$prefix????????????????; do [ "$d" = "$out" ] || rm -rf "$d"; done
 echo "$out"

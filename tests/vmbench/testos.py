@@ -16,9 +16,11 @@ from tests.vmbench.ramdisk import REPO_ROOT
 MiB = 1 << 20
 
 
-def build_dir():
-    """The cache directory holding root.ext4.zst and root.tar.zst (built when missing)."""
-    out = subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")],
+def build_dir(flavour=None):
+    """The cache directory holding root.ext4.zst and root.tar.zst (built when missing);
+    flavour "crypt": the test OS that opens encrypted volumes at boot (clevis, cryptsetup)."""
+    out = subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")]
+                         + ([flavour] if flavour else []),
                          check=True, stdout=subprocess.PIPE, text=True, timeout=3600)
     return Path(out.stdout.strip().splitlines()[-1])
 
@@ -51,6 +53,10 @@ def ext4_zst():
 
 def tar_zst():
     return build_dir() / "root.tar.zst"
+
+
+def crypt_tar_zst():
+    return build_dir("crypt") / "root.tar.zst"
 
 
 def ext4_gz():
