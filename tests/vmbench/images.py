@@ -5,7 +5,9 @@ files directly (sgdisk, sfdisk, blkid with an offset), never mounts them.
 """
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 SECTOR = 512
 
@@ -57,3 +59,45 @@ def probe_partitions(image):
         return []
     unit = table.get("sectorsize", SECTOR)
     return [(p, probe(image, p["start"] * unit, p["size"] * unit)) for p in table["partitions"]]
+
+
+LUKS_MAGIC = (b"LUKS\xba\xbe\x00\x02", b"SKUL\xba\xbe\x00\x02")    # LUKS2 primary, secondary
+
+
+def luks_headers(image, step=16 << 20):
+    """[(offset, "LUKS" or "SKUL")]: the LUKS2 header magic at sector boundaries of image (a
+    sparse raw disk image; only its data regions are read). Finds headers inside arrays and
+    logical volumes too, which no partition table points at."""
+    found = set()
+    with open(image, "rb") as f:
+        fd, size, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
+        while pos < size:
+            try:
+                pos = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:         # ENXIO: no data after pos
+                break
+            end = os.lseek(fd, pos, os.SEEK_HOLE)
+            while pos < end:
+                length = min(step, end - pos)
+                block = os.pread(fd, length + 8, pos)
+                for magic in LUKS_MAGIC:
+                    i = block.find(magic)
+                    while i != -1:
+                        if i < length and (pos + i) % 512 == 0:
+                            found.add((pos + i, magic[:4].decode()))
+                        i = block.find(magic, i + 1)
+                pos += length
+    return sorted(found)
+
+
+def luks_opens(image, offset, passphrase, workdir):
+    """Whether passphrase opens a keyslot of the LUKS2 volume whose header is at offset of
+    image: its first 16 MiB copied out, cryptsetup run on the copy (no device-mapper)."""
+    header = Path(workdir) / f"luks-header-{offset}"
+    with open(image, "rb") as src, open(header, "wb") as dst:
+        src.seek(offset)
+        dst.write(src.read(16 << 20))
+    res = subprocess.run(["cryptsetup", "open", "--test-passphrase", "--key-file", "-",
+                          str(header)], input=passphrase.encode(), capture_output=True)
+    header.unlink()
+    return res.returncode == 0

@@ -96,7 +96,7 @@ class VM(GuestQueries):
     def __init__(self, disks=3, disk_size="4G", *, serials=None, disk_images=None, bus="virtio",
                  name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
-                 extra_args=()):
+                 extra_args=(), tpm=None, console_input=False):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -108,6 +108,9 @@ class VM(GuestQueries):
         self.firmware = firmware
         self.append = append
         self.extra_args = list(extra_args)     # more qemu arguments, e.g. a second NIC
+        self.tpm = tpm                  # a tpm.SoftTPM: the VM's TPM 2.0
+        # the serial console also takes input (type_console): a passphrase prompt at boot
+        self.console_input = console_input
         self.keep_disks = keep_disks
         # FIELD_NOTES: ~30 s to SSH under TCG on an idle 2-core host; CI runs other jobs too.
         self.ready_timeout = ready_timeout or int(os.environ.get("VMBENCH_READY_TIMEOUT", 240))
@@ -168,17 +171,20 @@ class VM(GuestQueries):
 
     def _launch(self):
         argv = self.qemu_argv()
+        if self.tpm:
+            argv += self.tpm.start(self.workdir)    # a swtpm for this qemu run
         (self.artifacts / "qemu-argv.txt").write_text(" ".join(argv) + "\n")
         self._started = time.monotonic()
         with open(self.artifacts / "qemu.log", "w") as qlog:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog,
+            stdin = subprocess.PIPE if self.console_input else subprocess.DEVNULL
+            self.proc = subprocess.Popen(argv, stdin=stdin, stdout=qlog,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=_die_with_parent)
 
     def qemu_argv(self):
         argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg", "-cpu", "max",
                 "-smp", str(self.cpus), "-m", str(self.memory), "-nographic", "-nodefaults",
-                "-serial", f"file:{self.console_log}", "-no-reboot",
+                *self._serial_args(), "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
                 "-device", "virtio-net-pci,netdev=n0"]
         if "sata" in self.buses():
@@ -215,6 +221,18 @@ class VM(GuestQueries):
             argv += ["-drive", f"{drive},id=d{i}"]
             argv += ["-device", self._disk_device(i, disk, bus)]
         return argv
+
+    def _serial_args(self):
+        if not self.console_input:
+            return ["-serial", f"file:{self.console_log}"]
+        # qemu's stdin is the console's keyboard; the log still gets every byte it prints
+        return ["-chardev", f"stdio,id=ser0,signal=off,logfile={self.console_log}",
+                "-serial", "chardev:ser0"]
+
+    def type_console(self, text):
+        """Type text on the serial console (a VM made with console_input=True)."""
+        self.proc.stdin.write(text.encode())
+        self.proc.stdin.flush()
 
     def buses(self):
         """The bus of each disk: `bus` is one name for all, or a list with one per disk."""
@@ -306,6 +324,13 @@ class VM(GuestQueries):
 
     def stop(self, timeout=60):
         """Power the guest off (sync first) and wait for qemu to exit; kill it if it will not."""
+        try:
+            self._stop_qemu(timeout)
+        finally:
+            if self.tpm:
+                self.tpm.stop()     # swtpm leaves with qemu; not if qemu never began
+
+    def _stop_qemu(self, timeout):
         if not self.running():
             return
         try:
