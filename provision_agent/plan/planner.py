@@ -251,9 +251,10 @@ def _bootloader(res, copies):
         return []
     targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
     extra = [res.devices.get(p) for p in copies]
-    return [st.Bootloader(bl.type, bl.boot_mode, targets, bl.kernel_params, extra,
+    params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)
+    return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra,
                           description=f"grub2 ({bl.boot_mode}) on "
-                          f"{', '.join(targets) or 'no disk'}"
+                          f"{', '.join(targets) or 'no disk'}{why}"
                           + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
                              if extra else ""))]
 

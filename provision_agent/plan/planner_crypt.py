@@ -5,6 +5,8 @@ logical volume after LVM. The crypttab goes with fstab."""
 from provision_agent import redact
 from provision_agent.plan import steps as st
 
+DHCP_ANY = "ip=::::::dhcp"      # ip=<client>:<server>:<gw>:<mask>:<host>:<device>:<autoconf>
+
 
 def volumes(res, on_lvs):
     """Format and open steps of the volumes on logical volumes (on_lvs) or on anything else."""
@@ -45,6 +47,10 @@ def crypttab(res):
     entries = []
     for e in layout.encrypted:
         options = ["luks"] + (["discard"] if e.discard else [])
+        if e.id == root:
+            # Debian's cryptroot hook finds the root's volume by itself on a booted system;
+            # in provision's chroot it may not, and this names it for certain
+            options.append("initramfs")
         if e.tang and e.id != root:
             # opened after the network is up; the root's Tang is the initramfs's business
             options.append("_netdev")
@@ -56,6 +62,20 @@ def crypttab(res):
                         "root": e.id == root})
     return [st.Crypttab(entries, description="write /etc/crypttab by LUKS UUID ("
                         + ", ".join(e["name"] for e in entries) + ")")]
+
+
+def kernel_params(layout, params):
+    """(the kernel parameters, what was added and why): a root that Tang unlocks needs the
+    network in the initramfs, and clevis brings it up as `ip=` says; without one, DHCP on
+    whichever interface answers. In the long form: Debian's clevis takes the sixth field of
+    `ip=` for the interface to wait for, and `ip=dhcp` has it wait for one named "dhcp" and
+    then give up on the network. An `ip=` of the operator's own is kept as it is."""
+    root = _root_volume(layout)
+    tang = any(e.id == root and e.tang for e in layout.encrypted)
+    if not tang or any(p.startswith("ip=") for p in (params or "").split()):
+        return params, ""
+    return (f"{params} {DHCP_ANY}".strip(),
+            f"; {DHCP_ANY} added: Tang unlocks / over the network")
 
 
 def _root_volume(layout):

@@ -24,10 +24,6 @@ def image_options(conf):
     return {n: getattr(conf, n) for n in names if hasattr(conf, n)}
 
 
-# Planned, not executed yet (issue 32): refused before the first command, not at its step.
-NOT_EXECUTED_YET = ("luks_format", "luks_open", "crypttab")
-
-
 def provision(planned, conf, runner=None, live_disks=None, events=None):
     runner = runner or Runner()
     events = events or Events.from_conf(conf)
@@ -37,10 +33,6 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
             raise errors.InputError([errors.Problem(
                 "$.encrypted", "encrypted volumes need --recovery_key_file: where their "
                 "recovery keys (encrypted to recovery.age_recipients) are written")])
-        if any(s.kind in NOT_EXECUTED_YET for s in planned.steps):
-            raise errors.InputError([errors.Problem(
-                "$.encrypted", "encryption is validated and planned, but this version does "
-                "not execute it yet: nothing was written (--dry_run shows the plan)")])
         mount.check_target_root(runner, conf.target_root, planned.disk_names)
         mount.release_stale(runner, conf.target_root)
         preflight.check(planned, disks.discover() if live_disks is None else live_disks,
