@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from provision_agent.plan import detect
-from tests.vmbench import demo_images
+from tests.vmbench import demo_crypt, demo_images
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_LAYOUT = REPO_ROOT / "samples" / "single-disk.json"
@@ -172,10 +172,17 @@ def main(argv=None):
             document, server = serve_images(document, served, stack)
         else:
             server = None
+        tpm = None
+        if demo_crypt.wanted(document):
+            banner(f"{layout.name} encrypts volumes")
+            keys = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="demo-keys-")))
+            document, more, tpm = demo_crypt.prepare(document, keys)
+            extra += more
         shape = " + ".join(f"{n} x {s}" for s, n in Counter(sizes).items())
         banner(f"booting the ramdisk: {shape} {bus} disks (qemu TCG)")
         serials = [f"disk{i}" for i in range(len(sizes))]
-        vm = stack.enter_context(VM(disks=sizes, serials=serials, bus=bus, name="demo"))
+        vm = stack.enter_context(VM(disks=sizes, serials=serials, bus=bus, name="demo",
+                                    tpm=tpm))
         print(f"SSH ready after {vm.boot_seconds}s; console log: {vm.console_log}")
 
         banner("provision inventory (the disks provision sees)")
@@ -205,6 +212,10 @@ def main(argv=None):
             print(f"provision exited {run.returncode}; full log: {vm.artifacts}")
         if server is not None:
             print(f"served to the VM: {', '.join(sorted(set(server.requested))) or 'nothing'}")
+
+        if tpm and run.returncode == 0:
+            banner("the encrypted volumes and their recovery keys")
+            demo_crypt.show(vm, document, keys)
 
         banner("lsblk in the VM after provisioning")
         try:

@@ -15,6 +15,8 @@ IMAGE_PORT = 8080
 
 # name suffix -> the test-OS shape served under it (functions of tests/vmbench/testos.py)
 SHAPES = ((".ext4.zst", "ext4_zst", "zstd ext4 root image"),
+          (".crypt.tar.zst", "crypt_tar_zst",
+           "zstd tar of the root filesystem, with cryptsetup and clevis for encrypted layouts"),
           (".tar.zst", "tar_zst", "zstd tar of the root filesystem"),
           (".ext4.gz", "ext4_gz", "gzip ext4 root image"),
           (".img.gz", "ext4_gz", "gzip ext4 root image"),
