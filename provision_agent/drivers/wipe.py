@@ -56,29 +56,41 @@ def _under_kept(parts, keep):
     return paths
 
 
-def crypto_erase(runner, top, nodes, spared=()):
+def crypto_erase(runner, top, nodes, spared=(), cleared=None):
     """Destroy every keyslot of each LUKS volume on top or on nodes (its partitions, arrays,
     logical volumes), while the arrays and volumes holding them are still assembled: the
-    volume keys are gone for good, and with them the data. Volumes in spared are kept."""
+    volume keys are gone for good, and with them the data. Volumes in spared are kept, and so
+    is one that also stands on a disk outside cleared (the disks being cleared, top's alone by
+    default): its keyslots are written on every member, and that disk is not ours."""
+    cleared = set(cleared or [top["path"]])
     for node in [top] + list(nodes):
-        if node.get("fstype") == "crypto_LUKS" and node["path"] not in spared:
-            LOG.info("%s: destroying the keyslots of LUKS volume %s", top["path"], node["path"])
-            runner.run(["cryptsetup", "erase", "--batch-mode", node["path"]], timeout=300)
-            # and its headers' signatures: the wipefs of the disk below does not reach them in
-            # an array's or a logical volume's data
-            runner.run(["wipefs", "--all", "--force", node["path"]])
+        if node.get("fstype") != "crypto_LUKS" or node["path"] in spared:
+            continue
+        if node.get("type") not in ("disk", "part"):
+            others = set(blockinfo.disks_under(runner, node["path"])) - cleared
+            if others:
+                LOG.warning("%s: LUKS volume %s also stands on %s, which is not being "
+                            "cleared: its keyslots are left", top["path"], node["path"],
+                            ", ".join(sorted(others)))
+                continue
+        LOG.info("%s: destroying the keyslots of LUKS volume %s", top["path"], node["path"])
+        runner.run(["cryptsetup", "erase", "--batch-mode", node["path"]], timeout=300)
+        # and its headers' signatures: the wipefs of the disk below does not reach them in an
+        # array's or a logical volume's data
+        runner.run(["wipefs", "--all", "--force", node["path"]])
 
 
-def wipe(runner, disk, keep=(), reread=True):
+def wipe(runner, disk, keep=(), reread=True, cleared=None):
     """Clear disk; reread=False when a new partition table follows at once, whose own write
     makes the kernel re-read it (sgdisk --zap-all would only add its second of sleep: the
-    tables it destroys are in the edges zeroed here)."""
+    tables it destroys are in the edges zeroed here). cleared: every disk this run clears
+    (see crypto_erase)."""
     keep = set(keep)
     top = blockinfo.tree(runner, disk)
     nodes = blockinfo.descendants(top)
     parts = [n for n in nodes if n.get("type") == "part"]
     kept = [n["path"] for n in parts if _is_kept(n, keep)]
-    crypto_erase(runner, top, nodes, _under_kept(parts, keep))
+    crypto_erase(runner, top, nodes, _under_kept(parts, keep), cleared)
     _take_down(runner, disk, [n for n in nodes if n.get("type") not in ("part", "disk")])
     cleared = [n for n in parts if n["path"] not in kept] + ([] if kept else [top])
     for node in cleared:

@@ -103,7 +103,7 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
         events.step(index, len(chosen), "erase_metadata", "start", description=f"erase {name}")
         LOG.info("erase: clearing the metadata of %s", name)
         try:
-            wipe.wipe(runner, name)
+            wipe.wipe(runner, name, cleared=chosen)
         except errors.CommandError as exc:
             events.step(index, len(chosen), "erase_metadata", "failed", description=str(exc))
             failed.append(exc)

@@ -52,6 +52,7 @@ class Executor:
         self.in_table = set()       # partition devices already written with their table
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
         self.tables_follow = set()  # disks a partition_table step writes
+        self.wiped = set()          # disks a wipe step clears
         self.crypt = crypt_steps.CryptSteps(runner, target_root, self.options)
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
         # kinds are added when its first step comes (extensions.py)
@@ -96,6 +97,8 @@ class Executor:
         for step in steps:
             if step.kind == "partition_table":
                 self.tables_follow.add(step.disk)
+            if step.kind == "wipe":
+                self.wiped.add(step.disk)
             if step.kind != "partition":
                 continue
             self.tables.setdefault(step.disk, {})[step.number] = (
@@ -151,7 +154,7 @@ class Executor:
 
     def do_wipe(self, step):
         wipe.wipe(self.runner, step.disk, step.keep or [],
-                  reread=step.disk not in self.tables_follow)
+                  reread=step.disk not in self.tables_follow, cleared=self.wiped)
 
     def do_partition_table(self, step):
         disk, keep = step.disk, self.keep_numbers.get(step.disk, [])

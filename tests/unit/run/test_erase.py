@@ -91,9 +91,17 @@ def _encrypted_tree(disk):
         {"path": disk + "2", "type": "part", "fstype": "crypto_LUKS"}]}
 
 
+def _array_on(*disks):
+    """lsblk --inverse's answer for /dev/md127: the disks it stands on."""
+    return {"path": "/dev/md127", "type": "raid1", "children": [
+        {"path": d + "3", "type": "part", "children": [{"path": d, "type": "disk"}]}
+        for d in disks]}
+
+
 def test_erase_destroys_every_luks_keyslot_while_the_arrays_still_stand(monkeypatch):
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     monkeypatch.setitem(TREES, "/dev/vdf", _encrypted_tree("/dev/vdf"))
+    monkeypatch.setitem(TREES, "/dev/md127", _array_on("/dev/vdf"))
     r = runner()
     erase.erase({}, r, Events([]), disks=[{"name": "/dev/vdf", "size": 4 << 30}],
                 mounted={}, swaps=[])
@@ -105,6 +113,22 @@ def test_erase_destroys_every_luks_keyslot_while_the_arrays_still_stand(monkeypa
     assert first < writes.index("wipefs --all --force /dev/md127") \
         < writes.index("mdadm --stop /dev/md127")
     assert first < next(i for i, w in enumerate(writes) if w.startswith("wipefs"))
+
+
+def test_luks_on_an_array_that_also_stands_on_a_disk_left_alone_keeps_its_keyslots(
+        monkeypatch, caplog):
+    """The keyslots are mirrored onto every member: erasing them would write to the disk
+    that skip_block_devices protects."""
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    monkeypatch.setitem(TREES, "/dev/vdf", _encrypted_tree("/dev/vdf"))
+    monkeypatch.setitem(TREES, "/dev/md127", _array_on("/dev/vdf", "/dev/vdd"))
+    r = runner()
+    erase.erase({"skip_block_devices": [{"serial": "keepme"}]}, r, Events([]),
+                disks=DISKS[3:4] + [{"name": "/dev/vdf", "size": 4 << 30}],
+                mounted={}, swaps=[])
+    assert [w for w in r.writes() if w.startswith("cryptsetup")] == [
+        "cryptsetup erase --batch-mode /dev/vdf2"]
+    assert "also stands on /dev/vdd, which is not being cleared" in caplog.text
 
 
 def test_a_wipe_that_keeps_a_partition_leaves_the_luks_volumes_on_it(monkeypatch):
