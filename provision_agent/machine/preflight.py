@@ -9,6 +9,7 @@ import os
 
 from provision_agent.drivers import blockinfo, lvm, partitions
 from provision_agent.errors import MachineMismatch, Problem
+from provision_agent.machine import crypt_needs
 
 LOG = logging.getLogger(__name__)
 
@@ -87,6 +88,8 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     problems += [Problem(f"volume group {step.args['name']}", msg) for step in planned.steps
                  if step.kind == "vg_activate" for msg in lvm.kept_vg_problems(runner, step.args)]
     problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
+    problems += [Problem(f"encrypted volume {name}", msg)
+                 for name, msg in crypt_needs.problems(planned.steps)]
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
