@@ -8,7 +8,7 @@ the chip) or a Tang server on the host.
   cleaning) then leaves no LUKS header on either disk, read back from the host.
 - A root unlocked by Tang boots while the server answers and does not while it is stopped.
 
-About 25 minutes under TCG: `tox -e e2e-crypt`, outside CI (docs/testing.md).
+About 18 minutes under TCG (two VMs side by side): `tox -e e2e-crypt`, outside CI (docs/testing.md).
 """
 
 import json
