@@ -27,7 +27,7 @@ MAX_SKIP_HINTS = 64
 
 
 KEYS = ("skip_block_devices", "method", "overwrite_passes")
-MAX_PASSES = 8
+MAX_PASSES = 32
 
 
 def skip_hints(document):
@@ -137,7 +137,8 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
         step("erase_metadata", "done", description=f"erase {name}")
         if mode != "metadata":
             try:
-                methods[name] = _erase_device(runner, step, name, mode, passes)
+                tick = functools.partial(events.progress, None, None, index, True)
+                methods[name] = _erase_device(runner, step, name, mode, passes, tick)
             except errors.CommandError as exc:
                 failed.append(exc)
     udev.settle(runner)
@@ -149,11 +150,11 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     return report
 
 
-def _erase_device(runner, step, name, mode, passes):
+def _erase_device(runner, step, name, mode, passes, tick=None):
     """The whole disk erased (mode "full" or "express"); the method that did it."""
     from provision_agent.run import secure_erase
     step("erase_device", "start", description=f"erase {name} ({mode})")
-    chosen, notes = secure_erase.erase_disk(runner, name, mode, passes)
+    chosen, notes = secure_erase.erase_disk(runner, name, mode, passes, tick=tick)
     said = f"erase {name}: {chosen}" + (f" ({'; '.join(notes)})" if notes else "")
     if mode == "full" and chosen == "metadata":
         # even the overwrite failed: a full erase that did not happen is a failed cleaning

@@ -14,8 +14,10 @@ A method that fails or does not verify hands over to the next one; the one that 
 erase is reported per disk (events and the result).
 """
 
+import contextlib
 import logging
 import os
+import threading
 
 from provision_agent.drivers import ata, nvme
 from provision_agent.errors import CommandError
@@ -26,6 +28,7 @@ MODES = ("metadata", "full", "express")
 SAMPLES = 16                # places read back after a discard or an overwrite, ends included
 SAMPLE_BYTES = 1 << 20
 LONG = 48 * 3600            # an overwrite of a large disk takes hours
+TICK = 60                   # seconds between progress events while a method runs
 
 
 def candidates(nvme_caps, ata_state, discards, mode):
@@ -74,16 +77,39 @@ def reads_zero(disk, samples=SAMPLES, size=SAMPLE_BYTES):
         os.close(fd)
 
 
-def erase_disk(runner, disk, mode, passes=1, probe=None, zero_check=reads_zero):
+@contextlib.contextmanager
+def ticking(tick, interval=TICK):
+    """Calls tick() every interval seconds until the block ends: an erase runs for hours
+    without anything else to report, and Ironic counts silence as a hung clean step."""
+    if tick is None:
+        yield
+        return
+    done = threading.Event()
+
+    def loop():
+        while not done.wait(interval):
+            tick()
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5)
+
+
+def erase_disk(runner, disk, mode, passes=1, probe=None, zero_check=reads_zero, tick=None):
     """Erase disk by the first method of candidates() that works; returns (method, notes).
-    probe: (nvme caps, ata state, discard bytes) for tests; read from the disk otherwise."""
+    probe: (nvme caps, ata state, discard bytes) for tests; read from the disk otherwise.
+    tick: called every TICK seconds while a method runs (a progress event)."""
     caps, state, discards = probe or (nvme.capabilities(runner, disk),
                                       ata.security(runner, disk), discard_bytes(disk))
     methods, notes = candidates(caps, state, discards, mode)
     for method in methods:
         try:
-            if _apply(runner, disk, method, passes, state, zero_check):
-                return method, notes
+            with ticking(tick):
+                if _apply(runner, disk, method, passes, state, zero_check):
+                    return method, notes
             notes.append(f"{method}: the disk did not read as zeros after it")
         except CommandError as exc:
             notes.append(f"{method} failed: {exc}")

@@ -88,7 +88,7 @@ def test_erase_full_reports_the_method_of_each_disk_in_its_events(monkeypatch, t
     from tests.unit.run.test_erase import DISKS, runner
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     monkeypatch.setattr(secure_erase, "erase_disk",
-                        lambda r, name, mode, passes: ("discard", ["no ATA"]))
+                        lambda r, name, mode, passes, tick: ("discard", ["no ATA"]))
     path = tmp_path / "events.jsonl"
     events = Events([open(path, "w")])
     report = erase.erase({"method": "full", "skip_block_devices": [{"serial": "keepme"}]},
@@ -107,7 +107,18 @@ def test_a_full_erase_that_could_not_erase_a_disk_fails_the_run(monkeypatch):
     from tests.unit.run.test_erase import DISKS, runner
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     monkeypatch.setattr(secure_erase, "erase_disk",
-                        lambda r, name, mode, passes: ("metadata", ["overwrite failed"]))
+                        lambda r, name, mode, passes, tick: ("metadata", ["overwrite failed"]))
     with pytest.raises(CommandError, match="was not erased"):
         erase.erase({"method": "full"}, runner(), Events([]), disks=DISKS[:1], mounted={},
                     swaps=[])
+
+
+def test_a_long_erase_keeps_reporting_progress():
+    import time
+    ticks = []
+    with secure_erase.ticking(lambda: ticks.append(1), interval=0.01):
+        time.sleep(0.1)
+    assert len(ticks) >= 3
+    settled = len(ticks)
+    time.sleep(0.05)
+    assert len(ticks) == settled        # stopped with the block
