@@ -27,8 +27,10 @@ def test_full_erase_leaves_no_pattern_on_an_nvme_and_a_virtio_disk(make_vm):
                  serials=["erase-nvme", "erase-virtio"])
     for disk in ("/dev/nvme0n1", "/dev/vda"):
         vm.ssh(f"yes TENANT-DATA-4a7c | tr -d '\\n' | head -c 268435456 "
-               f"| dd of={disk} bs=1M oflag=direct status=none && sync")
+               f"| dd of={disk} bs=1M iflag=fullblock oflag=direct status=none && sync")
         assert vm.ssh(f"head -c 16 {disk}").stdout == PATTERN.decode()
+    for image in vm.disk_images:            # the host sees the pattern in the image files
+        assert _pattern_offsets(image) == (256 << 20) // len(PATTERN), image
     vm.write_text("/tmp/erase.json", json.dumps({"method": "full"}))
     run = vm.provision(None, ["--input_data_file", "/tmp/erase.json", "--plan_format", "json",
                               "--events_file", "/tmp/erase-events.jsonl"], subcommand="erase")
