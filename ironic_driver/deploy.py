@@ -164,6 +164,24 @@ class ProvisionDeploy(base.DeployInterface):
         """Clear partition tables, md superblocks, LVM labels and filesystem signatures on
         the node's disks (`provision erase` in the ramdisk; node property skip_block_devices
         names disks to leave alone)."""
+        return self._erase(task)
+
+    @base.clean_step(priority=0)
+    def erase_devices(self, task):
+        """Erase every byte of the node's disks by the strongest method each offers: NVMe
+        secure erase, ATA security erase, a discard that reads back as zeros, else an
+        overwrite ([deploy]shred_random_overwrite_iterations random passes, then zeros).
+        Off by default (priority 0): the metadata erase stays the automated one."""
+        return self._erase(task)
+
+    @base.clean_step(priority=0)
+    def erase_devices_express(self, task):
+        """erase_devices without the overwrite: a disk that offers no hardware or discard
+        erase keeps the metadata erase alone. Off by default (priority 0)."""
+        return self._erase(task)
+
+    def _erase(self, task):
+        # which erase runs is the node's clean_step (follow._job reads it)
         node = task.node
         if not job.is_ours(node):
             # The ramdisk booted for an earlier step that was not ours: wait for it afresh.

@@ -24,6 +24,7 @@ import typing
 from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
+from ironic.conf import CONF
 
 from ironic_driver import job, record, remote, report, ssh, timeouts, validation
 
@@ -50,13 +51,27 @@ def follow_in_worker(context, node_uuid, spawn=None):
 def _job(node, o):
     """(what runs, its command, its input document) for the state the node waits in."""
     if node.provision_state == states.CLEANWAIT:
-        skip = node.properties.get("skip_block_devices") or []
         return ("erase", remote.provision_argv(o.provision_command, None,
                                                o.provision_extra_args, subcommand="erase"),
-                _json({"skip_block_devices": skip}))
+                _json(erase_input(node)))
     return ("provision", remote.provision_argv(o.provision_command, o.data_driver,
                                                o.provision_extra_args),
             _json(validation.payload(node, o.data_driver)))
+
+
+# clean step -> provision erase's method (the metadata erase for any other)
+ERASE_METHODS = {"erase_devices": "full", "erase_devices_express": "express"}
+
+
+def erase_input(node):
+    """`provision erase`'s input for the clean step the node is in."""
+    doc = {"skip_block_devices": node.properties.get("skip_block_devices") or []}
+    method = ERASE_METHODS.get((node.clean_step or {}).get("step"))
+    if method:
+        doc["method"] = method
+        # Ironic's own options for ironic-python-agent's overwrite; ours always ends in zeros
+        doc["overwrite_passes"] = min(32, 1 + CONF.deploy.shred_random_overwrite_iterations)
+    return doc
 
 
 def follow(task, spawn=None):

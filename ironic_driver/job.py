@@ -31,9 +31,10 @@ from ironic_driver import layouts
 
 PREFIX = "provision_"
 WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
-# The steps whose waits are ours: (state, node field of the current step, step name).
-OUR_STEPS = {states.DEPLOYWAIT: ("deploy_step", "deploy"),
-             states.CLEANWAIT: ("clean_step", "erase_devices_metadata")}
+# The steps whose waits are ours: (state, node field of the current step, step names).
+OUR_STEPS = {states.DEPLOYWAIT: ("deploy_step", ("deploy",)),
+             states.CLEANWAIT: ("clean_step", ("erase_devices_metadata", "erase_devices",
+                                               "erase_devices_express"))}
 
 
 def opts():
@@ -54,9 +55,9 @@ def ramdisk_expected(node):
 
 
 def step_is_ours(node):
-    field, name = OUR_STEPS[node.provision_state]
+    field, names = OUR_STEPS[node.provision_state]
     step = getattr(node, field) or {}
-    return step.get("interface") == "deploy" and step.get("step") == name
+    return step.get("interface") == "deploy" and step.get("step") in names
 
 
 def waiting(node):

@@ -3,7 +3,7 @@
     provision --input_data_file F [--dry_run]     validate, plan, and (without --dry_run) provision
     provision validate --input_data_file F        only say whether the input fits this machine
     provision inventory                           print this machine's disks (IPA inventory format)
-    provision erase [--input_data_file F]         clear the metadata of this machine's disks
+    provision erase [--input_data_file F]         clear this machine's disks (metadata, or whole)
 """
 
 import importlib.metadata
@@ -33,7 +33,11 @@ DESCRIPTION = (
     "'erase' clears the partition tables, md superblocks, LVM labels and filesystem signatures "
     "of every disk provision may touch (read-only, removable, in-use disks and the boot medium "
     "are left alone, and those an input {\"skip_block_devices\": [hints]} names), as Ironic's "
-    "cleaning does between tenants; with --dry_run it only lists them.")
+    "cleaning does between tenants; with --dry_run it only lists them. An input "
+    "{\"method\": \"full\"} then erases each whole disk by the strongest method it offers "
+    "(NVMe Format NVM with secure erase, ATA security erase, a discard that reads back as "
+    "zeros, else an overwrite of \"overwrite_passes\" passes); \"express\" stops before the "
+    "overwrite, as ironic-python-agent's erase_devices_express does.")
 
 EPILOG = (
     "Examples: provision --input_data_file layout.json --dry_run ; "

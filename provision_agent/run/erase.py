@@ -12,6 +12,7 @@ Ironic's root device hints, as the node property of that name does for ironic-py
 Every disk is checked before the first is touched.
 """
 
+import functools
 import logging
 
 from provision_agent import errors
@@ -25,19 +26,42 @@ LOG = logging.getLogger(__name__)
 MAX_SKIP_HINTS = 64
 
 
+KEYS = ("skip_block_devices", "method", "overwrite_passes")
+MAX_PASSES = 32
+
+
 def skip_hints(document):
     """The list of hint dicts in {"skip_block_devices": [...]}; InputError when malformed."""
     if document is None:
         return []
-    if not isinstance(document, dict) or set(document) - {"skip_block_devices"}:
+    if not isinstance(document, dict) or set(document) - set(KEYS):
         raise InputError([Problem("$", "the erase input holds only 'skip_block_devices' "
-                                       "(a list of root device hints)")])
+                                       "(a list of root device hints), 'method' and "
+                                       "'overwrite_passes'")])
     hints = document.get("skip_block_devices") or []
     if not isinstance(hints, list) or len(hints) > MAX_SKIP_HINTS or not all(
             isinstance(h, dict) and h for h in hints):
         raise InputError([Problem("$.skip_block_devices", f"must be a list of at most "
                                   f"{MAX_SKIP_HINTS} non-empty objects of root device hints")])
     return hints
+
+
+def method(document):
+    """(mode, overwrite passes): "metadata" (the default), "full" or "express"
+    (run/secure_erase.py)."""
+    from provision_agent.run import secure_erase
+    document = document or {}
+    mode = document.get("method", "metadata")
+    passes = document.get("overwrite_passes", 1)
+    problems = []
+    if mode not in secure_erase.MODES:
+        problems.append(Problem("$.method", f"one of {', '.join(secure_erase.MODES)}"))
+    if not isinstance(passes, int) or isinstance(passes, bool) or \
+            not 1 <= passes <= MAX_PASSES:
+        problems.append(Problem("$.overwrite_passes", f"a whole number, 1 to {MAX_PASSES}"))
+    if problems:
+        raise InputError(problems)
+    return mode, passes
 
 
 def choose(disks, hints, runner, mounted, swaps):
@@ -91,6 +115,7 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     (exit 4) when a disk cannot be cleared, after trying the others."""
     from provision_agent.drivers import blockinfo, udev, wipe
     hints = skip_hints(document)
+    mode, passes = method(document)
     disks = machine_disks.discover() if disks is None else disks
     mounted = blockinfo.mounted_sources() if mounted is None else mounted
     swaps = blockinfo.active_swaps() if swaps is None else swaps
@@ -98,18 +123,43 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     for name, why in skipped:
         LOG.info("erase: leaving %s alone: %s", name, why)
     _activate_volume_groups(runner, chosen)
-    failed = []
+    failed, methods = [], {}
     for index, name in enumerate(chosen, 1):
-        events.step(index, len(chosen), "erase_metadata", "start", description=f"erase {name}")
+        step = functools.partial(events.step, index, len(chosen))
+        step("erase_metadata", "start", description=f"erase {name}")
         LOG.info("erase: clearing the metadata of %s", name)
         try:
             wipe.wipe(runner, name, cleared=chosen)
         except errors.CommandError as exc:
-            events.step(index, len(chosen), "erase_metadata", "failed", description=str(exc))
+            step("erase_metadata", "failed", description=str(exc))
             failed.append(exc)
             continue
-        events.step(index, len(chosen), "erase_metadata", "done", description=f"erase {name}")
+        step("erase_metadata", "done", description=f"erase {name}")
+        if mode != "metadata":
+            try:
+                tick = functools.partial(events.progress, None, None, index, True)
+                methods[name] = _erase_device(runner, step, name, mode, passes, tick)
+            except errors.CommandError as exc:
+                failed.append(exc)
     udev.settle(runner)
     if failed:
         raise failed[0]
-    return {"erased": chosen, "skipped": [list(s) for s in skipped]}
+    report = {"erased": chosen, "skipped": [list(s) for s in skipped]}
+    if mode != "metadata":
+        report["methods"] = methods
+    return report
+
+
+def _erase_device(runner, step, name, mode, passes, tick=None):
+    """The whole disk erased (mode "full" or "express"); the method that did it."""
+    from provision_agent.run import secure_erase
+    step("erase_device", "start", description=f"erase {name} ({mode})")
+    chosen, notes = secure_erase.erase_disk(runner, name, mode, passes, tick=tick)
+    said = f"erase {name}: {chosen}" + (f" ({'; '.join(notes)})" if notes else "")
+    if mode == "full" and chosen == "metadata":
+        # even the overwrite failed: a full erase that did not happen is a failed cleaning
+        step("erase_device", "failed", description=said[:1000])
+        raise errors.CommandError(["erase", name], 1, reason=f"was not erased: {said}")
+    LOG.info("erase: %s", said)
+    step("erase_device", "done", description=said[:1000])
+    return chosen

@@ -7,7 +7,8 @@ def test_provision_and_storage_tools_present(shared_vm):
     assert shared_vm.ssh("provision --help").stdout.startswith("usage: provision")
     tools = ["mdadm", "lvm", "sgdisk", "sfdisk", "parted", "mkfs.ext4", "mkfs.xfs", "mkfs.vfat",
              "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso", "wipefs",
-             "cryptsetup", "clevis", "clevis-encrypt-tpm2", "clevis-encrypt-tang", "age"]
+             "cryptsetup", "clevis", "clevis-encrypt-tpm2", "clevis-encrypt-tang", "age",
+             "nvme", "hdparm"]
     found = shared_vm.ssh("for t in " + " ".join(tools) + "; do command -v $t || true; done")
     assert [p.rsplit("/", 1)[-1] for p in found.stdout.split()] == tools
     assert "Personalities" in shared_vm.mdstat()

@@ -44,9 +44,14 @@ class TestCleaning(dbcase.NodeTestCase):
     def test_the_clean_step_ironic_sees(self):
         with task_manager.acquire(self.context, self.node.uuid) as task:
             steps = task.driver.deploy.get_clean_steps(task)
-        self.assertEqual([{"interface": "deploy", "step": "erase_devices_metadata",
-                           "priority": 99, "abortable": False, "argsinfo": None,
-                           "requires_ramdisk": True}], steps)
+        by_name = {s["step"]: s for s in steps}
+        self.assertEqual({"interface": "deploy", "step": "erase_devices_metadata",
+                          "priority": 99, "abortable": False, "argsinfo": None,
+                          "requires_ramdisk": True}, by_name["erase_devices_metadata"])
+        # the whole-disk erases run only when asked for (manual cleaning or an override)
+        self.assertEqual(0, by_name["erase_devices"]["priority"])
+        self.assertEqual(0, by_name["erase_devices_express"]["priority"])
+        self.assertEqual(3, len(steps))
 
     def test_prepare_cleaning_boots_the_ramdisk_and_waits_for_it(self):
         self.node.provision_state = states.CLEANING
@@ -73,6 +78,24 @@ class TestCleaning(dbcase.NodeTestCase):
         self.assertEqual({"skip_block_devices": [{"serial": "keepme"}]}, json.loads(text))
         self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
         self.assertEqual(states.CLEANWAIT, self.node.provision_state)
+
+    def test_erase_devices_asks_provision_for_the_full_erase_with_ironics_passes(self):
+        self.config(shred_random_overwrite_iterations=2, group="deploy")
+        self._clean_waiting()
+        self.node.clean_step = dict(self.node.clean_step, step="erase_devices", priority=0)
+        self.node.save()
+        start = self._follow(True, {"exit_code": None, "events": [], "events_offset": 0,
+                                    "tail": ""})
+        self.assertEqual({"skip_block_devices": [{"serial": "keepme"}], "method": "full",
+                          "overwrite_passes": 3}, json.loads(start.call_args[0][2]))
+
+    def test_erase_devices_express_asks_for_the_express_erase(self):
+        self._clean_waiting()
+        self.node.clean_step = dict(self.node.clean_step, step="erase_devices_express")
+        self.node.save()
+        start = self._follow(True, {"exit_code": None, "events": [], "events_offset": 0,
+                                    "tail": ""})
+        self.assertEqual("express", json.loads(start.call_args[0][2])["method"])
 
     def test_exit_0_resumes_the_cleaning(self):
         self._clean_waiting(provision_phase="running")
