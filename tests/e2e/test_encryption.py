@@ -14,12 +14,11 @@ About 18 minutes under TCG (two VMs side by side): `tox -e e2e-crypt`, outside C
 import json
 import os
 import re
-import subprocess
 import time
 
 import pytest
 
-from tests.vmbench import FileServer, images, testos
+from tests.vmbench import FileServer, agekeys, images, testos
 from tests.vmbench.ramdisk import REPO_ROOT
 from tests.vmbench.tang import TangServer
 from tests.vmbench.tpm import SoftTPM
@@ -53,10 +52,7 @@ def crypt_os():
 @pytest.fixture(scope="module")
 def age_key(tmp_path_factory):
     """(identity file, recipient): the operator's age key pair."""
-    identity = tmp_path_factory.mktemp("age") / "operator.key"
-    subprocess.run(["age-keygen", "-o", str(identity)], check=True, capture_output=True)
-    recipient = re.search(r"public key: (age1\w+)", identity.read_text()).group(1)
-    return identity, recipient
+    return agekeys.keypair(tmp_path_factory.mktemp("age"))
 
 
 def _doc(sample, srv, crypt_os, recipient):
@@ -81,11 +77,6 @@ def _provision(make_vm, doc, disks, tpm=None, inspect=()):
     recovery = json.loads(vm.ssh(["cat", RECOVERY]).stdout)
     vm.stop()
     return (vm, time.monotonic() - t0, seen, recovery, run.log + run.stdout + run.stderr)
-
-
-def _passphrase(identity, sealed):
-    return subprocess.run(["age", "--decrypt", "--identity", str(identity)], input=sealed,
-                          check=True, capture_output=True, text=True).stdout
 
 
 def _boot(make_vm, disks, **kw):
@@ -144,7 +135,7 @@ def test_tpm2_raid1_lvm_root_boots_alone_not_with_another_tpm_and_erase_destroys
     assert len(re.findall(r"^\s+\d+: luks2$", dump, re.M)) == 2, dump
     assert re.search(r"^\s+\d+: clevis$", dump, re.M), dump
     assert [k["name"] for k in recovery] == ["cryptos"]
-    phrase = _passphrase(identity, recovery[0]["age"]).strip()
+    phrase = agekeys.decrypt(identity, recovery[0]["age"])
     assert re.fullmatch(r"([cbdefghijklnrtuv]{8}-){7}[cbdefghijklnrtuv]{8}", phrase)
     assert phrase not in said and recovery[0]["age"] not in said
 

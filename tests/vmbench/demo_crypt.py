@@ -4,9 +4,9 @@ replaced: their private keys are not here), and afterwards the volumes are shown
 recovery key is opened with the private key, as an operator would."""
 
 import json
-import re
-import subprocess
 from pathlib import Path
+
+from tests.vmbench import agekeys
 
 RECOVERY = "/tmp/vmbench/recovery.json"
 
@@ -19,9 +19,7 @@ def prepare(document, directory):
     """(the document with this run's age recipient, provision's extra arguments, a SoftTPM)."""
     from tests.vmbench.tpm import SoftTPM
     directory = Path(directory)
-    identity = directory / "operator.age"
-    subprocess.run(["age-keygen", "-o", str(identity)], check=True, capture_output=True)
-    recipient = re.search(r"public key: (age1\w+)", identity.read_text()).group(1)
+    identity, recipient = agekeys.keypair(directory)
     document = json.loads(json.dumps(document))
     document.setdefault("recovery", {})["age_recipients"] = [recipient]
     print(f"  recovery keys sealed to this run's age key {recipient} (private key {identity});"
@@ -40,9 +38,7 @@ def show(vm, document, directory):
     for k in keys:
         print(f"  {RECOVERY}: {k['name']} (LUKS UUID {k['luks_uuid']}): age ciphertext, "
               f"{len(k['age'])} bytes")
-    phrase = subprocess.run(["age", "--decrypt", "--identity", str(Path(directory) /
-                                                                    "operator.age")],
-                            input=keys[0]["age"], capture_output=True, text=True, check=True)
+    phrase = agekeys.decrypt(Path(directory) / "operator.age", keys[0]["age"])
     print(f"  age --decrypt of {keys[0]['name']}'s recovery key with this run's private key: "
-          f"a {len(phrase.stdout.strip())}-character passphrase (the disk's own TPM unlocks "
+          f"a {len(phrase)}-character passphrase (the disk's own TPM unlocks "
           "it at boot; this is for the day it does not)")

@@ -10,23 +10,15 @@ identity; undeploy's cleaning leaves no LUKS header on either disk, read back fr
 """
 
 import json
-import re
-import subprocess
 import time
 
 from tests.ironic.lab import env as lablib
-from tests.vmbench import ensure_ramdisk, images, testos
+from tests.vmbench import agekeys, ensure_ramdisk, images, testos
 from tests.vmbench.tang import TangServer
 
 DEPLOY_TIMEOUT = 1500
 TRAIT = "CUSTOM_ENCRYPTED_RAID1"
 ROOT_MARKER = r"PROVISION-BOOT-OK cd=(\S+) mpath=\S+ root=(\S+)"
-
-
-def _age_key(directory):
-    identity = directory / "operator.key"
-    subprocess.run(["age-keygen", "-o", str(identity)], check=True, capture_output=True)
-    return identity, re.search(r"public key: (age1\w+)", identity.read_text()).group(1)
 
 
 def _template_layout(tang):
@@ -41,7 +33,7 @@ def _template_layout(tang):
 def test_a_deploy_template_encrypts_the_raid1_and_the_instance_boots_unlocked_by_tang(
         tmp_path):
     crypt_os = testos.build_dir("crypt")
-    identity, recipient = _age_key(tmp_path)
+    identity, recipient = agekeys.keypair(tmp_path)
     opts = lablib.provision_opts(DEPLOY_TIMEOUT)
     opts["recovery_age_recipients"] = recipient
     times = {}
@@ -70,9 +62,7 @@ def test_a_deploy_template_encrypts_the_raid1_and_the_instance_boots_unlocked_by
         assert dii["provision_layout_step"]["source"] == "deploy step deploy.set_layout"
         keys = dii["provision_recovery_keys"]
         assert [k["name"] for k in keys] == ["cryptos"], keys
-        phrase = subprocess.run(["age", "--decrypt", "--identity", str(identity)],
-                                input=keys[0]["age"], capture_output=True, text=True,
-                                check=True).stdout.strip()
+        phrase = agekeys.decrypt(identity, keys[0]["age"])
         assert phrase not in json.dumps(node)       # only the ciphertext is in the node
         asked = tang.requests
 
