@@ -115,3 +115,18 @@ def mounted_sources(mountinfo="/proc/self/mountinfo"):
 def active_swaps(swaps="/proc/swaps"):
     with open(swaps) as f:
         return [line.split()[0] for line in f.readlines()[1:] if line.strip()]
+
+
+def queue_value(device, name, sysfs="/sys/class/block"):
+    """The text of the block queue attribute `name` of device (write_zeroes_max_bytes,
+    discard_max_bytes, rotational, ...), or None; a partition has no queue of its own, so
+    its disk's is read."""
+    node = os.path.realpath(os.path.join(sysfs, os.path.basename(os.path.realpath(device))))
+    for d in (node, os.path.dirname(node)):
+        if os.path.isdir(os.path.join(d, "queue")):
+            try:
+                with open(os.path.join(d, "queue", name)) as f:
+                    return f.read().strip()
+            except OSError:
+                return None
+    return None

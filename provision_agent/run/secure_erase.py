@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 
-from provision_agent.drivers import ata, nvme
+from provision_agent.drivers import ata, blockinfo, nvme
 from provision_agent.errors import CommandError
 
 LOG = logging.getLogger(__name__)
@@ -53,11 +53,9 @@ def candidates(nvme_caps, ata_state, discards, mode):
 
 
 def discard_bytes(disk, sys_block="/sys/class/block"):
-    name = os.path.basename(os.path.realpath(disk))
     try:
-        with open(os.path.join(sys_block, name, "queue", "discard_max_bytes")) as f:
-            return int(f.read().strip() or 0)
-    except (OSError, ValueError):
+        return int(blockinfo.queue_value(disk, "discard_max_bytes", sys_block) or 0)
+    except ValueError:
         return 0
 
 

@@ -9,6 +9,7 @@ import os
 import stat
 import tempfile
 
+from provision_agent.drivers import blockinfo
 from provision_agent.drivers.images import qcow2
 from provision_agent.errors import CommandError, ImageError
 
@@ -68,21 +69,6 @@ def reread_partitions(runner, disk):
 ZERO_POLICIES = ("auto", "always", "never")
 
 
-def _queue_dir(device, sysfs):
-    node = os.path.realpath(os.path.join(sysfs, os.path.basename(os.path.realpath(device))))
-    # a partition has no queue of its own: its disk's applies
-    return next((d for d in (node, os.path.dirname(node))
-                 if os.path.isdir(os.path.join(d, "queue"))), None)
-
-
-def _queue_value(queue_dir, name):
-    try:
-        with open(os.path.join(queue_dir, "queue", name)) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def zero_device(runner, device, policy="auto", sysfs="/sys/class/block"):
     """Zero device only where that is cheap, so the writer may then seek over zero blocks.
 
@@ -95,12 +81,11 @@ def zero_device(runner, device, policy="auto", sysfs="/sys/class/block"):
     """
     if policy == "never":
         return False
-    queue = _queue_dir(device, sysfs)
-    if queue is None or (_queue_value(queue, "write_zeroes_max_bytes") or "0") == "0":
+    if (blockinfo.queue_value(device, "write_zeroes_max_bytes", sysfs) or "0") == "0":
         LOG.info("%s cannot zero without writing (no write-zeroes support): every block of the "
                  "image will be written", device)
         return False
-    if policy == "auto" and _queue_value(queue, "rotational") == "1":
+    if policy == "auto" and blockinfo.queue_value(device, "rotational", sysfs) == "1":
         LOG.info("%s is rotational: not pre-zeroing it (WRITE SAME may write every block); "
                  "--image_zero_target=always overrides", device)
         return False

@@ -122,3 +122,17 @@ def test_a_long_erase_keeps_reporting_progress():
     settled = len(ticks)
     time.sleep(0.05)
     assert len(ticks) == settled        # stopped with the block
+
+
+def test_discard_support_is_read_from_the_disks_block_queue(tmp_path):
+    sysfs = tmp_path / "class" / "block"
+    queue = tmp_path / "devices" / "vdb" / "queue"
+    queue.mkdir(parents=True)
+    (queue / "discard_max_bytes").write_text("2147483136\n")
+    (tmp_path / "devices" / "vdb" / "vdb1").mkdir()
+    sysfs.mkdir(parents=True)
+    (sysfs / "vdb").symlink_to(tmp_path / "devices" / "vdb")
+    (sysfs / "vdb1").symlink_to(tmp_path / "devices" / "vdb" / "vdb1")
+    assert secure_erase.discard_bytes("/dev/vdb", str(sysfs)) == 2147483136
+    assert secure_erase.discard_bytes("/dev/vdb1", str(sysfs)) == 2147483136   # its disk's
+    assert secure_erase.discard_bytes("/dev/vdz", str(sysfs)) == 0
