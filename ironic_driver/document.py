@@ -6,6 +6,7 @@ This is the contract with the ironic data driver; keep both sides in step:
      "instance_info": node.instance_info (image_source, checksums, root_gb, swap_mb, ...),
      "properties": {"root_device": node.properties["root_device"]}   (key absent without hints),
      "boot_mode": "bios" | "uefi",
+     "secure_boot": bool: Ironic turns Secure Boot on for the instance (its capabilities),
      "layout": the layout chosen for this deploy (layouts.py)            (key absent: classic)}
 """
 
@@ -46,7 +47,8 @@ def build(node, layout=None):
     doc = {"node_uuid": node.uuid,
            "instance_info": instance_info,
            "properties": {},
-           "boot_mode": boot_mode_of(node)}
+           "boot_mode": boot_mode_of(node),
+           "secure_boot": secure_boot_requested(node)}
     hints = (node.properties or {}).get("root_device")
     if hints:
         doc["properties"]["root_device"] = copy.deepcopy(hints)

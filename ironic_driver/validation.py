@@ -145,8 +145,8 @@ def payload(node, data_driver, step=layouts.RECORDED):
         problems = []
         api.apply_boot_mode(doc["layout"], doc["boot_mode"],
                                     lambda where, msg: problems.append(f"{where}: {msg}"),
-                                    where=f"{choice.describe()}: bootloader.boot_mode",
-                                    create=False)
+                                    where=f"{choice.describe()}: bootloader",
+                                    create=False, secure_boot=doc["secure_boot"])
         if problems:
             raise _invalid(problems[0])
         return doc["layout"]
@@ -161,11 +161,6 @@ def check_instance(task, data_driver):
     """
     node = task.node
     info = node.instance_info or {}
-    if document.secure_boot_requested(node):
-        raise _invalid("secure boot was requested (instance_info/capabilities secure_boot="
-                       "true), but this deploy interface does not install a signed boot chain "
-                       "yet: the instance would not boot with Secure Boot on. Deploy without "
-                       "secure_boot, or with a deploy interface that installs one")
     # Ironic's own boot mode for the instance; it refuses one the node's capabilities forbid.
     document.boot_mode_of(node)
     # Ironic empties instance_info on undeploy; a redeploy that forgot to set it again used to

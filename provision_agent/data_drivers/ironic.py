@@ -1,7 +1,8 @@
 """Ironic's node data (what the Ironic deploy interface serialises) → the native format.
 
     {"node_uuid": ..., "instance_info": {...}, "properties": {"root_device": {...}},
-     "boot_mode": "bios" | "uefi", "layout": {optional native document}}
+     "boot_mode": "bios" | "uefi", "secure_boot": bool (absent: false),
+     "layout": {optional native document}}
 
 With `layout`, that native document is used and completed from instance_info (image, configdrive,
 boot mode). Without it, Ironic's classic layouts are produced: a whole-disk image written to the
@@ -32,7 +33,8 @@ _STR = {"type": ["string", "null"], "maxLength": 8192}
 # The types of what the translation reads (shape.py); root_gb and friends may be strings in
 # Ironic, so fields.whole_number() converts those itself.
 _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
-    "boot_mode": _STR, "layout": {"type": ["object", "null"]},
+    "boot_mode": _STR, "secure_boot": {"type": ["boolean", "null"]},
+    "layout": {"type": ["object", "null"]},
     "properties": {"type": ["object", "null"], "properties": {
         "root_device": {"type": ["object", "null"]}}},
     # instance_info's own type: native_document says what is missing in its own words.
@@ -67,17 +69,22 @@ class IronicDriver(DataDriver):
         if boot_mode not in ("bios", "uefi"):
             add("boot_mode", f"{boot_mode!r} is not bios or uefi")
             boot_mode = "bios"
+        secure_boot = bool(data.get("secure_boot"))
+        if secure_boot and boot_mode != "uefi":
+            add("secure_boot", f"Secure Boot needs UEFI, but the boot mode is {boot_mode!r}")
         if data.get("layout") is not None:
-            doc = self._from_layout(data["layout"], info, boot_mode, add)
+            doc = self._from_layout(data["layout"], info, boot_mode, secure_boot, add)
         else:
             doc = self._classic(data, info, boot_mode, add)
+            # the partition image's grub: signed when Ironic turns Secure Boot on
+            boot_mode_rule.apply(doc, boot_mode, add, where="bootloader", secure_boot=secure_boot)
         if problems:
             raise InputError(problems)
         return doc
 
     # --- a full native layout given --------------------------------------------------------
 
-    def _from_layout(self, layout, info, boot_mode, add):
+    def _from_layout(self, layout, info, boot_mode, secure_boot, add):
         if not isinstance(layout, dict):
             add("layout", "must be a native-format document (an object)")
             return {}
@@ -107,7 +114,8 @@ class IronicDriver(DataDriver):
                     doc["images"] = [image]
         if "configdrive" not in doc and info.get("configdrive"):
             doc["configdrive"] = fields.configdrive(info["configdrive"], add)
-        boot_mode_rule.apply(doc, boot_mode, add, where="layout.bootloader.boot_mode")
+        boot_mode_rule.apply(doc, boot_mode, add, where="layout.bootloader",
+                             secure_boot=secure_boot)
         return doc
 
     # --- Ironic's classic layouts ----------------------------------------------------------
@@ -124,7 +132,7 @@ class IronicDriver(DataDriver):
                 # as Ironic does: a partition added after the image's own, once it is written
                 doc["configdrive"] = dict(fields.configdrive(info["configdrive"], add),
                                           disk=ROOT_DISK)
-            # The image brings its own bootloader.
+            # The image brings its own bootloader (under Secure Boot, its own signed chain).
             doc["bootloader"] = {"type": "none", "origin": "instance_info (whole-disk image)"}
             return doc
         caps = info.get("capabilities") or {}

@@ -5,13 +5,16 @@ so firmware without an NVRAM entry still boots), then copies that ESP onto the u
 the other target disks: any one disk boots alone. The image's grub is used when it has one,
 else the ramdisk's with --boot-directory/--efi-directory pointing into the target (and, when
 the image has no grub-mkconfig either, a minimal grub.cfg of our own: see grub_config).
+With secure_boot, only the image's grub-install will do (it alone has the signed binaries that
+match the image's kernel and config): it installs shim and the signed grub (secure_boot.py).
 """
 
 import logging
 import os
 
-from provision_agent.drivers import grub_config, initramfs, kernel_cmdline, mount
+from provision_agent.drivers import grub_config, initramfs, kernel_cmdline, mount, secure_boot
 from provision_agent.drivers.chroot import bound
+from provision_agent.drivers.secure_boot import SecureBootError
 
 LOG = logging.getLogger(__name__)
 
@@ -48,7 +51,7 @@ def esp_partitions(device, sys_block="/sys/class/block"):
     return [("/dev/" + os.path.basename(os.path.dirname(os.path.realpath(node))), number)]
 
 
-def _nvram_entries(runner, root, copies):
+def _nvram_entries(runner, root, copies, loader):
     # Only an extra: the removable path boots without it, so a failure is logged, not fatal.
     res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", f"{root}/boot/efi"],
                      check=False)
@@ -61,7 +64,7 @@ def _nvram_entries(runner, root, copies):
     for i, (disk, number) in reversed(list(enumerate(places))):
         label = BOOTLOADER_ID if i == 0 else f"{BOOTLOADER_ID} ({disk})"
         runner.run(["efibootmgr", "-c", "-d", disk, "-p", number, "-L", label,
-                    "-l", f"\\EFI\\{BOOTLOADER_ID}\\grubx64.efi"], check=False)
+                    "-l", f"\\EFI\\{BOOTLOADER_ID}\\{loader}"], check=False)
 
 
 def sync_esps(runner, root, copies):
@@ -71,15 +74,16 @@ def sync_esps(runner, root, copies):
         mount.copy_into(runner, f"{root}/boot/efi", device, "vfat")
 
 
-def install_commands(mode, targets, root, in_chroot):
-    """The grub-install argument lists, in order (pure, for the plan and for tests)."""
+def install_commands(mode, targets, root, in_chroot, signed=False):
+    """The grub-install argument lists, in order (pure, for the plan and for tests); signed:
+    shim and the signed grub (Debian's and Ubuntu's --uefi-secure-boot)."""
     if mode == "bios":
         extra = [] if in_chroot else [f"--boot-directory={root}/boot"]
         return [["grub-install", "--target=i386-pc", *extra, t] for t in targets]
     efi = "/boot/efi" if in_chroot else f"{root}/boot/efi"
     extra = [] if in_chroot else [f"--boot-directory={root}/boot"]
     base = ["grub-install", "--target=x86_64-efi", f"--efi-directory={efi}", *extra,
-            "--no-nvram"]
+            "--no-nvram", *(["--uefi-secure-boot"] if signed else [])]
     return [base + [f"--bootloader-id={BOOTLOADER_ID}"], base + ["--removable"]]
 
 
@@ -87,23 +91,39 @@ def install(runner, root, args):
     mode = boot_mode(args.get("boot_mode") or "auto")
     targets = args.get("targets") or []
     copies = args.get("esp_copies") or []
+    signed = bool(args.get("secure_boot"))
+    if signed:
+        _check_secure_boot(mode, root)
     root_uuid = _root_uuid(runner, root)
     kernel_cmdline.set_cmdline(root, args.get("kernel_params"), root_uuid)
     with bound(runner, root) as ch:
-        initramfs.regenerate(ch)
         in_chroot = ch.has("grub-install")
-        LOG.info("bootloader: grub-install from the %s", "image" if in_chroot else "ramdisk")
-        for argv in install_commands(mode, targets, root, in_chroot):
+        if signed and not in_chroot:
+            raise SecureBootError("Secure Boot was asked for, but the image has no "
+                                  "grub-install: the ramdisk's grub is not signed")
+        initramfs.regenerate(ch)
+        LOG.info("bootloader: grub-install from the %s%s", "image" if in_chroot else "ramdisk",
+                 ", signed chain (shim, signed grub)" if signed else "")
+        for argv in install_commands(mode, targets, root, in_chroot, signed):
             (ch.run if in_chroot else runner.run)(argv)
         if ch.has("grub-mkconfig"):
             ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
         else:
             grub_config.write(runner, root,
                               kernel_cmdline.merge(args.get("kernel_params"), root_uuid))
+    if signed:
+        secure_boot.check_installed(root, BOOTLOADER_ID)
     if mode == "uefi":
         sync_esps(runner, root, copies)
         if os.path.isdir("/sys/firmware/efi/efivars"):
-            _nvram_entries(runner, root, copies)
+            _nvram_entries(runner, root, copies, secure_boot.SHIM if signed else "grubx64.efi")
     elif copies:
         LOG.info("bootloader: BIOS mode, so %s stay empty ESPs", ", ".join(copies))
     return mode
+
+
+def _check_secure_boot(mode, root):
+    if mode != "uefi":
+        raise SecureBootError("Secure Boot was asked for, but this machine boots in BIOS mode "
+                              "(boot_mode auto found no /sys/firmware/efi)")
+    secure_boot.check_image(root)

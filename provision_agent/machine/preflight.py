@@ -7,7 +7,7 @@ Everything here only reads. Problems exit 3 (MachineMismatch) with nothing writt
 import logging
 import os
 
-from provision_agent.drivers import blockinfo, lvm, partitions
+from provision_agent.drivers import blockinfo, bootloader, lvm, partitions
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.machine import crypt_needs
 
@@ -90,6 +90,11 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
     problems += [Problem(f"encrypted volume {name}", msg)
                  for name, msg in crypt_needs.problems(planned.steps)]
+    problems += [Problem("bootloader", "secure_boot needs UEFI, but this machine booted the "
+                                       "ramdisk in BIOS mode and the layout says boot_mode auto")
+                 for step in planned.steps if step.kind == "bootloader"
+                 and step.args.get("secure_boot")
+                 and bootloader.boot_mode(step.args.get("boot_mode") or "auto") != "uefi"]
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))

@@ -141,6 +141,7 @@ class Bootloader:
     boot_mode: str = "auto"            # bios | uefi | auto (detected at run time)
     targets: list | None = None        # disk ids; None: every disk holding a boot partition
     kernel_params: str = ""
+    secure_boot: bool = False          # shim + signed grub, checked signed, from the image
     origin: str = ""
 
 

@@ -252,8 +252,9 @@ def _bootloader(res, copies):
     targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
     extra = [res.devices.get(p) for p in copies]
     params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)
-    return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra,
-                          description=f"grub2 ({bl.boot_mode}) on "
+    mode = f"{bl.boot_mode}, Secure Boot: shim + signed grub" if bl.secure_boot else bl.boot_mode
+    return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra, bl.secure_boot,
+                          description=f"grub2 ({mode}) on "
                           f"{', '.join(targets) or 'no disk'}{why}"
                           + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
                              if extra else ""))]

@@ -186,13 +186,15 @@ class MultipathConf(Step):
 
 @dataclass
 class Bootloader(Step):
-    """grub2 for `boot_mode` on the `targets` disks; an ESP copied to `esp_copies` (UEFI)."""
+    """grub2 for `boot_mode` on the `targets` disks; an ESP copied to `esp_copies` (UEFI);
+    with `secure_boot`, the image's shim and signed grub, each piece checked to be signed."""
     kind: ClassVar[str] = "bootloader"
     type: str
     boot_mode: str
     targets: list
     kernel_params: str = ""
     esp_copies: list = field(default_factory=list)
+    secure_boot: bool = False
 
 
 @dataclass

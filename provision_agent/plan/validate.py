@@ -300,6 +300,9 @@ def _check_images(layout, add, block_ids, disks):
 
 def _check_bootloader(layout, add, disks, parts):
     bl = layout.bootloader
+    if bl and bl.secure_boot and (bl.type == "none" or bl.boot_mode == "bios"):
+        add(bl, "secure_boot needs a grub2 bootloader booting in uefi (or auto) mode: "
+                "firmware checks signatures only when it boots in UEFI mode")
     if not bl or bl.type == "none":
         return
     for t in bl.targets or []:

@@ -281,3 +281,29 @@ def test_image_signature_follows_the_policy_and_its_form_is_checked():
     found = problems(node(image_signature="c2VjcmV0IHNpZ25hdHVyZQ=="))
     assert any("signature" in p for p in found)
     assert not any("c2VjcmV0" in p for p in found)
+
+
+def test_secure_boot_makes_the_partition_images_grub_the_signed_chain():
+    doc = dict(node(), boot_mode="uefi", secure_boot=True)
+    assert native(doc)["bootloader"] == {"boot_mode": "uefi", "origin": "boot_mode",
+                                         "secure_boot": True}
+    (step,) = [s for s in plan(doc).steps if s.kind == "bootloader"]
+    assert step.args["secure_boot"] is True
+    assert "Secure Boot: shim + signed grub" in step.description
+    assert native(dict(node(), boot_mode="uefi"))["bootloader"].get("secure_boot") is None
+
+
+def test_secure_boot_leaves_a_whole_disk_images_own_chain_alone():
+    doc = dict(node(kernel=None, ramdisk=None), boot_mode="uefi", secure_boot=True)
+    assert native(doc)["bootloader"] == {"type": "none",
+                                         "origin": "instance_info (whole-disk image)"}
+
+
+def test_secure_boot_in_bios_or_against_the_layout_is_refused():
+    assert problems(dict(node(), secure_boot=True)) == [
+        "secure_boot: Secure Boot needs UEFI, but the boot mode is 'bios'"]
+    doc = dict(node(), boot_mode="uefi", secure_boot=True,
+               layout={"version": 1, "disks": [{"id": "d", "match": {"name": "/dev/vda"}}],
+                       "bootloader": {"secure_boot": False}})
+    (msg,) = problems(doc)
+    assert msg.startswith("layout.bootloader.secure_boot: false, but Ironic turns Secure Boot on")

@@ -1,6 +1,6 @@
 """The boot mode the document tells provision is Ironic's own answer for the node, under both
-values of [deploy]default_boot_mode; a secure boot request is refused at validate rather than
-ignored."""
+values of [deploy]default_boot_mode; a secure boot request reaches the layout's bootloader (the
+signed chain), and a layout that says otherwise is refused at validate rather than ignored."""
 
 import itertools
 
@@ -61,13 +61,29 @@ class TestBootMode(dbcase.NodeTestCase):
         self.config(default_boot_mode="bios", group="deploy")
         self.assertEqual("bios", validation.payload(node, "ironic")["boot_mode"])
 
-    def test_a_secure_boot_request_is_refused_at_validate(self):
+    def test_a_secure_boot_request_asks_for_the_signed_chain_in_uefi(self):
         node = self._node(None, {"secure_boot": "true"}, None, None)
+        doc = validation.payload(node, "ironic")
+        self.assertEqual((True, "uefi"), (doc["secure_boot"], doc["boot_mode"]))
+        node.instance_info = dict(node.instance_info, provision_layout={
+            "version": 1, "bootloader": {"kernel_params": "console=ttyS0"}})
+        self.assertEqual({"kernel_params": "console=ttyS0", "boot_mode": "uefi",
+                          "secure_boot": True, "origin": "boot_mode"},
+                         validation.payload(node, "native")["bootloader"])
+        self.assertFalse(validation.payload(self._node(None, None, None, None),
+                                            "ironic")["secure_boot"])
+
+    def test_a_layout_saying_no_secure_boot_is_refused_when_ironic_turns_it_on(self):
+        layout = {"version": 1, "disks": [{"id": "d", "match": {"name": "/dev/vda"}}],
+                  "bootloader": {"secure_boot": False}}
+        node = self._node(None, {"secure_boot": "true"}, None, None)
+        node.instance_info = dict(node.instance_info, provision_layout=layout)
+        node.save()
         with task_manager.acquire(self.context, node.uuid, shared=True) as task:
             exc = self.assertRaises(exception.InvalidParameterValue,
                                     validation.check_instance, task, "native")
-        self.assertIn("secure boot was requested", str(exc))
-        self.assertIn("does not install a signed boot chain", str(exc))
+        self.assertIn("bootloader.secure_boot: false, but Ironic turns Secure Boot on",
+                      str(exc))
 
     def test_a_bios_layout_for_a_node_ironic_boots_in_uefi_is_refused_before_it_boots(self):
         import json

@@ -294,3 +294,18 @@ def test_wipe_keeping_the_only_partition_runs_no_empty_wipefs(monkeypatch):
     r = FakeRunner({"lsblk --json": json.dumps(one)})
     wipe.wipe(r, "/dev/vda", keep=[1])
     assert r.writes() == []
+
+
+def test_preflight_refuses_secure_boot_when_auto_finds_a_bios_machine(monkeypatch):
+    from provision_agent.drivers import bootloader
+    disks = {"d0": {"name": "/dev/vda", "size": 4 << 30, "serial": "disk0"}}
+    step = Step("bootloader", {"type": "grub2", "boot_mode": "auto", "targets": ["/dev/vda"],
+                               "secure_boot": True}, "grub2")
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "bios")
+    assert problems(planned(disks, [step])) == [
+        "bootloader: secure_boot needs UEFI, but this machine booted the ramdisk in BIOS mode "
+        "and the layout says boot_mode auto"]
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
+    preflight.check(planned(disks, [step]), LIVE,
+                    FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
+                    mounted={}, swaps=[])

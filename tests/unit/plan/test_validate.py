@@ -255,3 +255,17 @@ def test_a_bootloader_needs_an_image_to_install_into(tmp_path):
     doc["bootloader"]["type"] = "none"
     rc, out, err = run_cli(tmp_path, doc)
     assert rc == 0, err
+
+
+def test_secure_boot_needs_grub_in_uefi():
+    for bootloader in ({"boot_mode": "bios", "secure_boot": True},
+                       {"type": "none", "secure_boot": True}):
+        doc = mutate(sample("uefi"), lambda d, b=bootloader: d.__setitem__("bootloader", b))
+        _, problems = problems_of(doc)
+        assert any("secure_boot needs a grub2 bootloader booting in uefi" in p
+                   for p in problems), problems
+    doc = mutate(sample("uefi"), lambda d: d["bootloader"].__setitem__("secure_boot", True))
+    (step,) = [s for s in pipeline.build_plan(NativeDriver(doc).layout(),
+                                              inv_mod.from_document(inventory("single-disk"))
+                                              ).steps if s.kind == "bootloader"]
+    assert step.args["secure_boot"] is True
