@@ -33,7 +33,7 @@ LONGEST_FIRST = (
     "test_boot.py::test_bios_single_disk",                        # 270
     "test_images.py",                   # 84, + 124 for the signed image (boot 42, alone)
 )
-APART = ("test_boot.py", "test_encryption.py")
+APART = ("test_boot.py", "test_encryption.py", "test_secure_boot.py")
 
 
 def _rank(nodeid):

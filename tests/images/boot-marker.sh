@@ -3,7 +3,8 @@
 # configdrive, as far as the tests look: root gets the public keys of its meta_data. Then the
 # marker line the tests wait for on the serial console: the configdrive's device, the
 # multipath maps, the chain of devices under /, the keys root got (their base64, or none) and
-# the first 16 hex digits of the user data's sha256 (or none).
+# the first 16 hex digits of the user data's sha256 (or none), and the Secure Boot state the
+# firmware reports (sb=1 enforced, sb=0 UEFI without it, sb=bios).
 cd=$(blkid -L config-2 || blkid -L cidata || echo none)
 keys=none ud=none
 if [ "$cd" != none ] && mkdir -p /run/configdrive && mount -o ro "$cd" /run/configdrive 2>/dev/null; then
@@ -20,4 +21,11 @@ fi
 mpath=$(dmsetup ls --target multipath 2>/dev/null | grep -v '^No devices found' | cut -f1 \
         | paste -sd, | grep . || echo none)
 root=$(lsblk -nrs -o NAME,TYPE "$(findmnt -n -o SOURCE /)" | tr ' ' : | paste -sd,)
-echo "PROVISION-BOOT-OK cd=$cd mpath=$mpath root=$root keys=$keys ud=$ud" > /dev/ttyS0
+# the SecureBoot variable: 4 bytes of attributes, then one byte, 1 when enforced
+sb=bios
+if [ -d /sys/firmware/efi ]; then
+  sb=0
+  var=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+  [ -r $var ] && [ "$(od -An -tu1 -j4 -N1 $var | tr -d ' ')" = 1 ] && sb=1
+fi
+echo "PROVISION-BOOT-OK cd=$cd mpath=$mpath root=$root keys=$keys ud=$ud sb=$sb" > /dev/ttyS0

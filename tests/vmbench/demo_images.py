@@ -17,6 +17,8 @@ IMAGE_PORT = 8080
 SHAPES = ((".ext4.zst", "ext4_zst", "zstd ext4 root image"),
           (".crypt.tar.zst", "crypt_tar_zst",
            "zstd tar of the root filesystem, with cryptsetup and clevis for encrypted layouts"),
+          (".secureboot.tar.zst", "secureboot_tar_zst",
+           "zstd tar of the root filesystem, with shim and the signed grub for Secure Boot"),
           (".tar.zst", "tar_zst", "zstd tar of the root filesystem"),
           (".ext4.gz", "ext4_gz", "gzip ext4 root image"),
           (".img.gz", "ext4_gz", "gzip ext4 root image"),

@@ -18,7 +18,8 @@ MiB = 1 << 20
 
 def build_dir(flavour=None):
     """The cache directory holding root.ext4.zst and root.tar.zst (built when missing);
-    flavour "crypt": the test OS that opens encrypted volumes at boot (clevis, cryptsetup)."""
+    flavour "crypt": the test OS that opens encrypted volumes at boot (clevis, cryptsetup);
+    "secureboot": the one with Debian's signed boot chain (shim-signed, grub-efi-amd64-signed)."""
     out = subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")]
                          + ([flavour] if flavour else []),
                          check=True, stdout=subprocess.PIPE, text=True, timeout=3600)
@@ -57,6 +58,10 @@ def tar_zst():
 
 def crypt_tar_zst():
     return build_dir("crypt") / "root.tar.zst"
+
+
+def secureboot_tar_zst():
+    return build_dir("secureboot") / "root.tar.zst"
 
 
 def ext4_gz():

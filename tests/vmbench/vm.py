@@ -32,6 +32,11 @@ HOST_KEY_LINE = re.compile(r"ssh host public key: (ssh-[a-z0-9-]+ [A-Za-z0-9+/=]
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+# firmware="uefi-secureboot": Debian's OVMF built with Secure Boot (it needs SMM, so q35, and
+# its flash is writable from SMM only) and a variable store with Microsoft's keys enrolled and
+# Secure Boot enforced, the state OEM firmware ships in
+OVMF_SB_CODE = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
+OVMF_SB_VARS = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"
 
 
 def parse_size(size):
@@ -191,10 +196,15 @@ class VM(GuestQueries):
             # q35's ICH9 AHCI sits at 0000:00:1f.2, the by-path names Fuel documents use
             argv += ["-machine", "q35"]
         argv += self.extra_args
-        if self.firmware == "uefi":
+        if self.firmware in ("uefi", "uefi-secureboot"):
+            secure = self.firmware == "uefi-secureboot"
             vars_copy = self.workdir / "OVMF_VARS.fd"
-            shutil.copy(OVMF_VARS, vars_copy)
-            argv += ["-drive", f"if=pflash,format=raw,readonly=on,file={OVMF_CODE}",
+            shutil.copy(OVMF_SB_VARS if secure else OVMF_VARS, vars_copy)
+            if secure:
+                argv += ["-machine", "q35,smm=on",
+                         "-global", "driver=cfi.pflash01,property=secure,value=on"]
+            argv += ["-drive", f"if=pflash,format=raw,readonly=on,"
+                               f"file={OVMF_SB_CODE if secure else OVMF_CODE}",
                      "-drive", f"if=pflash,format=raw,file={vars_copy}"]
         if self.boot == "ramdisk":
             key = base64.b64encode(client_key().with_suffix(".pub").read_bytes().strip()).decode()
