@@ -15,6 +15,7 @@ import hashlib
 import os
 import subprocess
 import time
+from typing import NamedTuple
 
 from provision_agent.drivers.images import decompressors, writer
 from provision_agent.drivers.images.blockwrite import BLOCK
@@ -46,6 +47,34 @@ def _clock(fn, cpu):
     fn()
     cpu.append(cpu_seconds() - cpu_start)
     return time.monotonic() - start
+
+
+def usable_cores():
+    """The cores this process may run on: a taskset or a container's cpuset can make them fewer
+    than the machine has."""
+    return len(os.sched_getaffinity(0))
+
+
+class Limit(NamedTuple):
+    seconds: float
+    bound: str              # "slowest stage" or "CPU / cores"
+    slowest: str
+    slowest_seconds: float
+    cpu_seconds: float
+    cores: int
+
+
+def limit(stage_seconds, stage_cpu, cores):
+    """What ours cannot beat: its slowest stage alone, or all stages' CPU work spread over every
+    core when that takes longer. stage_seconds: wall time per stage (sha256's is ignored, as
+    ours hashes while it downloads); stage_cpu: CPU seconds per stage, sha256's included. A tie
+    goes to the slowest stage, the bound that needs no model of how work shares cores."""
+    slowest = max((s for s in STAGES if s in stage_seconds), key=stage_seconds.get)
+    cpu = sum(stage_cpu.values())
+    if cpu / cores > stage_seconds[slowest]:
+        return Limit(cpu / cores, "CPU / cores", slowest, stage_seconds[slowest], cpu, cores)
+    return Limit(stage_seconds[slowest], "slowest stage", slowest, stage_seconds[slowest], cpu,
+                 cores)
 
 
 def decompress(path, comp):
