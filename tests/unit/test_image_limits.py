@@ -31,3 +31,9 @@ def test_one_core_is_the_sum_of_the_cpu_and_a_tie_goes_to_the_stage():
     assert image_limits.limit({"write": 1.0}, {"write": 1.0}, cores=1).bound == "slowest stage"
     lim = image_limits.limit({"write": 1.0}, {"write": 0.7, "sha256": 0.6}, cores=1)
     assert lim.bound == "CPU / cores" and round(lim.seconds, 6) == 1.3
+
+
+def test_kernel_seconds_count_a_thread_born_in_between_from_zero():
+    before = {(10, 5): 1.0, (11, 7): 2.0}
+    after = {(10, 5): 1.25, (11, 7): 2.0, (12, 9): 0.5}
+    assert image_limits.kernel_seconds(before, after) == 0.75
