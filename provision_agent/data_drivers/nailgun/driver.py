@@ -49,6 +49,12 @@ def _named(spaces, name):
             for _, v in _used(s["volumes"]) if v.get("name") == name]
 
 
+def _disk_id(n, space):
+    # ':' because no partition id has one (d0-uefi, d0-v2): a disk Fuel named uefi or v2
+    # would otherwise get the id of one of its own partitions.
+    return f"d{n}:{_slug(space.get('name') or space.get('id'))}"[:63]
+
+
 class NailgunDriver(DataDriver):
     def layout(self):
         self.warnings = []
@@ -181,7 +187,7 @@ class _Translation(VgSpaces, DiskVolumes):
             LOG.info("%s: only Nailgun's /boot leftover, disk not used (as fuel-agent)", where)
             return
         n = len(self.disks)
-        disk_id = f"d{n}-{_slug(space.get('name') or space.get('id'))}"[:63]
+        disk_id = _disk_id(n, space)
         parts = [
             {"id": f"d{n}-bios_grub", "size": BIOS_GRUB_MIB, "type": "bios_grub",
              "origin": f"{where} (bios_grub partition Fuel puts on every disk)"},

@@ -40,9 +40,13 @@ class VgSpaces:
         for name, pvs in self.pvs.items():
             if name not in named:
                 # Fuel creates the VG even when no vg space lists volumes for it.
-                self.vgs.append({"id": self.vg_id(name), "name": name,
-                                 "pvs": [pid for pid, _, _ in pvs],
-                                 "origin": pvs[0][1]["origin"]})
+                vg = {"id": self.vg_id(name), "name": name, "pvs": [pid for pid, _, _ in pvs],
+                      "origin": pvs[0][1]["origin"]}
+                if name in self.kept_vgs:
+                    # Kept as fuel-agent kept it, with or without a vg space: its pv
+                    # partitions are kept, and a group made anew would overwrite them.
+                    vg["keep"] = True
+                self.vgs.append(vg)
 
     def vg_id(self, name):
         # Numbered: names that differ may have the same slug ("a." and "a").

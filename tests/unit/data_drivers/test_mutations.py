@@ -45,7 +45,10 @@ plausible = st.sampled_from([
     "/dev/vdc", 0, 5, 10, "1.0", "ext4", "xfs", "swap", "uefi", "bios", -1, -5000,
     10 ** 15, 2 ** 64, 1e308, "os", "image", "pv", "vg", "lv", "partition", "boot", "disk",
     "/dev/vda", "sda", "/var/", "//", "/../../etc", "\u00e9\u00e8\u4e2d", "a" * 300,
-    "x" * 100_000, [], {}, {"a": 1}, [1, 2]])
+    "x" * 100_000, [], {}, {"a": 1}, [1, 2],
+    # Names the nailgun translation builds its own ids from (d1-bios_grub, d1-v2): a disk or
+    # volume group Fuel named so must not collide with them.
+    "bios_grub", "v0", "v2", "v3", "v2-j0", "configdrive", "0-root", "md-boot"])
 
 
 def paths(node, prefix=()):
@@ -112,8 +115,8 @@ TOP_KEYS = sorted({key for samples in SAMPLES.values() for name, _ in samples
                    for key in sample(name)} | {"ks_spaces"})
 PLACE = re.compile(r"  - (\$|\S+\.json|--|options|(%s)\b)" % "|".join(TOP_KEYS))
 # A Fuel document's problems are named in its own terms: no path of the translated native
-# document, no id the translation made up (d0-v2, lv1-0-root, vg0-os).
-NATIVE = re.compile(r"\$\.|'(d[0-9]+-|lv[0-9]|vg[0-9])")
+# document, no id the translation made up (d0-v2, d0:sda, lv1-0-root, vg0-os).
+NATIVE = re.compile(r"\$\.|'(d[0-9]+[-:]|lv[0-9]|vg[0-9])")
 
 
 def check_outcome(rc, out, err, driver=None):

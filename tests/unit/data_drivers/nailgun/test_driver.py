@@ -319,6 +319,21 @@ def test_two_spaces_on_one_disk_are_reported_with_their_space():
         exc.value.problems
 
 
+
+# The names the translation gives the partitions it adds to every disk (bios_grub, UEFI) and to
+# this disk's volumes (v2, v3): the mutations test found "duplicate id 'd1-uefi'", an id the
+# Fuel document never wrote, refusing a document with nothing wrong in it.
+@pytest.mark.parametrize("name", ["uefi", "bios_grub", "v2", "v3", "configdrive"])
+def test_a_disk_named_like_a_partition_of_the_translation_plans(tmp_path, name):
+    doc = sample("provision")
+    doc["ks_meta"]["pm_data"]["ks_spaces"][1]["name"] = name
+    rc, out, err = run_cli(tmp_path, doc, "fuel-three-disks",
+                           extra=["--data_driver", "nailgun", "--plan_format", "json"])
+    assert rc == 0, err
+    ids = [d["id"] for d in json.loads(out)["layout"]["disks"]]
+    ids += [p["id"] for d in json.loads(out)["layout"]["disks"] for p in d["partitions"]]
+    assert len(ids) == len(set(ids)), ids
+
 def test_image_data_targets_the_device_of_its_mount_without_checksum():
     doc = native(fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART])],
                       image_data={"/": {"uri": "http://h/img.gz", "format": "ext4",

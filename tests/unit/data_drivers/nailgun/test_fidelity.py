@@ -67,6 +67,18 @@ def test_keep_data_on_a_pv_keeps_its_whole_volume_group(tmp_path):
         next(e for e in fstab if e["mount_point"] == "/var/lib/glance").items()
 
 
+def test_keep_data_on_a_pv_keeps_its_group_when_no_vg_space_describes_it(tmp_path):
+    """The group is kept all the same (it was refused with "partition 'd1-v1' is kept", an id
+    Fuel never wrote): activated as it is, with the logical volumes it already has."""
+    spaces = copy.deepcopy(KEPT_DOC_SPACES[:4])
+    rc, out, err = run_cli(tmp_path, fuel(spaces), extra=[
+        "--data_driver", "nailgun", "--plan_format", "json"])
+    assert rc == 0, err
+    steps = json.loads(out)["steps"]
+    assert [s["args"]["name"] for s in steps if s["kind"] == "vg_activate"] == ["image"]
+    assert [s["args"]["name"] for s in steps if s["kind"] == "vg_create"] == ["os"]
+
+
 def test_keep_data_on_raid_or_on_an_lv_alone_is_refused_naming_fuels_location(tmp_path):
     spaces = copy.deepcopy(KEPT_DOC_SPACES)
     spaces[0]["volumes"][1]["keep_data"] = True                  # the /boot raid member
