@@ -20,6 +20,7 @@ behind Ironic's back): iPXE starts again. Times and console lines are printed.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -184,7 +185,7 @@ def main():
 
     missing = lablib.missing() + lablib.secure_boot_missing() + [
         t for t in ("mkfs.vfat", "mcopy", "mmd", "sgdisk", "apt-get", "dpkg")
-        if not subprocess.run(["which", t], capture_output=True).stdout]
+        if not shutil.which(t)]
     if missing:
         sys.exit(f"missing: {missing}")
     started = time.monotonic()
