@@ -15,7 +15,7 @@ import time
 import requests
 
 from tests.vmbench import procs
-from tests.vmbench.libvirt import OVMF_CODE, OVMF_VARS, URI
+from tests.vmbench.libvirt import OVMF_CODE, OVMF_MS_VARS, OVMF_VARS, URI
 
 SUSHY_TOOLS = "2.2.0"
 VIRTUALBMC = "3.3.0"
@@ -51,15 +51,17 @@ def _free_port():
 
 class RedfishEmulator:
     """sushy-emulator on 127.0.0.1, limited to the given domains; storage_pool: the libvirt
-    pool (libvirt.StoragePool) its virtual media uploads ISOs to."""
+    pool (libvirt.StoragePool) its virtual media uploads ISOs to; uefi_code: the OVMF it
+    gives a UEFI domain whose boot mode or Secure Boot it changes (one for all domains)."""
 
-    def __init__(self, workdir, domain_uuids, storage_pool="default"):
+    def __init__(self, workdir, domain_uuids, storage_pool="default", uefi_code=OVMF_CODE):
         self.dir = os.path.join(workdir, "sushy")
         os.makedirs(self.dir, exist_ok=True)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.domain_uuids = list(domain_uuids)
         self.storage_pool = storage_pool
+        self.uefi_code = uefi_code
         self.proc = None
 
     def start(self, timeout=60):
@@ -70,10 +72,13 @@ class RedfishEmulator:
 SUSHY_EMULATOR_LISTEN_PORT = {self.port}
 SUSHY_EMULATOR_LIBVIRT_URI = {URI!r}
 SUSHY_EMULATOR_ALLOWED_INSTANCES = {self.domain_uuids!r}
-# Debian's OVMF, without secure boot; Legacy is SeaBIOS (no loader element)
-SUSHY_EMULATOR_BOOT_LOADER_MAP = {{'UEFI': {{'x86_64': {OVMF_CODE!r}}},
+# Debian's OVMF; Legacy is SeaBIOS (no loader element). A Secure Boot change rewrites the
+# loader from this map (the same code either way) and the NVRAM template from the two below;
+# the driver reports Secure Boot on exactly when the template is the enabled one.
+SUSHY_EMULATOR_BOOT_LOADER_MAP = {{'UEFI': {{'x86_64': {self.uefi_code!r}}},
                                   'Legacy': {{'x86_64': None}}}}
 SUSHY_EMULATOR_SECURE_BOOT_DISABLED_NVRAM = {OVMF_VARS!r}
+SUSHY_EMULATOR_SECURE_BOOT_ENABLED_NVRAM = {OVMF_MS_VARS!r}
 SUSHY_EMULATOR_STORAGE_POOL = {self.storage_pool!r}
 """)
         self.out = open(os.path.join(self.dir, "sushy.log"), "w")
@@ -97,6 +102,21 @@ SUSHY_EMULATOR_STORAGE_POOL = {self.storage_pool!r}
         return {"redfish_address": self.url,
                 "redfish_system_id": f"/redfish/v1/Systems/{domain_uuid}",
                 "redfish_username": "admin", "redfish_password": "password"}
+
+    def secure_boot(self, domain_uuid):
+        """SecureBootEnable as the BMC reports it."""
+        res = requests.get(f"{self.url}/redfish/v1/Systems/{domain_uuid}/SecureBoot",
+                           timeout=30)
+        res.raise_for_status()
+        return res.json()["SecureBootEnable"]
+
+    def set_secure_boot(self, domain_uuid, enabled):
+        """What Ironic's redfish management interface sends (sushy's SecureBoot.set_enabled),
+        for a change made behind Ironic's back."""
+        res = requests.patch(f"{self.url}/redfish/v1/Systems/{domain_uuid}/SecureBoot",
+                             json={"SecureBootEnable": bool(enabled)}, timeout=30)
+        if not res.ok:
+            raise RuntimeError(f"SecureBoot PATCH: {res.status_code} {res.text[:500]}")
 
     def log_text(self):
         with open(os.path.join(self.dir, "sushy.log"), errors="replace") as f:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 import uuid
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
@@ -19,6 +20,13 @@ URI = "qemu:///system"
 SOCKET = "/run/libvirt/libvirt-sock"
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+# Secure Boot (firmware "uefi-secureboot"): libvirt refuses <loader secure='yes'>, which is what
+# sushy-tools writes to turn it on, unless the machine is q35 with SMM, and Debian builds the
+# SMM-requiring OVMF apart. OVMF_VARS (no keys enrolled) leaves it off; the Microsoft-keyed
+# store enforces it and still boots Debian's shim, which Microsoft signs.
+OVMF_SECBOOT_CODE = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
+OVMF_MS_VARS = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"
+FIRMWARES = ("bios", "uefi", "uefi-secureboot")
 
 
 def virsh(*args, check=True):
@@ -111,10 +119,13 @@ class StoragePool:
 
 class Domain:
     """A libvirt domain defined (not started) with boot order network, then disk: the BMC
-    powers it and sets its boot device. `firmware` is 'bios' or 'uefi' (OVMF)."""
+    powers it and sets its boot device. `firmware` is 'bios', 'uefi' (OVMF) or
+    'uefi-secureboot' (OVMF that can enforce Secure Boot; off until the BMC turns it on)."""
 
     def __init__(self, workdir, name, bridge, mac, disks=2, disk_size=4 << 30, firmware="bios",
                  memory_mib=2048, cpus=2, serials=None):
+        if firmware not in FIRMWARES:
+            raise ValueError(f"firmware {firmware!r}: one of {FIRMWARES}")
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.name = name
@@ -139,9 +150,13 @@ class Domain:
         # Legacy (a rom loader or firmware='bios'), every secure-boot query Ironic makes got a
         # 501 that sushy retries for 30 s; unknown costs one logged "Setting boot mode to bios
         # failed" per power-on into the ramdisk, which Ironic goes on from.
-        loader = ""
-        if self.firmware == "uefi":
-            loader = (f"<loader readonly='yes' secure='no' type='pflash'>{OVMF_CODE}</loader>"
+        loader, machine, smm = "", "pc", ""
+        if self.uefi:
+            code = OVMF_CODE
+            if self.firmware == "uefi-secureboot":
+                # The other UEFI machines stay on pc without SMM: what they were measured on.
+                code, machine, smm = OVMF_SECBOOT_CODE, "q35", "<smm state='on'/>"
+            loader = (f"<loader readonly='yes' secure='no' type='pflash'>{code}</loader>"
                       f"<nvram template='{OVMF_VARS}'>{self.dir / 'nvram.fd'}</nvram>")
         return f"""<domain type='qemu'>
   <name>{escape(self.name)}</name>
@@ -149,12 +164,12 @@ class Domain:
   <memory unit='MiB'>{self.memory_mib}</memory>
   <vcpu>{self.cpus}</vcpu>
   <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
+    <type arch='x86_64' machine='{machine}'>hvm</type>
     {loader}
     <boot dev='network'/>
     <boot dev='hd'/>
   </os>
-  <features><acpi/><apic/></features>
+  <features><acpi/><apic/>{smm}</features>
   <cpu mode='maximum'/>
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>restart</on_reboot>
@@ -175,6 +190,10 @@ class Domain:
 </domain>
 """
 
+    @property
+    def uefi(self):
+        return self.firmware.startswith("uefi")
+
     def define(self):
         for path in self.disk_images:
             with open(path, "wb") as f:
@@ -184,6 +203,22 @@ class Domain:
         xml_file.write_text(self.xml())
         virsh("define", str(xml_file))
         return self
+
+    def firmware_config(self):
+        """The persistent definition's firmware, as the BMC left it: {"machine", "smm",
+        "loader", "secure", "nvram", "template"}. sushy-tools changes only this definition
+        (a running domain keeps its firmware until it is started again), and renames the
+        NVRAM file on every Secure Boot change, so libvirt makes a fresh one from the new
+        template at the next start."""
+        tree = ET.fromstring(virsh("dumpxml", "--inactive", self.name))
+        loader, nvram = tree.find("os/loader"), tree.find("os/nvram")
+        return {"machine": tree.find("os/type").get("machine"),
+                "smm": tree.find("features/smm") is not None
+                and tree.find("features/smm").get("state") == "on",
+                "loader": loader.text if loader is not None else None,
+                "secure": loader.get("secure") if loader is not None else None,
+                "nvram": nvram.text if nvram is not None else None,
+                "template": nvram.get("template") if nvram is not None else None}
 
     def state(self):
         return virsh("domstate", self.name, check=False).strip()
@@ -209,7 +244,7 @@ class Domain:
 
     def undefine(self):
         virsh("destroy", self.name, check=False)
-        flags = ["--nvram"] if self.firmware == "uefi" else []
+        flags = ["--nvram"] if self.uefi else []
         virsh("undefine", self.name, *flags, check=False)
 
     def remove_disks(self):

@@ -22,7 +22,14 @@ from tests.ironic.conductors import FAILOVER_OPTIONS
 from tests.vmbench import FileServer, testos
 from tests.vmbench.bmc import RedfishEmulator, VirtualBMC
 from tests.vmbench.bootnet import IPXE_FILES, BootNetwork
-from tests.vmbench.libvirt import OVMF_CODE, Domain, Libvirtd, StoragePool
+from tests.vmbench.libvirt import (
+    OVMF_CODE,
+    OVMF_MS_VARS,
+    OVMF_SECBOOT_CODE,
+    Domain,
+    Libvirtd,
+    StoragePool,
+)
 from tests.vmbench.ramdisk import client_key
 from tests.vmbench.vm import HOST_KEY_LINE  # noqa: F401  (the tests read consoles with it)
 
@@ -46,6 +53,11 @@ def missing():
     return found
 
 
+def secure_boot_missing():
+    """What a "uefi-secureboot" machine needs beyond the rest of the lab (Debian's ovmf)."""
+    return [p for p in (OVMF_SECBOOT_CODE, OVMF_MS_VARS) if not os.path.exists(p)]
+
+
 def workdir():
     """A directory the lab's unprivileged daemons can enter: qemu runs as libvirt-qemu and
     dnsmasq's TFTP as nobody, and pytest's own tmp directories are private to root."""
@@ -57,7 +69,9 @@ def workdir():
 
 class Lab:
     """with Lab(workdir, ramdisk, machines={"bios": "bios", ...}) as lab: lab.ironic, lab.net,
-    lab.domains[name], lab.bmc, lab.enroll(name, ...)."""
+    lab.domains[name], lab.bmc, lab.enroll(name, ...). A machine's firmware: "bios", "uefi", or
+    "uefi-secureboot" (q35 with SMM, OVMF that enforces Secure Boot once the BMC turns it on;
+    not in the same lab as "uefi": the BMC emulator has one UEFI loader for all machines)."""
 
     def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
                  ipmi=False, automated_clean=True, glance=False, cpus=2, conductors=1):
@@ -65,6 +79,10 @@ class Lab:
         self.cpus = cpus                    # vCPUs per machine
         self.ramdisk = ramdisk
         self.machines = dict(machines)      # name -> firmware
+        if {"uefi", "uefi-secureboot"} <= set(self.machines.values()):
+            # sushy-tools writes its one UEFI loader into any domain whose boot mode or Secure
+            # Boot it changes: the SMM firmware on a pc machine does not start.
+            raise ValueError("a lab has either uefi or uefi-secureboot machines, not both")
         self.provision_opts = provision_opts
         self.serve_dir = serve_dir          # the images the machines download, on the bridge
         self.disks = disks
@@ -105,7 +123,7 @@ class Lab:
         pool = self.stack.enter_context(StoragePool(os.path.join(w, "pool"),
                                                     f"pa-pool-{os.getpid()}"))
         self.bmc = RedfishEmulator(w, [d.uuid for d in self.domains.values()],
-                                   storage_pool=pool.name).start()
+                                   storage_pool=pool.name, uefi_code=self._uefi_code()).start()
         self.stack.callback(self.bmc.stop)
         self.vbmc = None
         if self.ipmi:
@@ -122,6 +140,11 @@ class Lab:
         self.ironic = self._ironic(w, http_root)
         self.ironic.start()
         self.stack.callback(self.ironic.stop)
+
+    def _uefi_code(self):
+        if "uefi-secureboot" in self.machines.values():
+            return OVMF_SECBOOT_CODE
+        return OVMF_CODE
 
     def _ironic(self, w, http_root):
         if self.conductors == 1:
@@ -219,7 +242,11 @@ image_download_source = http
         dom = self.domains[name]
         hardware = "provision-redfish" if power == "redfish" else "provision-ipmi"
         management = "redfish" if power == "redfish" else "ipmitool"
-        capabilities = "boot_mode:" + ("uefi" if dom.firmware == "uefi" else "bios")
+        capabilities = "boot_mode:" + ("uefi" if dom.uefi else "bios")
+        if dom.firmware == "uefi-secureboot":
+            # What Nova's capabilities filter matches a flavor's capabilities:secure_boot=true
+            # against; Ironic itself only reads instance_info's.
+            capabilities += ",secure_boot:true"
         return self.ironic.enroll(
             name, self.driver_info(name, power), {}, macs=[dom.mac], driver=hardware,
             interfaces={"boot": boot, "power": "redfish" if power == "redfish" else "ipmitool",
