@@ -8,6 +8,7 @@ alone.
 """
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -72,6 +73,18 @@ class Libvirtd:
         self.close()
 
     @staticmethod
+    def _other_users():
+        """Defined domains of the labs' naming (pa-<machine>-<pid>) whose process is alive and
+        not this one; leftovers of dead processes do not count."""
+        names = virsh("list", "--all", "--name", check=False).split()
+        users = []
+        for name in names:
+            m = re.fullmatch(r"pa-.+-(\d+)", name)
+            if m and int(m.group(1)) != os.getpid() and _alive(int(m.group(1))):
+                users.append(name)
+        return users
+
+    @staticmethod
     def _answers():
         if not os.path.exists(SOCKET):
             return False
@@ -79,6 +92,14 @@ class Libvirtd:
                               timeout=30).returncode == 0
 
     def close(self):
+        users = self._other_users() if self.started else []
+        if users:
+            # Another test session's lab found our daemon answering and uses it: stopping
+            # it failed that session's deploy ("client socket is closed") and orphaned its
+            # qemu. Left running; the daemon is only a leftover, the VMs are someone's test.
+            print(f"libvirtd left running for the domains of other processes: {users}")
+            self.started = []
+            return
         for name, pidfile in reversed(self.started):
             try:
                 pid = int(pidfile.read_text())
@@ -231,7 +252,6 @@ class Domain:
 
     def wait_console(self, pattern, timeout, since=0):
         """Wait for a regex in the console log after byte offset `since`; returns the match."""
-        import re
         rx = re.compile(pattern)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
