@@ -16,6 +16,7 @@ is a few bytes at offsets checked against the file's size.
 """
 
 import os
+import stat
 import struct
 
 from provision_agent.drivers import target
@@ -29,7 +30,9 @@ NEEDED = (
 KERNEL_PREFIX = "vmlinuz-"
 MAX_KERNELS = 64
 # what grub-install --uefi-secure-boot leaves in the ESP (relative to it): shim under the
-# bootloader id and as the removable path's loader, the signed grub beside each
+# bootloader id and as the removable path's loader, the signed grub beside each (shim starts
+# the grubx64.efi next to itself; a fresh NVRAM, as after the BMC switched Secure Boot on,
+# has no entry and boots the removable path)
 SHIM = "shimx64.efi"
 GRUB = "grubx64.efi"
 REMOVABLE = "EFI/BOOT/BOOTX64.EFI"
@@ -49,11 +52,15 @@ def signed(path):
     Authenticode signature: a certificate table inside the file that starts with a
     WIN_CERTIFICATE of type PKCS#7 signed data."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO the image put there must not hold the run at open()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):     # nor a device node read in its place
+            return False
+        size = info.st_size
         head = f.read(4096)
         if len(head) < 0x40 or head[:2] != b"MZ":
             return False
@@ -108,7 +115,8 @@ def check_image(root):
 def check_installed(root, bootloader_id):
     """After grub-install: the loaders firmware starts (in the ESP at /boot/efi) are the
     signed ones."""
-    wanted = [f"EFI/{bootloader_id}/{SHIM}", f"EFI/{bootloader_id}/{GRUB}", REMOVABLE]
+    wanted = [f"EFI/{bootloader_id}/{SHIM}", f"EFI/{bootloader_id}/{GRUB}", REMOVABLE,
+              f"EFI/BOOT/{GRUB}"]
     unsigned = [w for w in wanted if not signed(target.resolve(root, f"/boot/efi/{w}"))]
     if unsigned:
         raise SecureBootError("grub-install --uefi-secure-boot left unsigned or no loaders in "

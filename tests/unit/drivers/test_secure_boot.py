@@ -56,6 +56,15 @@ def test_what_carries_no_signature_is_unsigned(tmp_path, data):
     assert not secure_boot.signed(put(tmp_path, "a.efi", data))
 
 
+def test_a_fifo_or_a_device_node_is_not_read(tmp_path):
+    """A hostile image's FIFO at the shim's path would block a plain open() for ever."""
+    import os
+    os.mkfifo(tmp_path / "fifo.efi")
+    assert not secure_boot.signed(tmp_path / "fifo.efi")
+    os.symlink("/dev/null", tmp_path / "null")
+    assert not secure_boot.signed(os.path.realpath(tmp_path / "null"))
+
+
 def test_a_link_is_not_followed(tmp_path):
     real = put(tmp_path, "real.efi", pe())
     (tmp_path / "link.efi").symlink_to(real)
@@ -124,7 +133,8 @@ def test_install_runs_the_images_grub_install_for_the_signed_chain_and_checks_th
     assert len(installs) == 2 and all("--uefi-secure-boot" in c for c in installs)
     assert "EFI/debian/shimx64.efi" in str(err.value)
     # what --uefi-secure-boot leaves: then the install goes through
-    for rel in ("EFI/debian/shimx64.efi", "EFI/debian/grubx64.efi", "EFI/BOOT/BOOTX64.EFI"):
+    for rel in ("EFI/debian/shimx64.efi", "EFI/debian/grubx64.efi", "EFI/BOOT/BOOTX64.EFI",
+                "EFI/BOOT/grubx64.efi"):
         put(tmp_path, f"/boot/efi/{rel}", pe())
     assert bootloader.install(FakeRunner(), str(tmp_path), {
         "boot_mode": "uefi", "targets": ["/dev/vda"], "secure_boot": True}) == "uefi"
