@@ -100,3 +100,24 @@ def test_table_gives_ours_over_ipa():
     text = hp.table([("image written", 40.0, 20.0), ("zero", 0.0, 1.0)])
     assert "| image written | 40.0 | 20.0 | 0.50 |" in text
     assert "| zero | 0.0 | 1.0 | — |" in text
+
+
+def test_the_report_puts_both_sides_of_one_run_side_by_side():
+    from benchmarks import head_to_head
+    side = {"deploy": {label: 10.0 for _, label in hp.DEPLOY_PHASES},
+            "power_on_to_active": 50.0, "instance boot to marker (from active)": 30.0,
+            "cleaning": {label: 4.0 for _, label in hp.CLEAN_PHASES}, "cleaning_total": 12.0}
+    ours = dict(side, power_on_to_active=25.0)
+    text = head_to_head.report({"sides": {"ipa": side, "ours": ours}})
+    assert "| **power on → active** | 50.0 | 25.0 | 0.50 |" in text
+    assert "| image written | 10.0 | 10.0 | 1.00 |" in text
+    assert text.count("\n") == 2 + len(hp.DEPLOY_PHASES) + 2 + len(hp.CLEAN_PHASES)
+
+
+def test_the_image_cache_key_follows_the_inputs_not_where_they_are_served():
+    from benchmarks import head_to_head_image as img
+    a = img.key("bios", "/c/test-os-69adaf71eb300789")
+    assert a == img.key("bios", "/elsewhere/test-os-69adaf71eb300789")
+    assert a != img.key("bios", "/c/test-os-0000000000000000")
+    with pytest.raises(ValueError, match="only a BIOS"):
+        img.key("uefi", "/c/test-os-69adaf71eb300789")
