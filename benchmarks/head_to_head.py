@@ -105,6 +105,23 @@ def cycle(lab, uuid, side, ramdisk, image):
             "cleaning_total": time.time() - undeploy}
 
 
+def recover(lab, uuid):
+    """Back to available after a side failed, with that side's cleaning; False if not."""
+    state = lab.ironic.node(uuid)["provision_state"]
+    try:
+        if state in ("active", "deploy failed", "wait call-back", "deploying"):
+            lab.ironic.set_state(uuid, "deleted")
+        elif state == "clean failed":
+            lab.ironic.set_state(uuid, "manage")
+            lab.ironic.wait_state(uuid, ["manageable"], 60)
+            lab.ironic.set_state(uuid, "provide")
+        lab.ironic.wait_state(uuid, ["available"], DEPLOY_TIMEOUT)
+        return True
+    except Exception as exc:
+        print(f"no way back to available: {exc!r}", flush=True)
+        return False
+
+
 def report(results):
     ipa, ours = results["sides"]["ipa"], results["sides"]["ours"]
     rows = [(k, ipa["deploy"][k], ours["deploy"][k]) for k in ipa["deploy"]]
@@ -155,10 +172,13 @@ def main():
                   flush=True)
             try:
                 results["sides"][side] = cycle(lab, uuid, side, ramdisks[side], image)
-            except Exception as exc:      # the other side's numbers are still worth keeping
-                results["sides"][side] = {"error": repr(exc)}
+            except Exception as exc:      # the other side's numbers are still worth having
+                node = lab.ironic.node(uuid)
+                results["sides"][side] = {"error": repr(exc), "state": node["provision_state"],
+                                          "last_error": node["last_error"]}
                 print(f"{side} failed: {exc!r}", flush=True)
-                break
+                if not recover(lab, uuid):
+                    break
     results["artifacts"] = str(getattr(lab, "artifacts", ""))
     results["uptime_after"] = uptime()
     OUT.mkdir(parents=True, exist_ok=True)
