@@ -281,3 +281,15 @@ def test_image_signature_follows_the_policy_and_its_form_is_checked():
     found = problems(node(image_signature="c2VjcmV0IHNpZ25hdHVyZQ=="))
     assert any("signature" in p for p in found)
     assert not any("c2VjcmV0" in p for p in found)
+
+
+@pytest.mark.parametrize("image_type,kernel,whole", [
+    ("partition", None, False), ("whole-disk", "http://h/k", True), (None, None, True),
+    (None, "http://h/k", False)])
+def test_image_type_decides_as_in_ironic_then_kernel_and_ramdisk(image_type, kernel, whole):
+    # An HTTP partition image is named by image_type alone (no kernel or ramdisk to give);
+    # written as a whole-disk image it would overwrite the table Ironic's layout asks for.
+    doc = node(image_type=image_type, kernel=kernel, ramdisk=kernel, swap_mb=256)
+    out = native(doc)
+    assert ("partitions" not in out["disks"][0]) == whole
+    assert (out["images"][0]["target"] == "root-disk") == whole
