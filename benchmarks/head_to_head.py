@@ -11,9 +11,10 @@ device hint and configdrive, its instance booted to the test OS's marker on the 
 console, then undeployed and cleaned (automated cleaning, each side's metadata erase) back to
 `available`. The node starts with one cleaning by the first side (enroll → provide).
 
-Row 1 (the only one so far): a bootable whole-disk raw image (benchmarks/head_to_head_image.py:
-GPT, bios_grub, the test OS's ext4 root and grub, 1 GiB), served over HTTP from the lab's
-bridge; BIOS.
+--row 1: a bootable whole-disk raw image (benchmarks/head_to_head_image.py: GPT, bios_grub,
+the test OS's ext4 root and grub, 1 GiB). --row 2: the test OS's ext4 root as a raw partition
+image with root_gb 3 and swap_mb 256 (Nova flavor sizes), a gpt table, each side installing
+the bootloader. BIOS; images served over HTTP from the lab's bridge.
 
 Per side and phase (benchmarks/head_to_head_phases.py, from the conductor's log and
 provision's events), the instance's boot to its marker (from `active`), the cleaning, and
@@ -70,17 +71,31 @@ def switch(lab, uuid, side, ramdisk):
         *({"op": "add", "path": f"/driver_info/{k}", "value": v} for k, v in info.items())])
 
 
-def instance_info(lab, image):
+def instance_info(lab, image, row):
     manifest = json.loads((image / "manifest.json").read_text())
-    return {"image_source": lab.images.url(manifest["file"]), "image_os_hash_algo": "sha256",
+    info = {"image_source": lab.images.url(manifest["file"]), "image_os_hash_algo": "sha256",
             "image_os_hash_value": manifest["sha256"], "image_disk_format": "raw"}
+    if row == 2:
+        # A Nova flavor's sizes, on 4 GiB disks: root, swap and the 64 MiB configdrive fit.
+        # gpt on BIOS (a bios_grub partition on both sides); IPA's default would be msdos.
+        info.update(image_type="partition", root_gb=3, swap_mb=256,
+                    kernel=lab.images.url(manifest["kernel"]),
+                    ramdisk=lab.images.url(manifest["ramdisk"]),
+                    capabilities={"disk_label": "gpt"})
+    return info
 
 
-def cycle(lab, uuid, side, ramdisk, image):
+def row_image(row, ramdisk, test_os):
+    if row == 1:
+        return h2h_image.ensure_whole_disk(MACHINE, ramdisk, test_os)
+    return h2h_image.ensure_partition_image(test_os)
+
+
+def cycle(lab, uuid, side, ramdisk, image, row):
     """One side: deploy → marker → undeploy + cleaning; its phases."""
     dom = lab.domains[MACHINE]
     switch(lab, uuid, side, ramdisk)
-    lablib.set_instance_info(lab.ironic, uuid, instance_info(lab, image))
+    lablib.set_instance_info(lab.ironic, uuid, instance_info(lab, image, row))
     console_at = len(dom.console_text())
     started = time.time()
     # The configdrive as Nova sends it: Ironic builds the ISO and both agents get its bytes.
@@ -137,6 +152,8 @@ def report(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--order", default="ipa,ours", help="which side goes first")
+    ap.add_argument("--row", type=int, choices=(1, 2), default=1,
+                    help="1: whole-disk raw image; 2: partition image, root_gb and swap_mb")
     ap.add_argument("--ramdisk", default=os.environ.get("PROVISION_RAMDISK_DIR")
                     or str(cache_dir() / "ramdisk" / "current"))
     ap.add_argument("--ipa-ramdisk", default=os.environ.get("IPA_RAMDISK_DIR")
@@ -148,9 +165,9 @@ def main():
     if missing:
         sys.exit(f"missing: {', '.join(missing)}")
     results = {"uptime_before": uptime(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-               "order": order, "sides": {}}
+               "row": args.row, "firmware": MACHINE, "order": order, "sides": {}}
     test_os = testos.build_dir()
-    image = h2h_image.ensure_whole_disk(MACHINE, Ramdisk(Path(args.ramdisk)), test_os)
+    image = row_image(args.row, Ramdisk(Path(args.ramdisk)), test_os)
     results["image"] = json.loads((image / "manifest.json").read_text())
     workdir = Path(lablib.workdir())
     ramdisks = {"ours": snapshot(Path(args.ramdisk).resolve(), workdir / "rd-ours", Ramdisk),
@@ -171,7 +188,8 @@ def main():
             print(f"{time.strftime('%H:%M:%S')} {side}: deploy, boot, undeploy, cleaning",
                   flush=True)
             try:
-                results["sides"][side] = cycle(lab, uuid, side, ramdisks[side], image)
+                results["sides"][side] = cycle(lab, uuid, side, ramdisks[side], image,
+                                               args.row)
             except Exception as exc:      # the other side's numbers are still worth having
                 node = lab.ironic.node(uuid)
                 results["sides"][side] = {"error": repr(exc), "state": node["provision_state"],
@@ -182,7 +200,7 @@ def main():
     results["artifacts"] = str(getattr(lab, "artifacts", ""))
     results["uptime_after"] = uptime()
     OUT.mkdir(parents=True, exist_ok=True)
-    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-row{args.row}.json"
     out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
     if all("deploy" in results["sides"].get(s, {}) for s in order):

@@ -108,6 +108,34 @@ def ensure_whole_disk(firmware, ramdisk, test_os_dir=None):
     return out
 
 
+def ensure_partition_image(test_os_dir=None):
+    """Row 2's partition image: the test OS's ext4 root as raw bytes (IPA inflates nothing),
+    with the test OS's kernel and initrd beside it, since an HTTP partition image is named by
+    its kernel and ramdisk (the ramdisk in the cached image predates ours reading
+    instance_info.image_type); keyed by the test OS build alone."""
+    test_os_dir = Path(test_os_dir or testos.build_dir())
+    out = cache_dir() / "head-to-head-images" / f"partition-{test_os_dir.name}"
+    if (out / "manifest.json").exists():
+        return out
+    tmp = out.with_name(out.name + f".{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        subprocess.run(["zstd", "-q", "-d", str(test_os_dir / "root.ext4.zst"), "-o",
+                        str(tmp / "root.ext4")], check=True)
+        for name, src in (("vmlinuz", testos.kernel()), ("initrd.img", testos.initrd())):
+            shutil.copyfile(src, tmp / name)
+        manifest = {"file": "root.ext4", "bytes": (tmp / "root.ext4").stat().st_size,
+                    "sha256": sha256(tmp / "root.ext4"), "kernel": "vmlinuz",
+                    "ramdisk": "initrd.img", "test_os": test_os_dir.name}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--firmware", default="bios")
