@@ -40,7 +40,7 @@ def node_events(log_text, node):
         ("state", re.compile(rf'Node {node} moved to provision state "([^"]+)"')),
         ("power", re.compile(rf"Successfully set node {node} power state to power (on|off)")),
         ("heartbeat", re.compile(rf"POST /v1/heartbeat/{node} - 202()")),
-        ("step", re.compile(rf"Executing \{{.*'step': '(\w+)'.*\}} on node {node}$")),
+        ("step", re.compile(rf"Executing \{{.*?'step': '(\w+)'.*\}} on node {node}$")),
         ("provision_done", re.compile(rf"provision (?:erase )?finished on node {node}()")),
     )
     found = []
