@@ -173,8 +173,13 @@ def main():
     ramdisks = {"ours": snapshot(Path(args.ramdisk).resolve(), workdir / "rd-ours", Ramdisk),
                 "ipa": snapshot(Path(args.ipa_ramdisk).resolve(), workdir / "rd-ipa",
                                 IpaRamdisk)}
-    results["ramdisks"] = {side: {"source": str(rd.directory), "initramfs_bytes":
-                                  rd.initramfs.stat().st_size} for side, rd in ramdisks.items()}
+    results["ramdisks"] = {side: {"source": str(Path(src).resolve()), "initramfs_bytes":
+                                  rd.initramfs.stat().st_size, "built_at":
+                                  rd.manifest.get("built_at"), "layers": {
+                                      k: v.get("sha256") for k, v in
+                                      rd.manifest.get("layers", {}).items()}}
+                           for (side, rd), src in zip(ramdisks.items(),
+                                                      (args.ramdisk, args.ipa_ramdisk))}
     opts = lablib.provision_opts(DEPLOY_TIMEOUT)
     with lablib.Lab(workdir, ramdisks["ours"], {MACHINE: MACHINE}, opts, serve_dir=image,
                     disks=2, cpus=2, ipa_ramdisk=ramdisks["ipa"]) as lab:
