@@ -41,13 +41,24 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
     "instance_info": {"properties": dict(
         {key: _STR for key in ("image_source", "image_url", "image_os_hash_algo",
                                "image_os_hash_value", "image_checksum", "image_disk_format",
-                               "kernel", "ramdisk", "ephemeral_format", "image_fs_type")},
+                               "kernel", "ramdisk", "ephemeral_format", "image_fs_type",
+                               "image_type")},
         # Ironic's OCI resolution: the registry's Authorization header for image_url
         image_request_authorization_secret={"type": ["string", "null"], "maxLength": 16384},
         # a detached OpenPGP signature of the image: a URL, or the armour itself
         image_signature={"type": ["string", "null"], "maxLength": 65536},
         capabilities={"type": ["object", "string", "null"]},
         configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
+
+
+def whole_disk(info):
+    """Ironic's answer (common/images.py is_whole_disk_image): image_type when set, which is
+    how an image that is no Glance image is named a partition image, else an image without
+    kernel and ramdisk. Deciding by kernel and ramdisk alone wrote a partition image given
+    with image_type=partition over the whole root disk."""
+    if info.get("image_type"):
+        return info["image_type"] != "partition"
+    return not info.get("kernel") and not info.get("ramdisk")
 
 
 class IronicDriver(DataDriver):
@@ -124,8 +135,7 @@ class IronicDriver(DataDriver):
         disk = {"id": ROOT_DISK, "match": fields.hints(data, add),
                 "origin": "properties.root_device"}
         doc = {"version": 1, "disks": [disk], "filesystems": []}
-        whole = not info.get("kernel") and not info.get("ramdisk")
-        if whole:
+        if whole_disk(info):
             image = fields.image(info, add, ROOT_DISK, True)
             doc["images"] = [image] if image else []
             if info.get("configdrive"):

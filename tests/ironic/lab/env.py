@@ -74,7 +74,8 @@ class Lab:
     not in the same lab as "uefi": the BMC emulator has one UEFI loader for all machines)."""
 
     def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
-                 ipmi=False, automated_clean=True, glance=False, cpus=2, conductors=1):
+                 ipmi=False, automated_clean=True, glance=False, cpus=2, conductors=1,
+                 ipa_ramdisk=None):
         self.workdir = str(workdir)
         self.cpus = cpus                    # vCPUs per machine
         self.ramdisk = ramdisk
@@ -92,6 +93,10 @@ class Lab:
         # >1: ironic-api and that many conductors over JSON-RPC on MariaDB, failing over
         # in seconds (tests/ironic/conductors.py)
         self.conductors = conductors
+        # Also Ironic's `direct` deploy with this ironic-python-agent ramdisk, for nodes
+        # enrolled with enroll(..., ramdisk=lab.ipa_ramdisk) (benchmarks/head_to_head.py);
+        # without it the lab's Ironic is configured as it always was.
+        self.ipa_ramdisk = ipa_ramdisk
         self.stack = contextlib.ExitStack()
 
     def __enter__(self):
@@ -190,7 +195,7 @@ images_path = {w}/images
 instance_master_path = {w}/master_images
 [conductor]
 automated_clean = {str(self.automated_clean).lower()}
-file_url_allowed_paths = {os.path.dirname(str(self.ramdisk.kernel))}
+file_url_allowed_paths = {",".join(self._ramdisk_dirs())}
 # a ramdisk that never heartbeats fails the deploy here, not after Ironic's 30 minutes
 deploy_callback_timeout = {self.provision_opts["deploy_timeout"] + 60}
 clean_callback_timeout = {self.provision_opts["deploy_timeout"] + 60}
@@ -213,6 +218,33 @@ connection_retry_interval = 1
 # command line the ramdisk needs (Ironic's default is "nofb vga=normal")
 use_swift = false
 kernel_append_params = console=ttyS0 sshkey={key}
+""" + self._ipa_conf()
+
+    def _ramdisk_dirs(self):
+        dirs = [os.path.dirname(str(self.ramdisk.kernel))]
+        if self.ipa_ramdisk:
+            dirs.append(os.path.dirname(str(self.ipa_ramdisk.kernel)))
+        return dirs
+
+    def _ipa_conf(self):
+        """What Ironic's `direct` deploy needs beside ours (benchmarks/head_to_head_notes.md)."""
+        if not self.ipa_ramdisk:
+            return ""
+        w = self.workdir
+        return f"""[DEFAULT]
+enabled_deploy_interfaces = provision,direct,fake
+enabled_raid_interfaces = no-raid,agent,provision
+[agent]
+# IPA's self-signed certificate (auto TLS) is kept here; the default is outside the lab
+certificates_path = {w}/ironic/certificates
+# without it IPA 13 refuses every grub-install (partition images on both firmwares, RAID)
+enable_bios_bootloader_install = true
+deploy_logs_collect = on_failure
+deploy_logs_local_path = {w}/ironic/deploy-logs
+[deploy]
+# IPA's erase_devices shreds every disk (minutes under TCG); its metadata erase (99) is
+# what ours does in automated cleaning
+erase_devices_priority = 0
 """
 
     def _glance_conf(self):
@@ -226,10 +258,10 @@ endpoint_override = {self.glance.url}
 image_download_source = http
 """
 
-    def driver_info(self, name, power="redfish"):
+    def driver_info(self, name, power="redfish", ramdisk=None):
+        """ramdisk: the node's deploy ramdisk when not the lab's own (e.g. lab.ipa_ramdisk)."""
         dom = self.domains[name]
-        info = {"deploy_kernel": f"file://{self.ramdisk.kernel}",
-                "deploy_ramdisk": f"file://{self.ramdisk.initramfs}"}
+        info = deploy_ramdisk_info(ramdisk or self.ramdisk)
         if power == "redfish":
             info.update(self.bmc.driver_info(dom.uuid))
         else:
@@ -237,8 +269,9 @@ image_download_source = http
         return info
 
     def enroll(self, name, power="redfish", boot="ipxe", provide_timeout=900, interfaces=None,
-               properties=None):
-        """interfaces, properties: more of the node's (e.g. {"inspect": "agent"})."""
+               properties=None, ramdisk=None):
+        """interfaces, properties: more of the node's (e.g. {"inspect": "agent"}); ramdisk: as
+        for driver_info."""
         dom = self.domains[name]
         hardware = "provision-redfish" if power == "redfish" else "provision-ipmi"
         management = "redfish" if power == "redfish" else "ipmitool"
@@ -248,11 +281,17 @@ image_download_source = http
             # against; Ironic itself only reads instance_info's.
             capabilities += ",secure_boot:true"
         return self.ironic.enroll(
-            name, self.driver_info(name, power), {}, macs=[dom.mac], driver=hardware,
+            name, self.driver_info(name, power, ramdisk), {}, macs=[dom.mac], driver=hardware,
             interfaces={"boot": boot, "power": "redfish" if power == "redfish" else "ipmitool",
                         "management": management, **(interfaces or {})},
             properties={"capabilities": capabilities, **(properties or {})},
             provide_timeout=provide_timeout)
+
+
+def deploy_ramdisk_info(ramdisk):
+    """The driver_info keys that name a node's deploy kernel and ramdisk."""
+    return {"deploy_kernel": f"file://{ramdisk.kernel}",
+            "deploy_ramdisk": f"file://{ramdisk.initramfs}"}
 
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[3] / "samples"

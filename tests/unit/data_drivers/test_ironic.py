@@ -307,3 +307,15 @@ def test_secure_boot_in_bios_or_against_the_layout_is_refused():
                        "bootloader": {"secure_boot": False}})
     (msg,) = problems(doc)
     assert msg.startswith("layout.bootloader.secure_boot: false, but Ironic turns Secure Boot on")
+
+
+@pytest.mark.parametrize("image_type,kernel,whole", [
+    ("partition", None, False), ("whole-disk", "http://h/k", True), (None, None, True),
+    (None, "http://h/k", False)])
+def test_image_type_decides_as_in_ironic_then_kernel_and_ramdisk(image_type, kernel, whole):
+    # An HTTP partition image is named by image_type alone (no kernel or ramdisk to give);
+    # written as a whole-disk image it would overwrite the table Ironic's layout asks for.
+    doc = node(image_type=image_type, kernel=kernel, ramdisk=kernel, swap_mb=256)
+    out = native(doc)
+    assert ("partitions" not in out["disks"][0]) == whole
+    assert (out["images"][0]["target"] == "root-disk") == whole

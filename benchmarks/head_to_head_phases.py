@@ -1,0 +1,114 @@
+"""Where a deploy's and a cleaning's seconds went, for benchmarks/head_to_head.py: read from the
+conductor's log (both sides leave the same INFO lines there: power actions, heartbeats at the
+API, the steps it executes, state changes) and, for ours, from provision's own step events,
+which the conductor keeps in driver_internal_info.
+
+Phases are cut at consecutive boundaries, so they add up to the whole: nothing is counted
+twice and no second is lost between two phases.
+"""
+
+import datetime
+import re
+
+LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \d+ \w+ \S+ \[[^\]]*\] (.*)$")
+
+# The deploy's boundaries, in order; a phase runs from its boundary to the next one.
+DEPLOY_PHASES = (
+    ("request", "request → power on"),
+    ("power_on", "power on → ramdisk reachable (first heartbeat)"),
+    ("heartbeat", "heartbeat → image write starts"),
+    ("image_start", "image written"),
+    ("image_end", "bootloader (and the rest of the agent's work)"),
+    ("agent_done", "done → active"),
+)
+CLEAN_PHASES = (
+    ("request", "undeploy: request → power on for cleaning"),
+    ("power_on", "cleaning: power on → first heartbeat"),
+    ("heartbeat", "cleaning: heartbeat → steps done, powered off, available"),
+)
+
+
+def seconds(stamp):
+    """A log time stamp as the host's epoch seconds (the log is in the host's local time)."""
+    return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+
+
+def node_events(log_text, node):
+    """(time, kind, detail) for every line about node: kind is state, power, heartbeat, step
+    or provision_done; detail the new state, on/off, or the step's name."""
+    patterns = (
+        ("state", re.compile(rf'Node {node} moved to provision state "([^"]+)"')),
+        ("power", re.compile(rf"Successfully set node {node} power state to power (on|off)")),
+        ("heartbeat", re.compile(rf"POST /v1/heartbeat/{node} - 202()")),
+        ("step", re.compile(rf"Executing \{{.*?'step': '(\w+)'.*\}} on node {node}$")),
+        ("provision_done", re.compile(rf"provision (?:erase )?finished on node {node}()")),
+    )
+    found = []
+    for line in log_text.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        for kind, rx in patterns:
+            hit = rx.search(m.group(2))
+            if hit:
+                found.append((seconds(m.group(1)), kind, hit.group(1)))
+                break
+    return found
+
+
+def _first(events, kind, detail=None, after=0.0):
+    for t, k, d in events:
+        if k == kind and t >= after and (detail is None or d == detail):
+            return t
+    raise LookupError(f"no {kind} {detail or ''} after {after}")
+
+
+def _cut(boundaries, names, end):
+    times = [boundaries[key] for key, _ in names] + [end]
+    return {label: times[i + 1] - times[i] for i, (_, label) in enumerate(names)}
+
+
+def deploy_phases(events, side, provision_events=()):
+    """The deploy's phases, from the request (available → deploying) to active. side "ipa":
+    Ironic's own steps mark the image (write_image) and the bootloader (prepare_instance_boot,
+    then tear_down_agent); side "ours": provision's write_image step, start and done, then
+    the conductor's "provision finished" line."""
+    b = {"request": _first(events, "state", "deploying")}
+    b["power_on"] = _first(events, "power", "on", b["request"])
+    b["heartbeat"] = _first(events, "heartbeat", None, b["power_on"])
+    active = _first(events, "state", "active", b["heartbeat"])
+    if side == "ipa":
+        b["image_start"] = _first(events, "step", "write_image", b["heartbeat"])
+        b["image_end"] = _first(events, "step", "prepare_instance_boot", b["image_start"])
+        b["agent_done"] = _first(events, "step", "tear_down_agent", b["image_end"])
+    else:
+        write = [e for e in provision_events
+                 if e.get("event") == "step" and e.get("kind") == "write_image"]
+        b["image_start"] = next(e["time"] for e in write if e["status"] == "start")
+        b["image_end"] = next(e["time"] for e in write if e["status"] == "done")
+        b["agent_done"] = _first(events, "provision_done", None, b["image_end"])
+    return _cut(b, DEPLOY_PHASES, active)
+
+
+def clean_phases(events, after):
+    """Undeploy + automated cleaning, from the request (active → deleting) to available."""
+    b = {"request": _first(events, "state", "deleting", after)}
+    b["power_on"] = _first(events, "power", "on", b["request"])
+    b["heartbeat"] = _first(events, "heartbeat", None, b["power_on"])
+    available = _first(events, "state", "available", b["heartbeat"])
+    return _cut(b, CLEAN_PHASES, available)
+
+
+def ratios(ours, ipa):
+    """ours/IPA per phase (None where IPA's is zero)."""
+    return {k: (ours[k] / ipa[k] if ipa.get(k) else None) for k in ours}
+
+
+def table(rows):
+    """rows: [(phase, ipa_seconds, ours_seconds)] as a Markdown table with ours/IPA."""
+    out = ["| phase | IPA (`direct`) s | ours (`provision`) s | ours/IPA |",
+           "|---|---:|---:|---:|"]
+    for phase, ipa, ours in rows:
+        ratio = f"{ours / ipa:.2f}" if ipa else "—"
+        out.append(f"| {phase} | {ipa:.1f} | {ours:.1f} | {ratio} |")
+    return "\n".join(out)

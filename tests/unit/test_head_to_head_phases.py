@@ -1,0 +1,123 @@
+"""The head-to-head benchmark's phases (benchmarks/head_to_head_phases.py), from conductor log
+lines as Ironic 39 writes them: each side's deploy and cleaning add up to the whole, with
+every boundary where that side's own lines put it."""
+
+import pytest
+
+from benchmarks import head_to_head_phases as hp
+
+NODE = "3547f1eb-bdf3-45fa-b5ff-4e73aabd5991"
+OTHER = "00000000-bdf3-45fa-b5ff-4e73aabd5991"
+REQ = "[None req-1 - - - - - -]"
+
+
+def line(stamp, module, text):
+    return f"2026-11-26 22:{stamp} 12939 INFO {module} {REQ} {text}"
+
+
+def state(stamp, new, old):
+    return line(stamp, "ironic.conductor.task_manager",
+                f'Node {NODE} moved to provision state "{new}" from state "{old}"; target '
+                f'provision state is "active"')
+
+
+def step(stamp, name, node=NODE):
+    return line(stamp, "ironic.conductor.deployments",
+                f"Executing {{'step': '{name}', 'priority': 80, 'interface': 'deploy'}} on node "
+                f"{node}")
+
+
+def power(stamp, on_off):
+    return line(stamp, "ironic.conductor.utils",
+                f"Successfully set node {NODE} power state to power {on_off} by rebooting.")
+
+
+def heartbeat(stamp, node=NODE):
+    return line(stamp, "ironic.api", f"10.0.0.5 - POST /v1/heartbeat/{node} - 202 (38.92ms)")
+
+
+IPA_LOG = "\n".join([
+    state("00:00.000", "deploying", "available"),
+    line("00:00.100", "ironic.conductor.deployments",
+         f"Executing automated cleaning on node {NODE}, remaining steps: []"),
+    power("00:05.000", "on"),
+    heartbeat("00:50.000", OTHER),
+    step("00:52.000", "write_image", OTHER),
+    heartbeat("01:05.000"),
+    step("01:06.000", "write_image"),
+    "a continuation line that is no log line",
+    heartbeat("01:40.000"),
+    step("01:41.000", "prepare_instance_boot"),
+    step("01:45.000", "tear_down_agent"),
+    power("01:55.000", "off"),
+    power("01:58.000", "on"),
+    state("02:00.000", "active", "deploying"),
+    state("03:00.000", "deleting", "active"),
+    power("03:04.000", "off"),
+    power("03:10.000", "on"),
+    heartbeat("04:00.000"),
+    state("04:30.000", "available", "cleaning"),
+])
+
+
+def test_ipa_deploy_phases_are_cut_at_its_steps_and_add_up():
+    events = hp.node_events(IPA_LOG, NODE)
+    phases = hp.deploy_phases(events, "ipa")
+    assert list(phases.values()) == pytest.approx([5, 60, 1, 35, 4, 15])
+    assert sum(phases.values()) == pytest.approx(120)
+    assert list(phases) == [label for _, label in hp.DEPLOY_PHASES]
+
+
+def test_cleaning_runs_from_the_undeploy_request_to_available():
+    events = hp.node_events(IPA_LOG, NODE)
+    phases = hp.clean_phases(events, after=hp.seconds("2026-11-26 22:02:00.000"))
+    assert list(phases.values()) == pytest.approx([10, 50, 30])
+
+
+def test_ours_takes_the_image_from_provision_events_and_the_end_from_the_conductor():
+    log = "\n".join([
+        state("00:00.000", "deploying", "available"), power("00:03.000", "on"),
+        heartbeat("00:40.000"),
+        line("01:20.500", "ironic_driver.follow",
+             f"provision finished on node {NODE}; resuming the deploy steps"),
+        state("01:30.000", "active", "deploying")])
+    t0 = hp.seconds("2026-11-26 22:00:00.000")
+    events = [{"event": "step", "kind": "wipe", "status": "start", "time": t0 + 42},
+              {"event": "step", "kind": "write_image", "status": "start", "time": t0 + 45},
+              {"event": "progress", "step": 2, "bytes": 1, "time": t0 + 50},
+              {"event": "step", "kind": "write_image", "status": "done", "time": t0 + 70}]
+    phases = hp.deploy_phases(hp.node_events(log, NODE), "ours", events)
+    assert list(phases.values()) == pytest.approx([3, 37, 5, 25, 10.5, 9.5])
+
+
+def test_a_missing_boundary_says_which():
+    with pytest.raises(LookupError, match="heartbeat"):
+        hp.deploy_phases(hp.node_events(state("00:00.000", "deploying", "available") + "\n"
+                                        + power("00:01.000", "on"), NODE), "ipa")
+
+
+def test_table_gives_ours_over_ipa():
+    text = hp.table([("image written", 40.0, 20.0), ("zero", 0.0, 1.0)])
+    assert "| image written | 40.0 | 20.0 | 0.50 |" in text
+    assert "| zero | 0.0 | 1.0 | — |" in text
+
+
+def test_the_report_puts_both_sides_of_one_run_side_by_side():
+    from benchmarks import head_to_head
+    side = {"deploy": {label: 10.0 for _, label in hp.DEPLOY_PHASES},
+            "power_on_to_active": 50.0, "instance boot to marker (from active)": 30.0,
+            "cleaning": {label: 4.0 for _, label in hp.CLEAN_PHASES}, "cleaning_total": 12.0}
+    ours = dict(side, power_on_to_active=25.0)
+    text = head_to_head.report({"sides": {"ipa": side, "ours": ours}})
+    assert "| **power on → active** | 50.0 | 25.0 | 0.50 |" in text
+    assert "| image written | 10.0 | 10.0 | 1.00 |" in text
+    assert text.count("\n") == 2 + len(hp.DEPLOY_PHASES) + 2 + len(hp.CLEAN_PHASES)
+
+
+def test_the_image_cache_key_follows_the_inputs_not_where_they_are_served():
+    from benchmarks import head_to_head_image as img
+    a = img.key("bios", "/c/test-os-69adaf71eb300789")
+    assert a == img.key("bios", "/elsewhere/test-os-69adaf71eb300789")
+    assert a != img.key("bios", "/c/test-os-0000000000000000")
+    with pytest.raises(ValueError, match="only a BIOS"):
+        img.key("uefi", "/c/test-os-69adaf71eb300789")
