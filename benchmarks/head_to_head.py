@@ -11,10 +11,15 @@ device hint and configdrive, its instance booted to the test OS's marker on the 
 console, then undeployed and cleaned (automated cleaning, each side's metadata erase) back to
 `available`. The node starts with one cleaning by the first side (enroll → provide).
 
---row 1: a bootable whole-disk raw image (benchmarks/head_to_head_image.py: GPT, bios_grub,
-the test OS's ext4 root and grub, 1 GiB). --row 2: the test OS's ext4 root as a raw partition
-image with root_gb 3 and swap_mb 256 (Nova flavor sizes), a gpt table, each side installing
-the bootloader. BIOS; images served over HTTP from the lab's bridge.
+--row 1: a bootable whole-disk image (benchmarks/head_to_head_image.py: GPT, bios_grub, the
+test OS's ext4 root and grub, 1 GiB), raw or (--format qcow2) compressed qcow2. --row 2: the
+test OS's ext4 root as a raw partition image with root_gb 3 and swap_mb 256 (Nova flavor
+sizes), a gpt table, each side installing the bootloader. --row 3: that partition image on
+software RAID-1 across both disks, asked for the same way on both sides (target_raid_config
+and a raid.apply_configuration deploy step with the same raid_config; IPA's `agent` RAID
+interface, ours' `provision`). --row 4, ours only (IPA has no entry): the RAID-1 with LVM on
+it, root and swap as logical volumes (instance_info/provision_layout). BIOS; images served
+over HTTP from the lab's bridge.
 
 Per side and phase (benchmarks/head_to_head_phases.py, from the conductor's log and
 provision's events), the instance's boot to its marker (from `active`), the cleaning, and
@@ -71,18 +76,66 @@ def switch(lab, uuid, side, ramdisk):
         *({"op": "add", "path": f"/driver_info/{k}", "value": v} for k, v in info.items())])
 
 
-def instance_info(lab, image, row):
+# Rows 3 and 4: both disks as RAID-1 members. is_root_volume: IPA writes to the array (its
+# root device otherwise follows the node's hint, /dev/vda, a member); ours ignores the key.
+RAID1 = {"logical_disks": [{"size_gb": "MAX", "raid_level": "1", "controller": "software",
+                            "is_root_volume": True,
+                            "physical_disks": [{"name": "/dev/vda"}, {"name": "/dev/vdb"}]}]}
+# The raid.apply_configuration deploy step's priority: IPA's runs in the ramdisk, after
+# deploy.deploy (100) boots it and before write_image (80); ours builds the layout the
+# deploy step (100) uploads, so it must come first (docs/ironic.md).
+RAID_STEP_PRIORITY = {"ipa": 90, "ours": 150}
+# Row 4: what IPA cannot build, LVM on the RAID-1; / and swap are logical volumes sized by
+# the flavor, /boot inside / (a partition image carries its /boot).
+LVM_ON_RAID1 = {
+    "version": 1,
+    "disks": [{"id": f"disk{i}", "match": {"name": f"/dev/vd{c}"}, "table": "gpt",
+               "partitions": [{"id": f"bios{i}", "size": "1MiB", "type": "bios_grub"},
+                              {"id": f"os{i}", "size": "remaining", "type": "raid"}]}
+              for i, c in enumerate("ab")],
+    "raids": [{"id": "md-os", "name": "os", "level": 1, "members": ["os0", "os1"]}],
+    "volume_groups": [{"id": "vg-os", "name": "os", "pvs": ["md-os"], "logical_volumes": [
+        {"id": "lv-root", "name": "root", "size": "root_gb"},
+        {"id": "lv-swap", "name": "swap", "size": "swap_mb"}]}],
+    "filesystems": [{"device": "lv-root", "type": "ext4", "mount": "/", "label": "root"},
+                    {"device": "lv-swap", "type": "swap"}],
+}
+ROW_SIDES = {1: ("ipa", "ours"), 2: ("ipa", "ours"), 3: ("ipa", "ours"), 4: ("ours",)}
+
+
+def instance_info(lab, image, row, image_file=None):
     manifest = json.loads((image / "manifest.json").read_text())
-    info = {"image_source": lab.images.url(manifest["file"]), "image_os_hash_algo": "sha256",
-            "image_os_hash_value": manifest["sha256"], "image_disk_format": "raw"}
-    if row == 2:
+    name = image_file or manifest["file"]
+    info = {"image_source": lab.images.url(name), "image_os_hash_algo": "sha256",
+            "image_os_hash_value": manifest["sha256"] if name == manifest["file"]
+            else h2h_image.sha256(image / name),
+            "image_disk_format": "qcow2" if name.endswith(".qcow2") else "raw"}
+    if row >= 2:
         # A Nova flavor's sizes, on 4 GiB disks: root, swap and the 64 MiB configdrive fit.
         # gpt on BIOS (a bios_grub partition on both sides); IPA's default would be msdos.
-        info.update(image_type="partition", root_gb=3, swap_mb=256,
-                    kernel=lab.images.url(manifest["kernel"]),
+        info.update(image_type="partition", root_gb=3, kernel=lab.images.url(manifest["kernel"]),
                     ramdisk=lab.images.url(manifest["ramdisk"]),
                     capabilities={"disk_label": "gpt"})
+        # Row 3: a RAID-1 of the whole disks; ours puts / on the array (no swap partition in
+        # Ironic's software RAID), so neither side is asked for swap.
+        if row != 3:
+            info["swap_mb"] = 256
+    if row == 4:
+        info["provision_layout"] = LVM_ON_RAID1
     return info
+
+
+def raid_setup(lab, uuid, side, row):
+    """Rows 3: the side's RAID interface, target_raid_config (IPA's install_bootloader looks
+    there for software RAID) and the deploy step that builds it; the deploy_steps to send."""
+    if row != 3:
+        return None
+    lab.ironic.request("PATCH", f"/v1/nodes/{uuid}", [
+        {"op": "replace", "path": "/raid_interface",
+         "value": "agent" if side == "ipa" else "provision"}])
+    lab.ironic.request("PUT", f"/v1/nodes/{uuid}/states/raid", RAID1)
+    return [{"interface": "raid", "step": "apply_configuration", "args": {"raid_config": RAID1},
+             "priority": RAID_STEP_PRIORITY[side]}]
 
 
 def row_image(row, ramdisk, test_os):
@@ -91,17 +144,20 @@ def row_image(row, ramdisk, test_os):
     return h2h_image.ensure_partition_image(test_os)
 
 
-def cycle(lab, uuid, side, ramdisk, image, row):
+def cycle(lab, uuid, side, ramdisk, image, row, image_file=None):
     """One side: deploy → marker → undeploy + cleaning; its phases."""
     dom = lab.domains[MACHINE]
     switch(lab, uuid, side, ramdisk)
-    lablib.set_instance_info(lab.ironic, uuid, instance_info(lab, image, row))
+    steps = raid_setup(lab, uuid, side, row)
+    lablib.set_instance_info(lab.ironic, uuid, instance_info(lab, image, row, image_file))
     console_at = len(dom.console_text())
     started = time.time()
     # The configdrive as Nova sends it: Ironic builds the ISO and both agents get its bytes.
-    lab.ironic.request("PUT", f"/v1/nodes/{uuid}/states/provision", {
-        "target": "active", "configdrive": {"meta_data": {"uuid": f"h2h-{side}",
-                                                          "hostname": f"h2h-{side}"}}})
+    request = {"target": "active", "configdrive": {"meta_data": {"uuid": f"h2h-{side}",
+                                                                 "hostname": f"h2h-{side}"}}}
+    if steps:
+        request["deploy_steps"] = steps
+    lab.ironic.request("PUT", f"/v1/nodes/{uuid}/states/provision", request)
     node = lablib.wait_state(lab.ironic, uuid, ["active"], DEPLOY_TIMEOUT)
     active = time.time()
     marker = dom.wait_console(lablib.MARKER, 900, since=console_at)
@@ -117,7 +173,9 @@ def cycle(lab, uuid, side, ramdisk, image, row):
             "instance boot to marker (from active)": booted - active,
             "marker": marker.group(0),
             "cleaning": hp.clean_phases(events, undeploy - 1),
-            "cleaning_total": time.time() - undeploy}
+            "cleaning_total": time.time() - undeploy,
+            # ours: provision's own step events (where its seconds went, step by step)
+            "provision_events": node["driver_internal_info"].get("provision_events", [])}
 
 
 def recover(lab, uuid):
@@ -138,36 +196,53 @@ def recover(lab, uuid):
 
 
 def report(results):
-    ipa, ours = results["sides"]["ipa"], results["sides"]["ours"]
-    rows = [(k, ipa["deploy"][k], ours["deploy"][k]) for k in ipa["deploy"]]
-    rows.append(("**power on → active**", ipa["power_on_to_active"], ours["power_on_to_active"]))
+    ours = results["sides"]["ours"]
+    ipa = results["sides"].get("ipa")
+    pick = (lambda *keys: _dig(ipa, keys)) if ipa else (lambda *keys: None)
+    rows = [(k, pick("deploy", k), ours["deploy"][k]) for k in ours["deploy"]]
+    rows.append(("**power on → active**", pick("power_on_to_active"),
+                 ours["power_on_to_active"]))
     key = "instance boot to marker (from active)"
-    rows.append((key, ipa[key], ours[key]))
-    rows += [(k, ipa["cleaning"][k], ours["cleaning"][k]) for k in ipa["cleaning"]]
-    rows.append(("**undeploy + cleaning → available**", ipa["cleaning_total"],
+    rows.append((key, pick(key), ours[key]))
+    rows += [(k, pick("cleaning", k), ours["cleaning"][k]) for k in ours["cleaning"]]
+    rows.append(("**undeploy + cleaning → available**", pick("cleaning_total"),
                  ours["cleaning_total"]))
     return hp.table(rows)
+
+
+def _dig(side, keys):
+    for key in keys:
+        side = side[key]
+    return side
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--order", default="ipa,ours", help="which side goes first")
-    ap.add_argument("--row", type=int, choices=(1, 2), default=1,
-                    help="1: whole-disk raw image; 2: partition image, root_gb and swap_mb")
+    ap.add_argument("--row", type=int, choices=sorted(ROW_SIDES), default=1,
+                    help="1: whole-disk image; 2: partition image, root_gb and swap_mb; 3: "
+                         "the partition image on software RAID-1; 4: ours only, LVM on the "
+                         "RAID-1")
+    ap.add_argument("--format", choices=("raw", "qcow2"), default="raw",
+                    help="row 1's image format (qcow2: compressed, as Glance images often are)")
     ap.add_argument("--ramdisk", default=os.environ.get("PROVISION_RAMDISK_DIR")
                     or str(cache_dir() / "ramdisk" / "current"))
     ap.add_argument("--ipa-ramdisk", default=os.environ.get("IPA_RAMDISK_DIR")
                     or str(cache_dir() / "ipa-ramdisk" / "current"))
     args = ap.parse_args()
-    order = args.order.split(",")
-    assert sorted(order) == ["ipa", "ours"], order
+    order = [side for side in args.order.split(",") if side in ROW_SIDES[args.row]]
+    assert sorted(order) == sorted(ROW_SIDES[args.row]), order
+    image_file = None
     missing = lablib.missing()
     if missing:
         sys.exit(f"missing: {', '.join(missing)}")
     results = {"uptime_before": uptime(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-               "row": args.row, "firmware": MACHINE, "order": order, "sides": {}}
+               "row": args.row, "format": args.format, "firmware": MACHINE, "order": order,
+               "sides": {}}
     test_os = testos.build_dir()
     image = row_image(args.row, Ramdisk(Path(args.ramdisk)), test_os)
+    if args.row == 1 and args.format == "qcow2":
+        image_file = h2h_image.ensure_qcow2(image)
     results["image"] = json.loads((image / "manifest.json").read_text())
     workdir = Path(lablib.workdir())
     ramdisks = {"ours": snapshot(Path(args.ramdisk).resolve(), workdir / "rd-ours", Ramdisk),
@@ -194,7 +269,7 @@ def main():
                   flush=True)
             try:
                 results["sides"][side] = cycle(lab, uuid, side, ramdisks[side], image,
-                                               args.row)
+                                               args.row, image_file)
             except Exception as exc:      # the other side's numbers are still worth having
                 node = lab.ironic.node(uuid)
                 results["sides"][side] = {"error": repr(exc), "state": node["provision_state"],
@@ -205,7 +280,7 @@ def main():
     results["artifacts"] = str(getattr(lab, "artifacts", ""))
     results["uptime_after"] = uptime()
     OUT.mkdir(parents=True, exist_ok=True)
-    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-row{args.row}.json"
+    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-row{args.row}-{args.format}.json"
     out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
     if all("deploy" in results["sides"].get(s, {}) for s in order):

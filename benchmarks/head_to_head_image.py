@@ -108,6 +108,19 @@ def ensure_whole_disk(firmware, ramdisk, test_os_dir=None):
     return out
 
 
+def ensure_qcow2(out):
+    """Row 1's image again as compressed qcow2 (how cloud images come from Glance), beside the
+    raw one and made from it: the same bytes once inflated. Returns its file name."""
+    raw = json.loads((out / "manifest.json").read_text())["file"]
+    path = out / (Path(raw).stem + ".qcow2")
+    if not path.exists():
+        tmp = path.with_name(path.name + f".{os.getpid()}")
+        subprocess.run(["qemu-img", "convert", "-c", "-O", "qcow2", "-f", "raw",
+                        str(out / raw), str(tmp)], check=True)
+        tmp.rename(path)
+    return path.name
+
+
 def ensure_partition_image(test_os_dir=None):
     """Row 2's partition image: the test OS's ext4 root as raw bytes (IPA inflates nothing),
     with the test OS's kernel and initrd beside it, since an HTTP partition image is named by

@@ -105,10 +105,12 @@ def ratios(ours, ipa):
 
 
 def table(rows):
-    """rows: [(phase, ipa_seconds, ours_seconds)] as a Markdown table with ours/IPA."""
+    """rows: [(phase, ipa_seconds, ours_seconds)] as a Markdown table with ours/IPA; ipa None
+    where IPA has no entry (row 4)."""
     out = ["| phase | IPA (`direct`) s | ours (`provision`) s | ours/IPA |",
            "|---|---:|---:|---:|"]
     for phase, ipa, ours in rows:
         ratio = f"{ours / ipa:.2f}" if ipa else "—"
-        out.append(f"| {phase} | {ipa:.1f} | {ours:.1f} | {ratio} |")
+        shown = "—" if ipa is None else f"{ipa:.1f}"
+        out.append(f"| {phase} | {shown} | {ours:.1f} | {ratio} |")
     return "\n".join(out)

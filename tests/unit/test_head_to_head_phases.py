@@ -121,3 +121,35 @@ def test_the_image_cache_key_follows_the_inputs_not_where_they_are_served():
     assert a != img.key("bios", "/c/test-os-0000000000000000")
     with pytest.raises(ValueError, match="only a BIOS"):
         img.key("uefi", "/c/test-os-69adaf71eb300789")
+
+
+def test_row_4_has_no_ipa_column_and_no_ratio():
+    from benchmarks import head_to_head
+    ours = {"deploy": {label: 10.0 for _, label in hp.DEPLOY_PHASES},
+            "power_on_to_active": 50.0, "instance boot to marker (from active)": 30.0,
+            "cleaning": {label: 4.0 for _, label in hp.CLEAN_PHASES}, "cleaning_total": 12.0}
+    text = head_to_head.report({"sides": {"ours": ours}})
+    assert "| **power on → active** | — | 50.0 | — |" in text
+
+
+class _Images:
+    def url(self, name):
+        return f"http://lab/{name}"
+
+
+@pytest.mark.parametrize("row", [1, 2, 3, 4])
+def test_each_row_asks_both_sides_for_the_same_instance(tmp_path, row):
+    import json
+
+    from benchmarks import head_to_head
+    manifest = {"file": "root.ext4", "sha256": "ab" * 32, "kernel": "vmlinuz",
+                "ramdisk": "initrd.img"}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    lab = type("Lab", (), {"images": _Images()})()
+    info = head_to_head.instance_info(lab, tmp_path, row)
+    assert info["image_source"] == "http://lab/root.ext4"
+    assert info.get("image_type") == (None if row == 1 else "partition")
+    # Ironic's software RAID has no swap partition (ours puts / on the whole array)
+    assert ("swap_mb" in info) == (row in (2, 4))
+    assert ("provision_layout" in info) == (row == 4)
+    assert head_to_head.ROW_SIDES[row] == (("ours",) if row == 4 else ("ipa", "ours"))

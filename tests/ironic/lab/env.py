@@ -245,6 +245,9 @@ deploy_logs_local_path = {w}/ironic/deploy-logs
 # IPA's erase_devices shreds every disk (minutes under TCG); its metadata erase (99) is
 # what ours does in automated cleaning
 erase_devices_priority = 0
+# an IPA node's software RAID (raid_interface agent) is deleted in automated cleaning, before
+# the metadata erase, which skips RAID members (IPA's default priority is 0: kept)
+delete_configuration_priority = 100
 """
 
     def _glance_conf(self):
