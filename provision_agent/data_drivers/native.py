@@ -137,7 +137,8 @@ def build_layout(doc):
         layout.bootloader = model.Bootloader(
             type=b.get("type", "grub2"), boot_mode=b.get("boot_mode", "auto"),
             targets=b.get("targets"), kernel_params=b.get("kernel_params", ""),
-            secure_boot=b.get("secure_boot", False), origin=b.get("origin", "$.bootloader"))
+            secure_boot=b.get("secure_boot", False), initramfs=b.get("initramfs", "auto"),
+            origin=b.get("origin", "$.bootloader"))
     if "configdrive" in doc:
         c = doc["configdrive"]
         layout.configdrive = model.Configdrive(

@@ -101,7 +101,11 @@ def install(runner, root, args):
         if signed and not in_chroot:
             raise SecureBootError("Secure Boot was asked for, but the image has no "
                                   "grub-install: the ramdisk's grub is not signed")
-        initramfs.regenerate(ch)
+        if args.get("initramfs", "rebuild") == "rebuild":
+            initramfs.regenerate(ch)
+        else:
+            LOG.info("initramfs: the image's own is kept (/ is its filesystem on a plain "
+                     "device: nothing this run made has to be in it)")
         LOG.info("bootloader: grub-install from the %s%s", "image" if in_chroot else "ramdisk",
                  ", signed chain (shim, signed grub)" if signed else "")
         for argv in install_commands(mode, targets, root, in_chroot, signed):

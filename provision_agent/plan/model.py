@@ -142,6 +142,7 @@ class Bootloader:
     targets: list | None = None        # disk ids; None: every disk holding a boot partition
     kernel_params: str = ""
     secure_boot: bool = False          # shim + signed grub, checked signed, from the image
+    initramfs: str = "auto"            # auto | rebuild (plan/initramfs_policy.py)
     origin: str = ""
 
 

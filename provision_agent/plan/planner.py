@@ -8,7 +8,7 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import redact
-from provision_agent.plan import parttypes, planner_crypt
+from provision_agent.plan import initramfs_policy, parttypes, planner_crypt
 from provision_agent.plan import steps as st
 from provision_agent.plan.units import human
 
@@ -245,6 +245,10 @@ def _system_files(res):
     return steps
 
 
+INITRAMFS_WORDS = {initramfs_policy.KEEP: "kept as the image has it",
+                   initramfs_policy.REBUILD: "rebuilt by the image's own tool"}
+
+
 def _bootloader(res, copies):
     bl = res.layout.bootloader
     if not bl or bl.type == "none":
@@ -253,11 +257,14 @@ def _bootloader(res, copies):
     extra = [res.devices.get(p) for p in copies]
     params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)
     mode = f"{bl.boot_mode}, Secure Boot: shim + signed grub" if bl.secure_boot else bl.boot_mode
+    initramfs, because = initramfs_policy.choose(res.layout, multipath_wwids(res.layout, res))
     return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra, bl.secure_boot,
+                          initramfs,
                           description=f"grub2 ({mode}) on "
                           f"{', '.join(targets) or 'no disk'}{why}"
                           + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
-                             if extra else ""))]
+                             if extra else "")
+                          + f"; initramfs {INITRAMFS_WORDS[initramfs]} ({because})")]
 
 
 def _configdrive(res):

@@ -187,7 +187,9 @@ class MultipathConf(Step):
 @dataclass
 class Bootloader(Step):
     """grub2 for `boot_mode` on the `targets` disks; an ESP copied to `esp_copies` (UEFI);
-    with `secure_boot`, the image's shim and signed grub, each piece checked to be signed."""
+    with `secure_boot`, the image's shim and signed grub, each piece checked to be signed.
+    `initramfs`: "rebuild" (the image's tool regenerates it) or "keep" (the image's own;
+    plan/initramfs_policy.py); a plan without it rebuilds."""
     kind: ClassVar[str] = "bootloader"
     type: str
     boot_mode: str
@@ -195,6 +197,7 @@ class Bootloader(Step):
     kernel_params: str = ""
     esp_copies: list = field(default_factory=list)
     secure_boot: bool = False
+    initramfs: str = field(default="rebuild", metadata=OPTIONAL)
 
 
 @dataclass

@@ -155,3 +155,18 @@ def test_nvram_entries_for_every_esp_with_the_primary_first_in_boot_order(monkey
     made = [(c[c.index("-d") + 1], c[c.index("-L") + 1]) for c in r.calls if c[0] == "efibootmgr"]
     # efibootmgr -c puts each new entry first: the primary is created last
     assert made == [("/dev/vdb", "debian (/dev/vdb)"), ("/dev/vda", "debian")]
+
+
+@pytest.mark.parametrize("choice,rebuilt", [("keep", False), ("rebuild", True), (None, True)])
+def test_the_initramfs_is_rebuilt_unless_the_plan_keeps_the_images_own(tmp_path, choice,
+                                                                        rebuilt):
+    # a plan written before the choice existed (None) rebuilds, as every plan did then
+    _target_with_grub(tmp_path)
+    r = FakeRunner()
+    args = {"boot_mode": "bios", "targets": ["/dev/vda"]}
+    if choice:
+        args["initramfs"] = choice
+    bootloader.install(r, str(tmp_path), args)
+    tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
+    assert ("update-initramfs" in tools) == rebuilt
+    assert "grub-install" in tools and "grub-mkconfig" in tools
