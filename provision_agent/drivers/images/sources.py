@@ -228,12 +228,13 @@ BUILTIN = {"file": FileSource, "http": HttpSource, "https": HttpSource}
 
 
 def _source_class(scheme):
+    # Ours without stevedore's scan of every package's entry points (pipeline.py says why).
+    if scheme in BUILTIN:
+        return BUILTIN[scheme]
     try:
         from stevedore import driver
         return driver.DriverManager(NAMESPACE, scheme, invoke_on_load=False).driver
     except Exception:   # stevedore raises NoMatches or RuntimeError by version
-        if scheme in BUILTIN:
-            return BUILTIN[scheme]
         raise ImageError(f"image URI scheme {scheme!r} is not supported "
                          f"(known: {', '.join(sorted(BUILTIN))})") from None
 
