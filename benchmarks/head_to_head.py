@@ -46,7 +46,6 @@ from tests.vmbench import testos  # noqa: E402
 from tests.vmbench.ipa import IpaRamdisk  # noqa: E402
 from tests.vmbench.ramdisk import Ramdisk, cache_dir  # noqa: E402
 
-MACHINE = "bios"
 DEPLOY_TIMEOUT = 1500
 DEPLOY_INTERFACE = {"ipa": "direct", "ours": "provision"}
 OUT = ROOT / "artifacts" / "head-to-head"
@@ -138,15 +137,15 @@ def raid_setup(lab, uuid, side, row):
              "priority": RAID_STEP_PRIORITY[side]}]
 
 
-def row_image(row, ramdisk, test_os):
+def row_image(row, ramdisk, test_os, firmware):
     if row == 1:
-        return h2h_image.ensure_whole_disk(MACHINE, ramdisk, test_os)
+        return h2h_image.ensure_whole_disk(firmware, ramdisk, test_os)
     return h2h_image.ensure_partition_image(test_os)
 
 
 def cycle(lab, uuid, side, ramdisk, image, row, image_file=None):
     """One side: deploy → marker → undeploy + cleaning; its phases."""
-    dom = lab.domains[MACHINE]
+    (dom,) = lab.domains.values()
     switch(lab, uuid, side, ramdisk)
     steps = raid_setup(lab, uuid, side, row)
     lablib.set_instance_info(lab.ironic, uuid, instance_info(lab, image, row, image_file))
@@ -223,6 +222,8 @@ def main():
                     help="1: whole-disk image; 2: partition image, root_gb and swap_mb; 3: "
                          "the partition image on software RAID-1; 4: ours only, LVM on the "
                          "RAID-1")
+    ap.add_argument("--firmware", choices=("bios", "uefi"), default="bios",
+                    help="the machine's firmware (uefi: OVMF, Ironic's default boot mode)")
     ap.add_argument("--format", choices=("raw", "qcow2"), default="raw",
                     help="row 1's image format (qcow2: compressed, as Glance images often are)")
     ap.add_argument("--ramdisk", default=os.environ.get("PROVISION_RAMDISK_DIR")
@@ -237,10 +238,10 @@ def main():
     if missing:
         sys.exit(f"missing: {', '.join(missing)}")
     results = {"uptime_before": uptime(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-               "row": args.row, "format": args.format, "firmware": MACHINE, "order": order,
+               "row": args.row, "format": args.format, "firmware": args.firmware, "order": order,
                "sides": {}}
     test_os = testos.build_dir()
-    image = row_image(args.row, Ramdisk(Path(args.ramdisk)), test_os)
+    image = row_image(args.row, Ramdisk(Path(args.ramdisk)), test_os, args.firmware)
     if args.row == 1 and args.format == "qcow2":
         image_file = h2h_image.ensure_qcow2(image)
     results["image"] = json.loads((image / "manifest.json").read_text())
@@ -256,11 +257,12 @@ def main():
                            for (side, rd), src in zip(ramdisks.items(),
                                                       (args.ramdisk, args.ipa_ramdisk))}
     opts = lablib.provision_opts(DEPLOY_TIMEOUT)
-    with lablib.Lab(workdir, ramdisks["ours"], {MACHINE: MACHINE}, opts, serve_dir=image,
+    machine = args.firmware
+    with lablib.Lab(workdir, ramdisks["ours"], {machine: machine}, opts, serve_dir=image,
                     disks=2, cpus=2, ipa_ramdisk=ramdisks["ipa"]) as lab:
         first = order[0]
         t = time.time()
-        uuid = lab.enroll(MACHINE, provide_timeout=DEPLOY_TIMEOUT, ramdisk=ramdisks[first],
+        uuid = lab.enroll(machine, provide_timeout=DEPLOY_TIMEOUT, ramdisk=ramdisks[first],
                           interfaces={"deploy": DEPLOY_INTERFACE[first]},
                           properties={"root_device": {"name": "/dev/vda"}})
         results["enroll_provide_first_cleaning"] = {"side": first, "seconds": time.time() - t}
@@ -280,7 +282,8 @@ def main():
     results["artifacts"] = str(getattr(lab, "artifacts", ""))
     results["uptime_after"] = uptime()
     OUT.mkdir(parents=True, exist_ok=True)
-    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-row{args.row}-{args.format}.json"
+    out = OUT / (f"{time.strftime('%Y%m%d-%H%M%S')}-row{args.row}-{args.firmware}-"
+                 f"{args.format}.json")
     out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results, indent=1))
     if all("deploy" in results["sides"].get(s, {}) for s in order):

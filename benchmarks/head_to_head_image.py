@@ -27,21 +27,27 @@ from tests.vmbench import testos  # noqa: E402
 from tests.vmbench.ramdisk import Ramdisk, cache_dir  # noqa: E402
 
 RECIPE = 1
-# Big enough for the test OS's 931 MiB ext4 and the initramfs grub's step rebuilds in it;
-# small because both sides download and write every byte of a raw image.
-DISK_SIZE = "1G"
+# Big enough for the test OS's 931 MiB ext4 and the initramfs grub's step rebuilds in it
+# (and UEFI's 128 MiB ESP); small because both sides download and write every byte of a raw
+# image.
+DISK_SIZES = {"bios": "1G", "uefi": "1152M"}
 
 
 def layout(firmware, image_uri, image_checksum):
-    if firmware != "bios":
-        raise ValueError(f"only a BIOS whole-disk image is made so far, not {firmware!r}")
+    """BIOS: GPT with a bios_grub partition; UEFI: an ESP, grub at the removable path too
+    (a machine's fresh NVRAM has no entry for it)."""
+    if firmware not in ("bios", "uefi"):
+        raise ValueError(f"a whole-disk image is made for bios or uefi, not {firmware!r}")
+    boot = ({"id": "bios", "size": "1MiB", "type": "bios_grub"} if firmware == "bios" else
+            {"id": "esp", "size": "128MiB", "type": "esp"})
+    esp = ([{"device": "esp", "type": "vfat", "mount": "/boot/efi", "label": "EFI"}]
+           if firmware == "uefi" else [])
     return {
         "version": 1,
         "disks": [{"id": "disk0", "match": {"name": "/dev/vda"}, "table": "gpt",
-                   "partitions": [{"id": "bios", "size": "1MiB", "type": "bios_grub"},
-                                  {"id": "root", "size": "remaining", "type": "linux",
-                                   "name": "root"}]}],
-        "filesystems": [{"device": "root", "type": "ext4", "mount": "/", "label": "root"}],
+                   "partitions": [boot, {"id": "root", "size": "remaining", "type": "linux",
+                                         "name": "root"}]}],
+        "filesystems": [{"device": "root", "type": "ext4", "mount": "/", "label": "root"}] + esp,
         "images": [{"uri": image_uri, "format": "raw", "target": "root",
                     "checksum": image_checksum}],
         "bootloader": {"boot_mode": firmware, "kernel_params": "console=ttyS0"},
@@ -50,8 +56,9 @@ def layout(firmware, image_uri, image_checksum):
 
 def key(firmware, test_os_dir):
     """What the image is made from; the URI the VM fetches it by is not part of it."""
-    doc = {"recipe": RECIPE, "test_os": Path(test_os_dir).name, "disk_size": DISK_SIZE,
-           "layout": layout(firmware, "", "")}
+    shape = layout(firmware, "", "")       # refuses a firmware it has no image for
+    doc = {"recipe": RECIPE, "test_os": Path(test_os_dir).name,
+           "disk_size": DISK_SIZES[firmware], "layout": shape}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -83,13 +90,13 @@ def ensure_whole_disk(firmware, ramdisk, test_os_dir=None):
     tmp.mkdir(parents=True)
     try:
         with FileServer(test_os_dir) as srv, VM(
-                disks=1, disk_size=DISK_SIZE, name="h2h-image", ramdisk=ramdisk,
+                disks=1, disk_size=DISK_SIZES[firmware], name="h2h-image", ramdisk=ramdisk,
                 firmware=firmware, serials=["disk0"], keep_disks=True) as vm:
             doc = layout(firmware, srv.guest_url(source.name), testos.checksum(source))
             run = vm.provision(doc, ["--debug"])
             if run.returncode != 0:
                 raise RuntimeError(f"provision exited {run.returncode}:\n{run.log[-4000:]}")
-            root_uuid = vm.ssh("blkid -s UUID -o value /dev/vda2").stdout.strip()
+            root_uuid = vm.ssh("blkid -s UUID -o value /dev/vda2").stdout.strip()   # root
             vm.stop()
             raw = tmp / f"disk-{firmware}.raw"
             subprocess.run(["cp", "--sparse=always", str(vm.disk_images[0]), str(raw)],

@@ -119,8 +119,9 @@ def test_the_image_cache_key_follows_the_inputs_not_where_they_are_served():
     a = img.key("bios", "/c/test-os-69adaf71eb300789")
     assert a == img.key("bios", "/elsewhere/test-os-69adaf71eb300789")
     assert a != img.key("bios", "/c/test-os-0000000000000000")
-    with pytest.raises(ValueError, match="only a BIOS"):
-        img.key("uefi", "/c/test-os-69adaf71eb300789")
+    assert img.key("uefi", "/c/test-os-69adaf71eb300789") != a
+    with pytest.raises(ValueError, match="bios or uefi"):
+        img.key("uefi-secureboot", "/c/test-os-69adaf71eb300789")
 
 
 def test_row_4_has_no_ipa_column_and_no_ratio():
