@@ -12,7 +12,14 @@ match the image's kernel and config): it installs shim and the signed grub (secu
 import logging
 import os
 
-from provision_agent.drivers import grub_config, initramfs, kernel_cmdline, mount, secure_boot
+from provision_agent.drivers import (
+    grub_config,
+    initramfs,
+    kernel_cmdline,
+    mount,
+    secure_boot,
+    target,
+)
 from provision_agent.drivers.chroot import bound
 from provision_agent.drivers.secure_boot import SecureBootError
 
@@ -101,11 +108,8 @@ def install(runner, root, args):
         if signed and not in_chroot:
             raise SecureBootError("Secure Boot was asked for, but the image has no "
                                   "grub-install: the ramdisk's grub is not signed")
-        if args.get("initramfs", "rebuild") == "rebuild":
+        if _rebuild_initramfs(args, root):
             initramfs.regenerate(ch)
-        else:
-            LOG.info("initramfs: the image's own is kept (/ is its filesystem on a plain "
-                     "device: nothing this run made has to be in it)")
         LOG.info("bootloader: grub-install from the %s%s", "image" if in_chroot else "ramdisk",
                  ", signed chain (shim, signed grub)" if signed else "")
         for argv in install_commands(mode, targets, root, in_chroot, signed):
@@ -124,6 +128,26 @@ def install(runner, root, args):
     elif copies:
         LOG.info("bootloader: BIOS mode, so %s stay empty ESPs", ", ".join(copies))
     return mode
+
+
+def _rebuild_initramfs(args, root):
+    """The plan's choice (plan/initramfs_policy.py), unless it keeps an initramfs the image
+    does not have: a kernel without one would not find its root."""
+    if args.get("initramfs", "rebuild") == "rebuild":
+        return True
+    try:
+        found = grub_config.kernels(target.resolve(root, "/boot"))
+    except OSError:
+        found = []
+    bare = [version for version, initrd in found if not initrd]
+    if not found or bare:
+        LOG.info("initramfs: the plan keeps the image's own, but %s: rebuilt",
+                 f"kernel {', '.join(bare)} has none" if bare else "the image has no kernel "
+                 "in /boot")
+        return True
+    LOG.info("initramfs: the image's own is kept (/ is its filesystem on a plain device: "
+             "nothing this run made has to be in it)")
+    return False
 
 
 def _check_secure_boot(mode, root):

@@ -162,6 +162,8 @@ def test_the_initramfs_is_rebuilt_unless_the_plan_keeps_the_images_own(tmp_path,
                                                                         rebuilt):
     # a plan written before the choice existed (None) rebuilds, as every plan did then
     _target_with_grub(tmp_path)
+    _exe(tmp_path, "boot/vmlinuz-6.1.0-9-amd64")
+    _exe(tmp_path, "boot/initrd.img-6.1.0-9-amd64")
     r = FakeRunner()
     args = {"boot_mode": "bios", "targets": ["/dev/vda"]}
     if choice:
@@ -170,3 +172,19 @@ def test_the_initramfs_is_rebuilt_unless_the_plan_keeps_the_images_own(tmp_path,
     tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
     assert ("update-initramfs" in tools) == rebuilt
     assert "grub-install" in tools and "grub-mkconfig" in tools
+
+
+@pytest.mark.parametrize("files", [["boot/vmlinuz-6.1.0-9-amd64"], ["boot/config-6.1"],
+                                   ["boot/vmlinuz-6.1.0-9-amd64", "boot/initrd.img-6.1.0-9-amd64",
+                                    "boot/vmlinuz-6.1.0-10-amd64"]])
+def test_kept_only_when_every_kernel_has_its_initramfs(tmp_path, files):
+    # an image whose kernel has no initramfs (or with no kernel at all) gets one made: kept,
+    # the kernel would not find its root
+    _target_with_grub(tmp_path)
+    for f in files:
+        _exe(tmp_path, f)
+    r = FakeRunner()
+    bootloader.install(r, str(tmp_path), {"boot_mode": "bios", "targets": ["/dev/vda"],
+                                          "initramfs": "keep"})
+    tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
+    assert "update-initramfs" in tools
