@@ -67,11 +67,14 @@ def image_dir(firmware, test_os_dir):
 
 
 def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return testos.checksum(path).split(":", 1)[1]
+
+
+def _publish(tmp, out, manifest):
+    """tmp, with its manifest, becomes out (a run that dies half-way leaves no out)."""
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
 
 
 def ensure_whole_disk(firmware, ramdisk, test_os_dir=None):
@@ -107,9 +110,7 @@ def ensure_whole_disk(firmware, ramdisk, test_os_dir=None):
                     "ramdisk": str(ramdisk.directory), "recipe": RECIPE,
                     "layout": layout(firmware, "<served>", testos.checksum(source)),
                     "seconds": round(time.monotonic() - started, 1)}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+        _publish(tmp, out, manifest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
@@ -148,9 +149,7 @@ def ensure_partition_image(test_os_dir=None):
         manifest = {"file": "root.ext4", "bytes": (tmp / "root.ext4").stat().st_size,
                     "sha256": sha256(tmp / "root.ext4"), "kernel": "vmlinuz",
                     "ramdisk": "initrd.img", "test_os": test_os_dir.name}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+        _publish(tmp, out, manifest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
