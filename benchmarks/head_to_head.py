@@ -230,7 +230,12 @@ def main():
                     or str(cache_dir() / "ramdisk" / "current"))
     ap.add_argument("--ipa-ramdisk", default=os.environ.get("IPA_RAMDISK_DIR")
                     or str(cache_dir() / "ipa-ramdisk" / "current"))
+    ap.add_argument("--report", metavar="JSON",
+                    help="print the table of a run saved under artifacts/head-to-head and exit")
     args = ap.parse_args()
+    if args.report:
+        print(report(json.loads(Path(args.report).read_text())))
+        return
     order = [side for side in args.order.split(",") if side in ROW_SIDES[args.row]]
     assert sorted(order) == sorted(ROW_SIDES[args.row]), order
     image_file = None
