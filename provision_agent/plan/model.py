@@ -184,6 +184,13 @@ class Layout:
             for lv in vg.logical_volumes:
                 yield vg, lv
 
+    def whole_disk_targets(self):
+        """Ids of the disks a whole-disk image is written to: format disk, or a qcow2
+        converted onto a whole disk (Ironic's qcow2 disk images, the commonest in Glance)."""
+        disk_ids = {d.id for d in self.disks}
+        return {im.target for im in self.images
+                if im.format == "disk" or (im.format == "qcow2" and im.target in disk_ids)}
+
     def kept_ids(self):
         """Ids of the devices whose contents stay: kept partitions, and the LVs of kept VGs."""
         kept = {p.id for _, p in self.partitions() if p.keep}

@@ -177,7 +177,7 @@ def _check_configdrive_disk(layout, add):
         else layout.disks[0]
     if disk is None or disk.partitions:
         return
-    if not any(im.format == "disk" and im.target == disk.id for im in layout.images):
+    if disk.id not in layout.whole_disk_targets():
         add(cd, f"disk {disk.id!r} has no partitions and gets no whole-disk image: there is "
                 f"no partition table to add the configdrive partition to; name a partition "
                 f"with 'partition' or another disk with 'disk'")
@@ -256,11 +256,7 @@ def _check_filesystems(layout, use, block_ids, add):
             mounts[fs.mount] = fs
         if fs.mount == "/boot/efi" and fs.type != "vfat":
             add(fs, "the ESP mounted at /boot/efi must be vfat")
-    # A qcow2 converted onto a whole disk is a whole-disk image too (Ironic's qcow2 disk images).
-    disk_ids = {d.id for d in layout.disks}
-    whole_disk_image = any(im.format == "disk" or (im.format == "qcow2" and im.target in disk_ids)
-                           for im in layout.images)
-    if "/" not in mounts and not whole_disk_image:
+    if "/" not in mounts and not layout.whole_disk_targets():
         add(_Anywhere("$.filesystems"), "no root filesystem: one filesystem must mount at /")
 
 
