@@ -145,8 +145,16 @@ def _rebuild_initramfs(args, root):
                  f"kernel {', '.join(bare)} has none" if bare else "the image has no kernel "
                  "in /boot")
         return True
-    LOG.info("initramfs: the image's own is kept (/ is its filesystem on a plain device: "
-             "nothing this run made has to be in it)")
+    missing = initramfs.lacking(target.resolve(root, "/boot"), found,
+                                args.get("initramfs_needs") or [])
+    if missing:
+        LOG.info("initramfs: the plan keeps the image's own, but it lacks %s: rebuilt",
+                 ", ".join(missing))
+        return True
+    needs = args.get("initramfs_needs") or []
+    LOG.info("initramfs: the image's own is kept (/ is its filesystem%s)",
+             f"; it carries {' and '.join(needs)}, which assemble what this run made"
+             if needs else " on a plain device: nothing this run made has to be in it")
     return False
 
 

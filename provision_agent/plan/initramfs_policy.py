@@ -2,14 +2,15 @@
 
 Rebuilding runs the image's update-initramfs or dracut in the target: minutes under
 emulation, tens of seconds on real machines, the longest part of a partition image's deploy.
-It is needed when the initramfs must know something this run made: an md array, LVM, LUKS,
-multipath (their configuration goes into it), or a filesystem the image did not bring (a tar
-image unpacked into a filesystem of the layout's choosing, whose driver the image's
-initramfs may lack). When the root is the image's own filesystem written as it is onto a
-plain partition or disk, the image's initramfs already boots it, by the UUID on the kernel
-command line; ironic-python-agent installs partition images the same way and never
-rebuilds. `bootloader.initramfs: "rebuild"` asks for the rebuild anyway (an image whose
-initramfs was built for another machine's drivers).
+It is needed when the initramfs must know something this run made that it cannot find by
+itself: LUKS (crypttab, clevis), multipath (the WWIDs), or a filesystem the image did not
+bring (a tar image unpacked into a filesystem of the layout's choosing, whose driver the
+image's initramfs may lack). When the root is the image's own filesystem written as it is,
+the image's initramfs boots it by the UUID on the kernel command line: on a plain device as
+it is, and on md RAID or LVM when it carries mdadm or lvm, which assemble and activate what
+they find (the bootloader step lists the initramfs to check: `needs`). ironic-python-agent
+never rebuilds, on software RAID either. `bootloader.initramfs: "rebuild"` asks for the
+rebuild anyway (an image whose initramfs was built for another machine's drivers).
 """
 
 KEEP = "keep"
@@ -19,19 +20,24 @@ FILESYSTEM_IMAGES = ("raw", "qcow2")
 
 
 def choose(layout, multipath_wwids):
-    """(KEEP or REBUILD, why): the why says what made the choice, for the plan."""
+    """(KEEP or REBUILD, why, needs): the why says what made the choice, for the plan; needs,
+    the tools a kept initramfs must carry (else the bootloader step rebuilds it)."""
     bl = layout.bootloader
     if bl is not None and getattr(bl, "initramfs", "auto") == REBUILD:
-        return REBUILD, "asked for (bootloader.initramfs)"
+        return REBUILD, "asked for (bootloader.initramfs)", []
     stacked = [what for what, present in (
-        ("md RAID", layout.raids), ("LVM", layout.volume_groups),
         ("encryption", layout.encrypted), ("multipath", multipath_wwids)) if present]
     if stacked:
-        return REBUILD, f"the layout has {' and '.join(stacked)}"
+        return REBUILD, f"the layout has {' and '.join(stacked)}", []
     root = next((fs for fs in layout.filesystems if fs.mount == "/"), None)
     if root is None:
-        return REBUILD, "no filesystem is mounted at /"
+        return REBUILD, "no filesystem is mounted at /", []
     if not any(im.target == root.device and im.format in FILESYSTEM_IMAGES
                for im in layout.images):
-        return REBUILD, "/ is not a filesystem image written as it is"
-    return KEEP, "/ is the image's own filesystem on a plain device"
+        return REBUILD, "/ is not a filesystem image written as it is", []
+    needs = [tool for tool, present in (("mdadm", layout.raids), ("lvm", layout.volume_groups))
+             if present]
+    if needs:
+        return KEEP, (f"/ is the image's own filesystem; kept if the image's initramfs carries "
+                      f"{' and '.join(needs)}, else rebuilt"), needs
+    return KEEP, "/ is the image's own filesystem on a plain device", []

@@ -257,9 +257,10 @@ def _bootloader(res, copies):
     extra = [res.devices.get(p) for p in copies]
     params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)
     mode = f"{bl.boot_mode}, Secure Boot: shim + signed grub" if bl.secure_boot else bl.boot_mode
-    initramfs, because = initramfs_policy.choose(res.layout, multipath_wwids(res.layout, res))
+    initramfs, because, needs = initramfs_policy.choose(res.layout,
+                                                        multipath_wwids(res.layout, res))
     return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra, bl.secure_boot,
-                          initramfs,
+                          initramfs, needs,
                           description=f"grub2 ({mode}) on "
                           f"{', '.join(targets) or 'no disk'}{why}"
                           + (f"; ESP copied to {', '.join(extra)} in UEFI mode"

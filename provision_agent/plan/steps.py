@@ -188,8 +188,9 @@ class MultipathConf(Step):
 class Bootloader(Step):
     """grub2 for `boot_mode` on the `targets` disks; an ESP copied to `esp_copies` (UEFI);
     with `secure_boot`, the image's shim and signed grub, each piece checked to be signed.
-    `initramfs`: "rebuild" (the image's tool regenerates it) or "keep" (the image's own;
-    plan/initramfs_policy.py); a plan without it rebuilds."""
+    `initramfs`: "rebuild" (the image's tool regenerates it) or "keep" (the image's own, if
+    it carries the tools in `initramfs_needs`; plan/initramfs_policy.py); a plan without it
+    rebuilds."""
     kind: ClassVar[str] = "bootloader"
     type: str
     boot_mode: str
@@ -198,6 +199,7 @@ class Bootloader(Step):
     esp_copies: list = field(default_factory=list)
     secure_boot: bool = False
     initramfs: str = field(default="rebuild", metadata=OPTIONAL)
+    initramfs_needs: list = field(default_factory=list, metadata=OPTIONAL)
 
 
 @dataclass

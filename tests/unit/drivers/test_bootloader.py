@@ -3,6 +3,8 @@ import pytest
 from provision_agent.drivers import bootloader, chroot, initramfs, kernel_cmdline
 from provision_agent.errors import ImageError
 from provision_agent.run.runner import Result
+from tests.unit.drivers.initramfs_files import MICROCODE, TOOLS
+from tests.unit.drivers.initramfs_files import initramfs as make_initramfs
 
 
 class FakeRunner:
@@ -188,3 +190,25 @@ def test_kept_only_when_every_kernel_has_its_initramfs(tmp_path, files):
                                           "initramfs": "keep"})
     tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
     assert "update-initramfs" in tools
+
+
+@pytest.mark.parametrize("files,rebuilt", [
+    (TOOLS, False),
+    ({"usr/sbin/mdadm": b"x"}, True),
+    (None, True)])
+def test_on_md_and_lvm_kept_only_when_its_initramfs_carries_mdadm_and_lvm(tmp_path, files,
+                                                                        rebuilt):
+    # files None: an initramfs that cannot be read (not a cpio): rebuilt
+    _target_with_grub(tmp_path)
+    _exe(tmp_path, "boot/vmlinuz-6.1.0-9-amd64")
+    initrd = tmp_path / "boot/initrd.img-6.1.0-9-amd64"
+    if files is None:
+        initrd.write_bytes(b"garbage")
+    else:
+        make_initramfs(tmp_path / "made", files, early=MICROCODE).rename(initrd)
+    r = FakeRunner()
+    bootloader.install(r, str(tmp_path), {"boot_mode": "bios", "targets": ["/dev/vda"],
+                                          "initramfs": "keep",
+                                          "initramfs_needs": ["mdadm", "lvm"]})
+    tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
+    assert ("update-initramfs" in tools) == rebuilt

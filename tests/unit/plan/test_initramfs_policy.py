@@ -21,7 +21,11 @@ PLAIN = {
 
 
 def choose(doc, wwids=()):
-    return initramfs_policy.choose(NativeDriver(doc).layout(), list(wwids))
+    return initramfs_policy.choose(NativeDriver(doc).layout(), list(wwids))[:2]
+
+
+def needs(doc):
+    return initramfs_policy.choose(NativeDriver(doc).layout(), [])[2]
 
 
 def test_the_images_own_filesystem_on_a_plain_partition_keeps_its_initramfs():
@@ -62,12 +66,31 @@ def test_multipath_disks_rebuild():
 
 
 @pytest.mark.parametrize("sample,why", [
-    ("two-disk-raid-lvm.json", "the layout has md RAID and LVM"),
-    ("uefi.json", "the layout has LVM"),
-    ("encrypted-raid1-lvm.json", "the layout has md RAID and LVM and encryption")])
-def test_md_lvm_or_encryption_anywhere_rebuilds(sample, why):
+    ("two-disk-raid-lvm.json", "/ is not a filesystem image written as it is"),
+    ("encrypted-raid1-lvm.json", "the layout has encryption")])
+def test_encryption_or_a_tar_root_on_md_and_lvm_rebuilds(sample, why):
     import json
     import pathlib
     doc = json.loads((pathlib.Path(__file__).resolve().parents[3] / "samples" / sample)
                      .read_text())
+    doc["images"] = [{"uri": "http://h/root.tar.zst", "format": "tar", "target": "/",
+                      "checksum": "sha256:" + "a" * 64}]
     assert choose(doc) == ("rebuild", why)
+
+
+def test_the_images_filesystem_on_md_and_lvm_is_kept_if_its_initramfs_has_the_tools():
+    # as ironic-python-agent's software RAID: the image's initramfs assembles and activates
+    # what it finds; the bootloader step lists it for mdadm and lvm first
+    doc = copy.deepcopy(PLAIN)
+    doc["disks"][0]["partitions"][1]["type"] = "raid"
+    doc["disks"].append({"id": "d1", "match": {"name": "/dev/vdb"}, "partitions": [
+        {"id": "bios1", "size": "1MiB", "type": "bios_grub"},
+        {"id": "root1", "size": "remaining", "type": "raid"}]})
+    doc["raids"] = [{"id": "md", "level": 1, "members": ["root", "root1"]}]
+    doc["volume_groups"] = [{"id": "vg", "name": "os", "pvs": ["md"], "logical_volumes": [
+        {"id": "lv", "name": "root", "size": "remaining"}]}]
+    doc["filesystems"][0]["device"] = "lv"
+    doc["images"][0]["target"] = "lv"
+    assert choose(doc)[0] == "keep"
+    assert needs(doc) == ["mdadm", "lvm"]
+    assert needs(PLAIN) == []
