@@ -13,6 +13,7 @@ file (the ramdisk's memory), decompresses it twice and reads every early header 
 
 import os
 import re
+import stat
 import time
 
 from provision_agent.drivers.images import decompressors
@@ -20,7 +21,8 @@ from provision_agent.errors import ImageError
 
 MAX_FILE = 1 << 30          # an initramfs beyond this is no initramfs
 MAX_BYTES = 2 << 30         # read and decompressed, file contents skipped included
-MAX_ENTRIES = 1 << 20
+MAX_ENTRIES = 1 << 18       # a large dracut initramfs with firmware has some 10 000
+MAX_LISTING = 16 << 20      # bytes of names kept: a hostile archive cannot fill the ramdisk
 MAX_NAME = 4096
 DEADLINE_S = 120
 MAGICS = (b"070701", b"070702")
@@ -103,8 +105,25 @@ class _Budget:
             raise Unreadable(f"reading it took more than {DEADLINE_S} s")
 
 
-def _archive(reader, names, count):
-    """One archive's names, through its trailer. count: the entries before it."""
+class _Listing(list):
+    """The names so far, within MAX_ENTRIES and MAX_LISTING bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self.entries = self.size = 0
+
+    def add(self, name):
+        self.entries += 1
+        self.size += len(name)
+        if self.entries > MAX_ENTRIES or self.size > MAX_LISTING:
+            raise Unreadable(f"it lists more than {MAX_ENTRIES} entries or "
+                             f"{MAX_LISTING >> 20} MiB of names")
+        if name not in ("", "."):
+            self.append(name)
+
+
+def _archive(reader, names):
+    """One archive's names, through its trailer, added to names (a _Listing)."""
     while True:
         header = reader.exact(HEADER, "a cpio header")
         if header[:6] not in MAGICS or not HEX_FIELDS.fullmatch(header[6:]):
@@ -117,22 +136,16 @@ def _archive(reader, names, count):
         text = name.decode("utf-8", "surrogateescape")
         text = text[2:] if text.startswith("./") else text.lstrip("/")
         if text == TRAILER:
-            return count
-        count += 1
-        if count > MAX_ENTRIES:
-            raise Unreadable(f"it has more than {MAX_ENTRIES} entries")
-        if text not in ("", "."):
-            names.append(text)
+            return
+        names.add(text)
         reader.skip(size + (-size % 4))
 
 
 def _early(reader, names):
     """The uncompressed archives at the start, and the zeros that pad each."""
-    count = 0
     while reader.peek(6) in MAGICS:
-        count = _archive(reader, names, count)
+        _archive(reader, names)
         reader.skip_zeros()
-    return count
 
 
 def names(path, *, max_bytes=MAX_BYTES, deadline_s=DEADLINE_S):
@@ -145,15 +158,15 @@ def names(path, *, max_bytes=MAX_BYTES, deadline_s=DEADLINE_S):
         raise Unreadable(f"it cannot be opened: {exc.strerror}") from None
     with os.fdopen(fd, "rb", buffering=0) as f:
         st = os.fstat(fd)
-        if not (st.st_mode & 0o170000 == 0o100000 and st.st_size <= MAX_FILE):
+        if not (stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE):
             raise Unreadable("it is not a regular file of an initramfs's size")
         budget = _Budget(max_bytes, deadline_s)
         raw = _Reader(f, budget)
-        found = []
-        count = _early(raw, found)
+        found = _Listing()
+        _early(raw, found)
         head = raw.peek(8)
         if not head:
-            return found
+            return list(found)
         compression = decompressors.detect(head)
         if compression == "none":
             raise Unreadable("its main archive is compressed in a way this cannot read")
@@ -161,7 +174,7 @@ def names(path, *, max_bytes=MAX_BYTES, deadline_s=DEADLINE_S):
         # follow its trailer (padding, another stream) is not read
         try:
             main = _Reader(decompressors.open_decompressor(compression, raw), budget)
-            _archive(main, found, count)
+            _archive(main, found)
         except ImageError as exc:
             raise Unreadable(str(exc)) from None
-        return found
+        return list(found)

@@ -63,6 +63,16 @@ def test_bytes_are_bounded(tmp_path):
         initramfs_cpio.names(str(path), max_bytes=1 << 20)
 
 
+@pytest.mark.parametrize("limit", ["MAX_ENTRIES", "MAX_LISTING"])
+def test_entries_and_names_kept_are_bounded(tmp_path, monkeypatch, limit):
+    many = {f"lib/firmware/f{i:04d}": b"x" for i in range(300)}
+    path = make(tmp_path, {**TOOLS, **many}, early=MICROCODE)
+    assert len(initramfs_cpio.names(str(path))) > 300
+    monkeypatch.setattr(initramfs_cpio, limit, 200 if limit == "MAX_ENTRIES" else 4000)
+    with pytest.raises(Unreadable, match="lists more than"):
+        initramfs_cpio.names(str(path))
+
+
 def test_time_is_bounded(tmp_path):
     with pytest.raises(Unreadable, match="took more than"):
         initramfs_cpio.names(str(make(tmp_path, TOOLS)), deadline_s=-1)
