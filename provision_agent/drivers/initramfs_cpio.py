@@ -95,14 +95,15 @@ class _Reader:
 
 class _Budget:
     def __init__(self, max_bytes, deadline_s):
+        self.max_bytes, self.deadline_s = max_bytes, deadline_s
         self.left, self.deadline = max_bytes, time.monotonic() + deadline_s
 
     def spend(self, n):
         self.left -= n
         if self.left < 0:
-            raise Unreadable(f"it holds more than {MAX_BYTES >> 20} MiB")
+            raise Unreadable(f"it holds more than {self.max_bytes >> 20} MiB")
         if time.monotonic() > self.deadline:
-            raise Unreadable(f"reading it took more than {DEADLINE_S} s")
+            raise Unreadable(f"reading it took more than {self.deadline_s} s")
 
 
 class _Listing(list):

@@ -59,7 +59,7 @@ def test_a_malformed_header_is_unreadable(tmp_path, field, value):
 def test_bytes_are_bounded(tmp_path):
     path = make(tmp_path, {**TOOLS, "big": b"\0" * (4 << 20)})
     assert "big" in initramfs_cpio.names(str(path))
-    with pytest.raises(Unreadable, match="more than"):
+    with pytest.raises(Unreadable, match="more than 1 MiB"):
         initramfs_cpio.names(str(path), max_bytes=1 << 20)
 
 
@@ -74,7 +74,7 @@ def test_entries_and_names_kept_are_bounded(tmp_path, monkeypatch, limit):
 
 
 def test_time_is_bounded(tmp_path):
-    with pytest.raises(Unreadable, match="took more than"):
+    with pytest.raises(Unreadable, match="took more than -1 s"):
         initramfs_cpio.names(str(make(tmp_path, TOOLS)), deadline_s=-1)
 
 
