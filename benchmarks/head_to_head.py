@@ -102,7 +102,7 @@ LVM_ON_RAID1 = {
 ROW_SIDES = {1: ("ipa", "ours"), 2: ("ipa", "ours"), 3: ("ipa", "ours"), 4: ("ours",)}
 
 
-def instance_info(lab, image, row, image_file=None):
+def instance_info(lab, image, row, image_file=None, root_gb=3):
     manifest = json.loads((image / "manifest.json").read_text())
     name = image_file or manifest["file"]
     info = {"image_source": lab.images.url(name), "image_os_hash_algo": "sha256",
@@ -112,7 +112,8 @@ def instance_info(lab, image, row, image_file=None):
     if row >= 2:
         # A Nova flavor's sizes, on 4 GiB disks: root, swap and the 64 MiB configdrive fit.
         # gpt on BIOS (a bios_grub partition on both sides); IPA's default would be msdos.
-        info.update(image_type="partition", root_gb=3, kernel=lab.images.url(manifest["kernel"]),
+        info.update(image_type="partition", root_gb=root_gb,
+                    kernel=lab.images.url(manifest["kernel"]),
                     ramdisk=lab.images.url(manifest["ramdisk"]),
                     capabilities={"disk_label": "gpt"})
         # Row 3: a RAID-1 of the whole disks; ours puts / on the array (no swap partition in
@@ -143,12 +144,13 @@ def row_image(row, ramdisk, test_os, firmware):
     return h2h_image.ensure_partition_image(test_os)
 
 
-def cycle(lab, uuid, side, ramdisk, image, row, image_file=None):
+def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3):
     """One side: deploy → marker → undeploy + cleaning; its phases."""
     (dom,) = lab.domains.values()
     switch(lab, uuid, side, ramdisk)
     steps = raid_setup(lab, uuid, side, row)
-    lablib.set_instance_info(lab.ironic, uuid, instance_info(lab, image, row, image_file))
+    lablib.set_instance_info(lab.ironic, uuid,
+                            instance_info(lab, image, row, image_file, root_gb))
     console_at = len(dom.console_text())
     started = time.time()
     # The configdrive as Nova sends it: Ironic builds the ISO and both agents get its bytes.
@@ -226,6 +228,9 @@ def main():
                     help="the machine's firmware (uefi: OVMF, Ironic's default boot mode)")
     ap.add_argument("--format", choices=("raw", "qcow2"), default="raw",
                     help="row 1's image format (qcow2: compressed, as Glance images often are)")
+    ap.add_argument("--root-gb", type=int, default=3,
+                    help="rows 2-4's root_gb; IPA on UEFI software RAID puts a 550 MiB ESP "
+                         "inside the array too, and 3 does not fit its 4 GiB disks then")
     ap.add_argument("--ramdisk", default=os.environ.get("PROVISION_RAMDISK_DIR")
                     or str(cache_dir() / "ramdisk" / "current"))
     ap.add_argument("--ipa-ramdisk", default=os.environ.get("IPA_RAMDISK_DIR")
@@ -244,7 +249,7 @@ def main():
         sys.exit(f"missing: {', '.join(missing)}")
     results = {"uptime_before": uptime(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                "row": args.row, "format": args.format, "firmware": args.firmware, "order": order,
-               "sides": {}}
+               "root_gb": args.root_gb, "sides": {}}
     test_os = testos.build_dir()
     image = row_image(args.row, Ramdisk(Path(args.ramdisk)), test_os, args.firmware)
     if args.row == 1 and args.format == "qcow2":
@@ -276,7 +281,7 @@ def main():
                   flush=True)
             try:
                 results["sides"][side] = cycle(lab, uuid, side, ramdisks[side], image,
-                                               args.row, image_file)
+                                               args.row, image_file, args.root_gb)
             except Exception as exc:      # the other side's numbers are still worth having
                 node = lab.ironic.node(uuid)
                 results["sides"][side] = {"error": repr(exc), "state": node["provision_state"],
