@@ -135,8 +135,10 @@ def _rebuild_initramfs(args, root):
     does not have: a kernel without one would not find its root."""
     if args.get("initramfs", "rebuild") == "rebuild":
         return True
+    boot = target.resolve(root, "/boot")
+    needs = args.get("initramfs_needs") or []
     try:
-        found = grub_config.kernels(target.resolve(root, "/boot"))
+        found = grub_config.kernels(boot)
     except OSError:
         found = []
     bare = [version for version, initrd in found if not initrd]
@@ -145,13 +147,11 @@ def _rebuild_initramfs(args, root):
                  f"kernel {', '.join(bare)} has none" if bare else "the image has no kernel "
                  "in /boot")
         return True
-    missing = initramfs.lacking(target.resolve(root, "/boot"), found,
-                                args.get("initramfs_needs") or [])
+    missing = initramfs.lacking(boot, found, needs)
     if missing:
         LOG.info("initramfs: the plan keeps the image's own, but it lacks %s: rebuilt",
                  ", ".join(missing))
         return True
-    needs = args.get("initramfs_needs") or []
     LOG.info("initramfs: the image's own is kept (/ is its filesystem%s)",
              f"; it carries {' and '.join(needs)}, which assemble what this run made"
              if needs else " on a plain device: nothing this run made has to be in it")
