@@ -17,7 +17,6 @@ delays the look; the time is still charged to what that thread was doing when lo
 import argparse
 import collections
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -105,18 +104,10 @@ def main():
     images = image_write.prepare(Path(opts.work), opts.size_mib)
     path, raw = images[opts.input], images["none"]
     sha = "sha256:" + image_write.sha256_of(path)
-    port = image_write.free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
-                               str(port), "--directory", opts.work],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     backing = Path(opts.target_dir) / "provision-image-trace-target"
-    with open(backing, "wb") as f:
-        f.truncate(raw.stat().st_size)
-    dev = image_write.sh("losetup", "-f", "--show", "--direct-io=on", str(backing)).strip()
     runner = Runner()
-    url = f"http://127.0.0.1:{port}/{path.name}"
-    try:
-        time.sleep(0.5)
+    with image_write.served_onto_loop(opts.work, raw.stat().st_size, backing) as (port, _, dev):
+        url = f"http://127.0.0.1:{port}/{path.name}"
         walls, seconds = [], collections.Counter()
         for _ in range(opts.runs):
             image_write.reset(runner, dev)
@@ -127,11 +118,6 @@ def main():
             seconds.update(sampler.seconds)
         if image_write.sha256_of(dev, raw.stat().st_size) != image_write.sha256_of(raw):
             sys.exit("the trace's write left a wrong image on the target")
-    finally:
-        server.terminate()
-        server.wait()
-        subprocess.run(["losetup", "-d", dev])
-        backing.unlink()
     print(f"{opts.input}: {path.name}, runs {', '.join(f'{w:.2f}' for w in walls)} s")
     report(seconds, opts.runs, sum(walls) / len(walls), opts.top)
     print(image_write.sh("uptime").strip())

@@ -27,6 +27,7 @@ no page cache under it. Contenders, all reading the same URL and writing the sam
 """
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -124,6 +125,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def served_onto_loop(work, size, backing, direct=True):
+    """The images in work served by a separate `python3 -m http.server` on 127.0.0.1, and a
+    loop device over a file of size bytes at backing; yields (port, server, device), and
+    stops the server and detaches and removes the loop device's file afterwards."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                               str(port), "--directory", str(work)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dev = None
+    try:
+        with open(backing, "wb") as f:
+            f.truncate(size)
+        dev = sh("losetup", "-f", "--show", "--direct-io=" + ("on" if direct else "off"),
+                 str(backing)).strip()
+        time.sleep(0.5)
+        yield port, server, dev
+    finally:
+        server.terminate()
+        server.wait()
+        if dev:
+            subprocess.run(["losetup", "-d", dev])
+        backing.unlink(missing_ok=True)
+
+
 def timed(fn, runs, row, name, server_pid):
     """Wall seconds per run; the other readings of image_limits.meter() go to row[what][name]."""
     times = []
@@ -163,21 +189,12 @@ def main():
     for comp, path in images.items():
         print(f"image {comp:5s} {path.stat().st_size >> 20:5d} MiB  {path.name}")
 
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
-                               str(port), "--directory", str(work)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     backing = Path(opts.target_dir) / "provision-image-bench-target"
-    with open(backing, "wb") as f:
-        f.truncate(raw_size)
-    dev = sh("losetup", "-f", "--show", "--direct-io=" + ("off" if opts.buffered_loop else "on"),
-             str(backing)).strip()
-    # tmpfs has no O_DIRECT: losetup then leaves direct I/O off without a word, so read it back
-    opts.loop_dio = Path(f"/sys/block/{Path(dev).name}/loop/dio").read_text().strip() == "1"
     runner = Runner()
     results = {}
-    try:
-        time.sleep(0.5)
+    with served_onto_loop(work, raw_size, backing, not opts.buffered_loop) as (port, server, dev):
+        # tmpfs has no O_DIRECT: losetup then leaves direct I/O off without a word; read it back
+        opts.loop_dio = Path(f"/sys/block/{Path(dev).name}/loop/dio").read_text().strip() == "1"
         for comp in ("gzip", "zstd", "none"):
             path = images[comp]
             url = f"http://127.0.0.1:{port}/{path.name}"
@@ -231,11 +248,6 @@ def main():
             row["limit"] = image_limits.measure(comp, path, raw, url, dev, opts.runs, server.pid)
             check("write alone")
             results[comp] = row
-    finally:
-        server.terminate()
-        server.wait()
-        subprocess.run(["losetup", "-d", dev])
-        backing.unlink()
     load.append(sh("uptime").strip())
     report(results, raw_size, opts, time.monotonic() - t0, load)
 
