@@ -10,9 +10,10 @@ objects between threads instead cost gzip a quarter of its inflate time (a fresh
 page faults and one more copy per block: 1.03 s against 0.81 s for 1 GiB, idle machine).
 """
 
-import mmap
 import queue
 import threading
+
+from provision_agent.drivers.images.buffers import Block
 
 _END = object()
 
@@ -123,19 +124,20 @@ def fill(reader, view):
 
 
 class BlockRing:
-    """A stage thread fills `count` page-aligned blocks from reader (readinto where the reader
-    has it: nothing allocated, nothing copied); the consumer takes each filled block in order
-    with next(), writes from it and gives it back with give_back(). A block filled short is the
-    stream's last: the consumer must not ask for another after it."""
+    """A stage thread fills `count` page-aligned blocks (buffers.Block) from reader (readinto
+    where the reader has it: nothing allocated, nothing copied); the consumer takes each filled
+    block, a memoryview, in order with next(), writes from it and gives it back with
+    give_back(). A block filled short is the stream's last: the consumer must not ask for
+    another after it."""
 
     def __init__(self, reader, size, count=8, name="image-decompress"):
         self._src = reader
         self._free = queue.Queue()
         self._full = queue.Queue()
         self._stop = threading.Event()
-        self._blocks = [mmap.mmap(-1, size) for _ in range(count)]
+        self._blocks = [Block(size) for _ in range(count)]
         for block in self._blocks:
-            self._free.put(block)
+            self._free.put(block.view)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -146,8 +148,7 @@ class BlockRing:
                     block = self._free.get(timeout=0.2)
                 except queue.Empty:
                     continue
-                with memoryview(block) as view:
-                    n = fill(self._src, view)
+                n = fill(self._src, block)
                 self._full.put((block, n))
                 if n < len(block):
                     return
@@ -155,7 +156,8 @@ class BlockRing:
             self._full.put((exc, 0))
 
     def next(self):
-        """(block, n): the next block (an mmap) and how many of its bytes are the stream's."""
+        """(block, n): the next block (a memoryview) and how many of its bytes are the
+        stream's."""
         block, n = self._full.get()
         if isinstance(block, BaseException):
             raise block
@@ -169,10 +171,7 @@ class BlockRing:
         self._thread.join(timeout=5)
         self._src.close()
         for block in self._blocks:
-            try:
-                block.close()
-            except BufferError:
-                pass    # a view of it is still alive (an error unwinding); GC frees it
+            block.close()
 
 
 class Peek:
