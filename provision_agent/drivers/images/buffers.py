@@ -2,12 +2,13 @@
 and on transparent huge pages where the kernel has them.
 
 A 4 MiB O_DIRECT write from 4 KiB pages is 1024 pages for the kernel to pin and, on a virtio
-disk that takes 254 segments a request, five requests; from two 2 MiB huge pages it is two
-segments and one request. Private anonymous memory is needed for that: Python's default
-anonymous mmap is shared memory, which huge pages skip unless the machine's shmem setting
-allows them. Kernels before 6.7 place a mapping at any page; the block is cut out of one 2 MiB
-larger at a 2 MiB boundary, so that it is all huge pages there too. Where the kernel has no
-huge pages (or they are off), the same blocks are plain pages and everything works as before.
+disk that takes 254 segments a request, up to five requests (pages that happen to lie side by
+side merge into one segment); from two 2 MiB huge pages it is two segments and one request.
+Private anonymous memory is needed for that: Python's default anonymous mmap is shared memory,
+which huge pages skip unless the machine's shmem setting allows them. Kernels before 6.7 place
+a mapping at any page; the block is cut out of one 2 MiB larger at a 2 MiB boundary, so that it
+is all huge pages there too. Where the kernel has no huge pages (or they are off), the same
+blocks are plain pages and everything works as before.
 """
 
 import ctypes
