@@ -14,11 +14,11 @@ them again (empty()). qcow2 images are converted only after the verdict: nothing
 
 import errno
 import logging
-import mmap
 import os
 import stat
 
 from provision_agent.drivers.images import formats
+from provision_agent.drivers.images.buffers import Block
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -32,8 +32,8 @@ class Held:
 
     def __init__(self, block, n):
         self.size = min(n, HOLD)
-        self._buf = mmap.mmap(-1, HOLD)     # page-aligned for the target's O_DIRECT
-        self._buf[:self.size] = block[:self.size]
+        self._buf = Block(HOLD)
+        self._buf.view[:self.size] = block[:self.size]
         block[:self.size] = bytes(self.size)
 
     def release(self, target):
@@ -45,7 +45,7 @@ class Held:
             raise ImageError(f"cannot open {target} to finish the image: {exc.strerror}") \
                 from exc
         try:
-            _pwrite_all(fd, memoryview(self._buf)[:self.size], 0)
+            _pwrite_all(fd, self._buf.view[:self.size], 0)
             os.fsync(fd)
         except OSError as exc:
             raise ImageError(f"writing the first MiB of {target} failed: {exc.strerror}") \
@@ -55,10 +55,7 @@ class Held:
         LOG.info("wrote the held-back first %s bytes of the image to %s", self.size, target)
 
     def close(self):
-        try:
-            self._buf.close()
-        except BufferError:
-            pass    # a view is still alive while an error unwinds; GC frees it
+        self._buf.close()
 
 
 def _pwrite_all(fd, view, offset):
