@@ -27,6 +27,16 @@ ALIGN = 4096
 IN_FLIGHT = 2           # writes at once (InFlight)
 
 
+def pwrite_all(fd, view, offset):
+    """All of view at offset: pwrite may write less than asked (a signal, a device's limit)."""
+    view = memoryview(view)
+    while len(view):
+        done = os.pwrite(fd, view, offset)
+        if done <= 0:
+            raise OSError(errno.ENOSPC, "short write")
+        view, offset = view[done:], offset + done
+
+
 class BlockWriter:
     def __init__(self, path, *, target_zeroed=False, direct=True):
         self.path = path
@@ -119,12 +129,7 @@ class BlockWriter:
                 from exc
 
     def _pwrite_all(self, view, offset):
-        view = memoryview(view)
-        while len(view):
-            done = os.pwrite(self.fd, view, offset)
-            if done <= 0:
-                raise OSError(errno.ENOSPC, "short write")
-            view, offset = view[done:], offset + done
+        pwrite_all(self.fd, view, offset)
 
     def _tail(self, data, offset):
         # The unaligned end of the image cannot go through O_DIRECT; drop the flag for it.

@@ -12,12 +12,12 @@ tar images are extracted by tar into the mounted filesystems as they stream; a f
 them again (empty()). qcow2 images are converted only after the verdict: nothing to hold back.
 """
 
-import errno
 import logging
 import os
 import stat
 
 from provision_agent.drivers.images import formats
+from provision_agent.drivers.images.blockwrite import pwrite_all
 from provision_agent.drivers.images.buffers import Block
 from provision_agent.errors import ImageError
 
@@ -45,7 +45,7 @@ class Held:
             raise ImageError(f"cannot open {target} to finish the image: {exc.strerror}") \
                 from exc
         try:
-            _pwrite_all(fd, self._buf.view[:self.size], 0)
+            pwrite_all(fd, self._buf.view[:self.size], 0)
             os.fsync(fd)
         except OSError as exc:
             raise ImageError(f"writing the first MiB of {target} failed: {exc.strerror}") \
@@ -56,14 +56,6 @@ class Held:
 
     def close(self):
         self._buf.close()
-
-
-def _pwrite_all(fd, view, offset):
-    while len(view):
-        done = os.pwrite(fd, view, offset)
-        if done <= 0:
-            raise OSError(errno.ENOSPC, "short write")
-        view, offset = view[done:], offset + done
 
 
 def wipe(runner, target, written, zero_policy="auto"):
@@ -83,7 +75,7 @@ def wipe(runner, target, written, zero_policy="auto"):
         size = os.lseek(fd, 0, os.SEEK_END)
         zeros = bytes(HOLD)
         for start in sorted({0, max(0, written - HOLD), max(0, size - HOLD)}):
-            _pwrite_all(fd, memoryview(zeros)[:min(HOLD, size - start)], start)
+            pwrite_all(fd, memoryview(zeros)[:min(HOLD, size - start)], start)
         os.fsync(fd)
     finally:
         os.close(fd)
