@@ -86,23 +86,38 @@ RAID1 = {"logical_disks": [{"size_gb": "MAX", "raid_level": "1", "controller": "
 RAID_STEP_PRIORITY = {"ipa": 90, "ours": 150}
 # Row 4: what IPA cannot build, LVM on the RAID-1; / and swap are logical volumes sized by
 # the flavor, /boot inside / (a partition image carries its /boot).
-LVM_ON_RAID1 = {
-    "version": 1,
-    "disks": [{"id": f"disk{i}", "match": {"name": f"/dev/vd{c}"}, "table": "gpt",
-               "partitions": [{"id": f"bios{i}", "size": "1MiB", "type": "bios_grub"},
-                              {"id": f"os{i}", "size": "remaining", "type": "raid"}]}
-              for i, c in enumerate("ab")],
-    "raids": [{"id": "md-os", "name": "os", "level": 1, "members": ["os0", "os1"]}],
-    "volume_groups": [{"id": "vg-os", "name": "os", "pvs": ["md-os"], "logical_volumes": [
-        {"id": "lv-root", "name": "root", "size": "root_gb"},
-        {"id": "lv-swap", "name": "swap", "size": "swap_mb"}]}],
-    "filesystems": [{"device": "lv-root", "type": "ext4", "mount": "/", "label": "root"},
-                    {"device": "lv-swap", "type": "swap"}],
-}
+def lvm_on_raid1(firmware):
+    """Row 4's layout. BIOS: a bios_grub partition on each disk. UEFI: an ESP on each disk,
+    mirrored by md RAID-1 with metadata 1.0 (the firmware reads either member as plain vfat),
+    as ours does for Ironic's software RAID on UEFI (row 3)."""
+    first = ({"size": "1MiB", "type": "bios_grub"} if firmware == "bios"
+             else {"size": "128MiB", "type": "esp"})
+    boot = "bios" if firmware == "bios" else "esp"
+    layout = {
+        "version": 1,
+        "disks": [{"id": f"disk{i}", "match": {"name": f"/dev/vd{c}"}, "table": "gpt",
+                   "partitions": [dict(first, id=f"{boot}{i}"),
+                                  {"id": f"os{i}", "size": "remaining", "type": "raid"}]}
+                  for i, c in enumerate("ab")],
+        "raids": [{"id": "md-os", "name": "os", "level": 1, "members": ["os0", "os1"]}],
+        "volume_groups": [{"id": "vg-os", "name": "os", "pvs": ["md-os"], "logical_volumes": [
+            {"id": "lv-root", "name": "root", "size": "root_gb"},
+            {"id": "lv-swap", "name": "swap", "size": "swap_mb"}]}],
+        "filesystems": [{"device": "lv-root", "type": "ext4", "mount": "/", "label": "root"},
+                        {"device": "lv-swap", "type": "swap"}],
+    }
+    if firmware == "uefi":
+        layout["raids"].append({"id": "md-esp", "name": "esp", "level": 1,
+                                "members": ["esp0", "esp1"], "metadata": "1.0"})
+        layout["filesystems"].append({"device": "md-esp", "type": "vfat",
+                                      "mount": "/boot/efi", "label": "EFI"})
+    return layout
+
+
 ROW_SIDES = {1: ("ipa", "ours"), 2: ("ipa", "ours"), 3: ("ipa", "ours"), 4: ("ours",)}
 
 
-def instance_info(lab, image, row, image_file=None, root_gb=3):
+def instance_info(lab, image, row, image_file=None, root_gb=3, firmware="bios"):
     manifest = json.loads((image / "manifest.json").read_text())
     name = image_file or manifest["file"]
     info = {"image_source": lab.images.url(name), "image_os_hash_algo": "sha256",
@@ -121,7 +136,7 @@ def instance_info(lab, image, row, image_file=None, root_gb=3):
         if row != 3:
             info["swap_mb"] = 256
     if row == 4:
-        info["provision_layout"] = LVM_ON_RAID1
+        info["provision_layout"] = lvm_on_raid1(firmware)
     return info
 
 
@@ -144,13 +159,13 @@ def row_image(row, ramdisk, test_os, firmware):
     return h2h_image.ensure_partition_image(test_os)
 
 
-def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3):
+def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3, firmware="bios"):
     """One side: deploy → marker → undeploy + cleaning; its phases."""
     (dom,) = lab.domains.values()
     switch(lab, uuid, side, ramdisk)
     steps = raid_setup(lab, uuid, side, row)
     lablib.set_instance_info(lab.ironic, uuid,
-                            instance_info(lab, image, row, image_file, root_gb))
+                            instance_info(lab, image, row, image_file, root_gb, firmware))
     console_at = len(dom.console_text())
     started = time.time()
     # The configdrive as Nova sends it: Ironic builds the ISO and both agents get its bytes.
@@ -281,7 +296,8 @@ def main():
                   flush=True)
             try:
                 results["sides"][side] = cycle(lab, uuid, side, ramdisks[side], image,
-                                               args.row, image_file, args.root_gb)
+                                               args.row, image_file, args.root_gb,
+                                               args.firmware)
             except Exception as exc:      # the other side's numbers are still worth having
                 node = lab.ironic.node(uuid)
                 results["sides"][side] = {"error": repr(exc), "state": node["provision_state"],
