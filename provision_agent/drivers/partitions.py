@@ -130,7 +130,9 @@ def check_kept(table, args):
 
 def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
     """Add a Linux partition of size_bytes in the free space at the end of disk, behind the
-    partitions a whole-disk image brought (where Ironic puts a configdrive); its number."""
+    partitions a whole-disk image brought (where Ironic puts a configdrive). Returns its number
+    and the table the kernel should now show, {number: (start, size)} in 512-byte sectors
+    (udev.reread_partitions skips partprobe when it already does)."""
     table = read_table(runner, disk)
     if table and table.get("label") == "gpt":
         # an image made for a smaller disk (qcow2 ones too) ends its GPT mid-disk
@@ -165,4 +167,10 @@ def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
            "gpt" if gpt else "msdos")
     LOG.info("%s: added partition %d (sectors %d-%d) after the image's partitions", disk,
              number, start, last)
-    return number
+    k = sector // 512
+    expected = {partition_number(p["node"]): (p["start"] * k, p["size"] * k) for p in parts}
+    # an extended partition's size is the kernel's own: only its start is compared
+    expected.update({partition_number(p["node"]): (p["start"] * k, None) for p in parts
+                     if not gpt and p.get("type") in ("5", "f", "85")})
+    expected[number] = (start * k, (last - start + 1) * k)
+    return number, expected

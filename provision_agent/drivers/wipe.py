@@ -81,10 +81,10 @@ def crypto_erase(runner, top, nodes, spared=(), cleared=None):
 
 
 def wipe(runner, disk, keep=(), reread=True, cleared=None):
-    """Clear disk; reread=False when a new partition table follows at once, whose own write
-    makes the kernel re-read it (sgdisk --zap-all would only add its second of sleep: the
-    tables it destroys are in the edges zeroed here). cleared: every disk this run clears
-    (see crypto_erase)."""
+    """Clear disk; reread=False when a new partition table or a whole-disk image follows at
+    once, after which the kernel re-reads the table (sgdisk --zap-all would only add its
+    second of sleep: the tables it destroys are in the edges zeroed here). cleared: every
+    disk this run clears (see crypto_erase)."""
     keep = set(keep)
     top = blockinfo.tree(runner, disk)
     nodes = blockinfo.descendants(top)

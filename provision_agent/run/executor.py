@@ -53,6 +53,7 @@ class Executor:
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
         self.tables_follow = set()  # disks a partition_table step writes
         self.wiped = set()          # disks a wipe step clears
+        self.images_follow = set()  # devices a disk or qcow2 image is written onto whole
         self.crypt = crypt_steps.CryptSteps(runner, target_root, self.options)
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
         # kinds are added when its first step comes (extensions.py)
@@ -93,10 +94,12 @@ class Executor:
         """What a step needs to know of the ones after it: the partitions a table keeps, those
         written together with their table, the whole planned table (to compare with what the
         kernel shows), and the disks whose wipe is followed by a new table (whose own write
-        makes the kernel re-read it)."""
+        makes the kernel re-read it) or by a whole-disk image (re-read once it is written)."""
         for step in steps:
             if step.kind == "partition_table":
                 self.tables_follow.add(step.disk)
+            if step.kind == "write_image" and step.format in ("disk", "qcow2") and step.device:
+                self.images_follow.add(step.device)
             if step.kind == "wipe":
                 self.wiped.add(step.disk)
             if step.kind != "partition":
@@ -153,8 +156,9 @@ class Executor:
     # storage
 
     def do_wipe(self, step):
-        wipe.wipe(self.runner, step.disk, step.keep or [],
-                  reread=step.disk not in self.tables_follow, cleared=self.wiped)
+        follows = step.disk in self.tables_follow or step.disk in self.images_follow
+        wipe.wipe(self.runner, step.disk, step.keep or [], reread=not follows,
+                  cleared=self.wiped)
 
     def do_partition_table(self, step):
         disk, keep = step.disk, self.keep_numbers.get(step.disk, [])
@@ -226,9 +230,14 @@ class Executor:
     # images and the target system
 
     def do_write_image(self, step):
-        from provision_agent.drivers.images import writer  # heavy; only runs with images
-        return writer.write_image(step.args, runner=self.runner, events=self.events,
-                                  target_root=self.root, options=self.options)
+        from provision_agent.drivers.images import formats, writer  # heavy; images only
+        result = writer.write_image(step.args, runner=self.runner, events=self.events,
+                                    target_root=self.root, options=self.options)
+        if step.format == "qcow2" and step.device in self.wiped:
+            # a whole disk, wiped without a re-read (do_wipe): the writer re-reads only the
+            # tables of disk images, which it can tell from their first bytes
+            formats.reread_partitions(self.runner, step.device)
+        return result
 
     def do_mount(self, step):
         made_here = any(fs["device"] == step.device for fs in self.filesystems)
@@ -282,9 +291,10 @@ class Executor:
         args = step.args
         if step.append_to:
             disk = step.append_to
-            number = partitions.append_at_end(self.runner, disk, step.size_bytes,
-                                              blockinfo.size_bytes(disk), name="config-2")
-            udev.reread_partitions(self.runner, disk)
+            number, table = partitions.append_at_end(self.runner, disk, step.size_bytes,
+                                                     blockinfo.size_bytes(disk),
+                                                     name="config-2")
+            udev.reread_partitions(self.runner, disk, table)
             device = partition_device(step.partitions_of or disk, number)
             udev.wait_for_devices(self.runner, [device])
             args = dict(args, device=device)

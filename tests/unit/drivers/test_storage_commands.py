@@ -125,8 +125,12 @@ def test_append_at_end_after_a_gpt_image_moves_the_backup_header_first():
     runner = FakeRunner({"sfdisk --json": image_table(
         "gpt", [(1, 2048, 65536, "0FC63DAF-8483-4772-8E79-3D69D8477DE4")],
         lastlba=disk_bytes // 512 - 34)})
-    assert partitions.append_at_end(runner, "/dev/vdc", 64 << 20, disk_bytes, "config-2") == 2
+    number, table = partitions.append_at_end(runner, "/dev/vdc", 64 << 20, disk_bytes,
+                                             "config-2")
     start = (disk_bytes // 512 - 33 - 131072) // 2048 * 2048
+    assert number == 2
+    # what the kernel must show for partprobe to be skipped: the image's and the new one
+    assert table == {1: (2048, 65536), 2: (start, disk_bytes // 512 - 34 - start + 1)}
     assert runner.writes() == [
         "sgdisk -e /dev/vdc",
         f"sgdisk --new=2:{start}:{disk_bytes // 512 - 34} "
@@ -135,7 +139,8 @@ def test_append_at_end_after_a_gpt_image_moves_the_backup_header_first():
 
 def test_append_at_end_of_an_msdos_image():
     runner = FakeRunner({"sfdisk --json": image_table("dos", [(1, 2048, 65536, "83")])})
-    assert partitions.append_at_end(runner, "/dev/vdc", 64 << 20, 1 << 30) == 2
+    number, table = partitions.append_at_end(runner, "/dev/vdc", 64 << 20, 1 << 30)
+    assert number == 2 and table == {1: (2048, 65536), 2: (1966080, 131072)}
     assert runner.writes()[0] == ("parted -s -a none /dev/vdc unit s mkpart primary "
                                   "1966080s 2097151s")
 

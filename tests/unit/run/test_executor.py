@@ -265,3 +265,48 @@ def test_a_kept_volume_group_is_activated_after_a_last_check(tmp_path):
     with pytest.raises(MachineMismatch, match="has no logical volume srv"):
         ex.execute([step])
     assert r.writes() == []
+
+
+@pytest.mark.parametrize("kernel_has_it", [True, False])
+def test_a_configdrive_behind_a_whole_disk_image_rereads_only_when_the_kernel_lacks_it(
+        tmp_path, monkeypatch, kernel_has_it):
+    from provision_agent.drivers import blockinfo, configdrive, udev
+    disk_bytes = 4 << 30
+    last = disk_bytes // 512 - 34
+    start = (last + 1 - 131072) // 2048 * 2048
+    table = {"partitiontable": {"label": "gpt", "sectorsize": 512, "lastlba": last,
+                                "partitions": [{"node": "/dev/vda1", "start": 2048,
+                                                "size": 65536, "type": "T"}]}}
+    shown = {1: (2048, 65536)}
+    if kernel_has_it:       # sgdisk's own re-read of the table it wrote got through
+        shown[2] = (start, last - start + 1)
+    monkeypatch.setattr(blockinfo, "size_bytes", lambda disk: disk_bytes)
+    monkeypatch.setattr(udev, "kernel_partitions", lambda disk, sys_block=None: shown)
+    monkeypatch.setattr(udev, "wait_for_devices", lambda runner, devices: None)
+    monkeypatch.setattr(configdrive, "write", lambda runner, args, options=None: 4096)
+    r = FakeRunner({"sfdisk --json": json.dumps(table)})
+    step = Step("configdrive", {"device": None, "format": "config-2", "append_to": "/dev/vda",
+                                "size_bytes": 64 << 20, "partitions_of": "/dev/vda"})
+    report = Executor(r, Events([io.StringIO()]), str(tmp_path)).execute([step])
+    assert report["steps"][0]["result"] == {"device": "/dev/vda2", "bytes": 4096}
+    assert ("partprobe /dev/vda" in r.lines()) is not kernel_has_it
+
+
+@pytest.mark.parametrize("fmt,reread_after", [("qcow2", ["blockdev --rereadpt /dev/vda"]),
+                                               ("disk", [])])
+def test_a_disk_a_whole_disk_image_follows_is_wiped_without_zap(tmp_path, monkeypatch, fmt,
+                                                                 reread_after):
+    # sgdisk --zap-all only makes the kernel forget the old table, after a second's sleep;
+    # the image brings the new one, re-read after it (the writer does so for disk images)
+    from provision_agent.drivers import wipe
+    from provision_agent.drivers.images import writer
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    monkeypatch.setattr(writer, "write_image", lambda args, **kw: {"bytes_written": 1})
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
+        {"name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None}]})})
+    steps = [Step("wipe", {"disk": "/dev/vda", "keep": []}),
+             Step("write_image", {"device": "/dev/vda", "mount_point": None,
+                                  "uri": "http://x/disk.img", "format": fmt})]
+    Executor(r, Events(), str(tmp_path)).execute(steps)
+    assert [w for w in r.writes() if "--zap-all" in w] == []
+    assert [line for line in r.lines() if "rereadpt" in line] == reread_after
