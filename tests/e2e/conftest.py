@@ -16,6 +16,23 @@ from tests.vmbench.ramdisk import REPO_ROOT
 
 E2E_DIR = os.path.dirname(os.path.abspath(__file__))
 TIMINGS = []
+RUN_STARTED = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _timed(what, seconds, note):
+    """Keep one timing for the summary and append it to artifacts/vmbench/timings.jsonl at
+    once: a run stopped by CI's time limit prints no summary, and its times are what show
+    where the time went. `run` tells one run's lines from another's; xdist workers get the
+    controller's through the environment (pytest_configure)."""
+    TIMINGS.append((what, seconds, note))
+    out = REPO_ROOT / "artifacts" / "vmbench"
+    out.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "run": os.environ.get("VMBENCH_RUN_STARTED", RUN_STARTED),
+                       "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                       "what": what, "seconds": seconds, "note": note})
+    with open(out / "timings.jsonl", "a") as f:
+        f.write(line + "\n")
 
 
 # With two workers (tox -e e2e) the tests go out longest first, so neither worker is left with a
@@ -44,6 +61,7 @@ def _rank(nodeid):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: boots the ramdisk in qemu (slow; tox -e e2e)")
+    os.environ.setdefault("VMBENCH_RUN_STARTED", RUN_STARTED)     # before xdist starts workers
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         # Measured on the 2-core host: a 2-vCPU TCG guest running exec-heavy work (what
         # update-initramfs is) keeps both host cores busy and goes no faster than with one vCPU
@@ -93,15 +111,15 @@ def ramdisk():
     start = time.monotonic()
     rd = ensure_ramdisk()
     manifest = rd.manifest
-    TIMINGS.append(("ramdisk build/reuse", round(time.monotonic() - start, 1),
-                    f"base {manifest['layers']['base']['state']}, "
-                    f"project {manifest['layers']['project']['state']}, initramfs "
-                    f"{manifest['artefacts']['initramfs']['bytes'] / (1 << 20):.1f} MiB"))
+    _timed("ramdisk build/reuse", round(time.monotonic() - start, 1),
+           f"base {manifest['layers']['base']['state']}, "
+           f"project {manifest['layers']['project']['state']}, initramfs "
+           f"{manifest['artefacts']['initramfs']['bytes'] / (1 << 20):.1f} MiB")
     return rd
 
 
 def _booted(vm):
-    TIMINGS.append((f"boot to SSH: {vm.name}", vm.boot_seconds, f"{len(vm.disks)} {vm.bus} disks"))
+    _timed(f"boot to SSH: {vm.name}", vm.boot_seconds, f"{len(vm.disks)} {vm.bus} disks")
     return vm
 
 
@@ -140,7 +158,7 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     if rep.when == "call":
-        TIMINGS.append((f"test: {item.nodeid}", round(rep.duration, 1), rep.outcome))
+        _timed(f"test: {item.nodeid}", round(rep.duration, 1), rep.outcome)
     if not rep.failed:
         return
     vms = list(getattr(item, "vmbench_vms", []))
@@ -166,9 +184,3 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("vmbench timings (seconds)")
     for what, seconds, note in TIMINGS:
         terminalreporter.write_line(f"{seconds!s:>7}  {what}  ({note})")
-    out = REPO_ROOT / "artifacts" / "vmbench"
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "timings.jsonl", "a") as f:
-        for what, seconds, note in TIMINGS:
-            f.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                "what": what, "seconds": seconds, "note": note}) + "\n")
