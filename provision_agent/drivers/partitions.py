@@ -128,16 +128,21 @@ def check_kept(table, args):
     return f"partition {n} to keep does not exist"
 
 
+EXTENDED = ("5", "f", "85")     # msdos extended partition types
+
+
 def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
     """Add a Linux partition of size_bytes in the free space at the end of disk, behind the
     partitions a whole-disk image brought (where Ironic puts a configdrive). Returns its number
     and the table the kernel should now show, {number: (start, size)} in 512-byte sectors
-    (udev.reread_partitions skips partprobe when it already does)."""
+    (udev.reread_partitions skips partprobe when it already does).
+
+    An image made for a smaller disk (qcow2 ones too) ends its GPT mid-disk: sgdisk -e moves
+    the backup header to the disk's end, in the same call as the new partition, as each sgdisk
+    that writes sleeps a second (write_gpt). gdisk then puts the last usable sector at the
+    disk's size less the first usable LBA; the partition is started from that and ended where
+    sgdisk ends the free space, and the table read back is what is reported."""
     table = read_table(runner, disk)
-    if table and table.get("label") == "gpt":
-        # an image made for a smaller disk (qcow2 ones too) ends its GPT mid-disk
-        runner.run(["sgdisk", "-e", disk])
-        table = read_table(runner, disk)
     if not table or not table.get("partitions"):
         raise ImageError(f"{disk}: the whole-disk image brought no partition table to add a "
                          f"partition to")
@@ -145,32 +150,51 @@ def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
     parts = table["partitions"]
     used_end = max(p["start"] + p["size"] - 1 for p in parts)
     gpt = table["label"] == "gpt"
-    last = table["lastlba"] if gpt else disk_bytes // sector - 1
+    last = disk_bytes // sector - (table["firstlba"] if gpt else 1)
     align = (1 << 20) // sector
     start = (last + 1 - size_bytes // sector) // align * align
     if start <= used_end:
         raise ImageError(f"{disk}: no room for a {size_bytes >> 20} MiB partition after the "
                          f"image's partitions (they end at sector {used_end}, the disk's usable "
                          f"space at {last})")
-    numbers = _numbers(table)
+    number = _next_number(disk, table, gpt)
+    args = {"disk": disk, "number": number, "start": start, "end": last, "kind": "primary",
+            "name": name, "type": GPT_TYPES["linux"] if gpt else MBR_TYPES["linux"]}
     if gpt:
-        number = max(numbers) + 1
+        runner.run(["sgdisk", "-e", *_gpt_options(dict(args, end=0)), disk])
+        table = read_table(runner, disk)
+        new = [p for p in table["partitions"] if partition_number(p["node"]) == number]
+        if not new or new[0]["start"] != start:
+            raise ImageError(f"{disk}: sgdisk did not put partition {number} at sector {start}")
+        last = new[0]["start"] + new[0]["size"] - 1
+        if last - start + 1 < size_bytes // sector:
+            LOG.warning("%s: partition %d has %d sectors, less than the %d asked for", disk,
+                        number, last - start + 1, size_bytes // sector)
+        parts = table["partitions"]
     else:
-        primaries = [n for n in numbers if n <= 4]
-        if len(primaries) == 4 or any(p.get("type") in ("5", "f", "85") for p in parts):
-            raise ImageError(f"{disk}: the image's msdos table has no primary slot left at "
-                             f"its end for a new partition")
-        number = max(primaries) + 1
-    create(runner, {"disk": disk, "number": number, "start": start, "end": last,
-                    "kind": "primary", "name": name,
-                    "type": GPT_TYPES["linux"] if gpt else MBR_TYPES["linux"]},
-           "gpt" if gpt else "msdos")
+        create(runner, args, "msdos")
     LOG.info("%s: added partition %d (sectors %d-%d) after the image's partitions", disk,
              number, start, last)
     k = sector // 512
-    expected = {partition_number(p["node"]): (p["start"] * k, p["size"] * k) for p in parts}
-    # an extended partition's size is the kernel's own: only its start is compared
-    expected.update({partition_number(p["node"]): (p["start"] * k, None) for p in parts
-                     if not gpt and p.get("type") in ("5", "f", "85")})
-    expected[number] = (start * k, (last - start + 1) * k)
-    return number, expected
+    view = _kernel_view(parts, k, gpt)
+    view[number] = (start * k, (last - start + 1) * k)
+    return number, view
+
+
+def _next_number(disk, table, gpt):
+    numbers = _numbers(table)
+    if gpt:
+        return max(numbers) + 1
+    primaries = [n for n in numbers if n <= 4]
+    if len(primaries) == 4 or any(p.get("type") in EXTENDED for p in table["partitions"]):
+        raise ImageError(f"{disk}: the image's msdos table has no primary slot left at its end "
+                         f"for a new partition")
+    return max(primaries) + 1
+
+
+def _kernel_view(parts, k, gpt):
+    """{number: (start, size)} in 512-byte sectors (k of them a table sector); an extended
+    partition's size is the kernel's own (two sectors), so only its start is compared."""
+    return {partition_number(p["node"]): (
+        p["start"] * k, None if not gpt and p.get("type") in EXTENDED else p["size"] * k)
+        for p in parts}

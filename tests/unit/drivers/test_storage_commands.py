@@ -111,30 +111,61 @@ def test_check_kept_partition_position():
     assert "does not exist" in partitions.check_kept(None, ok)
 
 
-def image_table(label, parts, lastlba=None):
+def image_table(label, parts, lastlba=None, firstlba=34):
     table = {"label": label, "sectorsize": 512,
              "partitions": [{"node": f"/dev/vdc{n}", "start": s, "size": z, "type": t}
                             for n, s, z, t in parts]}
     if lastlba:
-        table["lastlba"] = lastlba
+        table.update(firstlba=firstlba, lastlba=lastlba)
     return json.dumps({"partitiontable": table})
 
 
-def test_append_at_end_after_a_gpt_image_moves_the_backup_header_first():
+class TableAfterSgdisk(FakeRunner):
+    """sfdisk --json answers `before` until sgdisk has written, then `after`."""
+
+    def __init__(self, before, after):
+        super().__init__({"sfdisk --json": before})
+        self.after = after
+
+    def run(self, argv, **kw):
+        result = super().run(argv, **kw)
+        if argv[0] == "sgdisk":
+            self.answers["sfdisk --json"] = self.after
+        return result
+
+
+IMAGE_PART = (1, 2048, 65536, "0FC63DAF-8483-4772-8E79-3D69D8477DE4")
+
+
+@pytest.mark.parametrize("firstlba", [34, 2048])
+def test_append_at_end_of_a_gpt_image_moves_the_backup_header_in_the_same_call(firstlba):
+    # made for a 1 GiB disk, on a 4 GiB one: its backup header and last usable LBA mid-disk
     disk_bytes = 4 << 30
-    runner = FakeRunner({"sfdisk --json": image_table(
-        "gpt", [(1, 2048, 65536, "0FC63DAF-8483-4772-8E79-3D69D8477DE4")],
-        lastlba=disk_bytes // 512 - 34)})
+    last = disk_bytes // 512 - firstlba     # where gdisk's -e puts the last usable sector
+    start = (last + 1 - 131072) // 2048 * 2048
+    runner = TableAfterSgdisk(
+        image_table("gpt", [IMAGE_PART], lastlba=(1 << 30) // 512 - 34, firstlba=firstlba),
+        image_table("gpt", [IMAGE_PART, (2, start, last - start + 1, "L")], lastlba=last,
+                    firstlba=firstlba))
     number, table = partitions.append_at_end(runner, "/dev/vdc", 64 << 20, disk_bytes,
                                              "config-2")
-    start = (disk_bytes // 512 - 33 - 131072) // 2048 * 2048
     assert number == 2
-    # what the kernel must show for partprobe to be skipped: the image's and the new one
-    assert table == {1: (2048, 65536), 2: (start, disk_bytes // 512 - 34 - start + 1)}
+    # one sgdisk (each that writes sleeps a second), ended where sgdisk ends the free space
     assert runner.writes() == [
-        "sgdisk -e /dev/vdc",
-        f"sgdisk --new=2:{start}:{disk_bytes // 512 - 34} "
-        f"--typecode=2:0FC63DAF-8483-4772-8E79-3D69D8477DE4 --change-name=2:config-2 /dev/vdc"]
+        f"sgdisk -e --new=2:{start}:0 --typecode=2:0FC63DAF-8483-4772-8E79-3D69D8477DE4 "
+        f"--change-name=2:config-2 /dev/vdc"]
+    # what the kernel must show for partprobe to be skipped: the image's and the new one,
+    # as read back
+    assert table == {1: (2048, 65536), 2: (start, last - start + 1)}
+
+
+def test_append_at_end_refuses_a_partition_sgdisk_put_elsewhere():
+    disk_bytes = 4 << 30
+    image = image_table("gpt", [IMAGE_PART], lastlba=(1 << 30) // 512 - 34)
+    runner = TableAfterSgdisk(image, image_table("gpt", [IMAGE_PART, (2, 4096, 8192, "L")],
+                                                 lastlba=disk_bytes // 512 - 34))
+    with pytest.raises(ImageError, match="did not put partition 2 at sector"):
+        partitions.append_at_end(runner, "/dev/vdc", 64 << 20, disk_bytes)
 
 
 def test_append_at_end_of_an_msdos_image():
@@ -155,7 +186,7 @@ def test_append_at_end_refuses_what_does_not_fit(table, message):
     runner = FakeRunner({"sfdisk --json": table})
     with pytest.raises(ImageError, match=message):
         partitions.append_at_end(runner, "/dev/vdc", 64 << 20, 4 << 30)
-    assert [w for w in runner.writes() if not w.startswith("sgdisk -e")] == []
+    assert runner.writes() == []
 
 
 def test_same_volume_id_only_for_a_fat_volume_id_not_already_chosen():

@@ -10,6 +10,7 @@ from provision_agent.errors import CommandError, MachineMismatch
 from provision_agent.plan.steps import make as Step
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
+from tests.unit.drivers.test_storage_commands import TableAfterSgdisk
 from tests.unit.fakes import FakeRunner
 
 STEPS = [
@@ -274,9 +275,12 @@ def test_a_configdrive_behind_a_whole_disk_image_rereads_only_when_the_kernel_la
     disk_bytes = 4 << 30
     last = disk_bytes // 512 - 34
     start = (last + 1 - 131072) // 2048 * 2048
-    table = {"partitiontable": {"label": "gpt", "sectorsize": 512, "lastlba": last,
-                                "partitions": [{"node": "/dev/vda1", "start": 2048,
-                                                "size": 65536, "type": "T"}]}}
+    image = {"node": "/dev/vda1", "start": 2048, "size": 65536, "type": "T"}
+    before, after = ({"partitiontable": {"label": "gpt", "sectorsize": 512, "firstlba": 34,
+                                         "lastlba": end, "partitions": parts}}
+                     for end, parts in (((1 << 30) // 512 - 34, [image]),
+                                        (last, [image, {"node": "/dev/vda2", "start": start,
+                                                        "size": last - start + 1}])))
     shown = {1: (2048, 65536)}
     if kernel_has_it:       # sgdisk's own re-read of the table it wrote got through
         shown[2] = (start, last - start + 1)
@@ -284,7 +288,7 @@ def test_a_configdrive_behind_a_whole_disk_image_rereads_only_when_the_kernel_la
     monkeypatch.setattr(udev, "kernel_partitions", lambda disk, sys_block=None: shown)
     monkeypatch.setattr(udev, "wait_for_devices", lambda runner, devices: None)
     monkeypatch.setattr(configdrive, "write", lambda runner, args, options=None: 4096)
-    r = FakeRunner({"sfdisk --json": json.dumps(table)})
+    r = TableAfterSgdisk(json.dumps(before), json.dumps(after))
     step = Step("configdrive", {"device": None, "format": "config-2", "append_to": "/dev/vda",
                                 "size_bytes": 64 << 20, "partitions_of": "/dev/vda"})
     report = Executor(r, Events([io.StringIO()]), str(tmp_path)).execute([step])
