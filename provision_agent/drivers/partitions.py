@@ -175,8 +175,8 @@ def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
         create(runner, args, "msdos")
     LOG.info("%s: added partition %d (sectors %d-%d) after the image's partitions", disk,
              number, start, last)
-    k = sector // 512
-    view = _kernel_view(parts, k, gpt)
+    k = sector // 512       # sysfs counts 512-byte sectors
+    view = {partition_number(p["node"]): (p["start"] * k, p["size"] * k) for p in parts}
     view[number] = (start * k, (last - start + 1) * k)
     return number, view
 
@@ -190,11 +190,3 @@ def _next_number(disk, table, gpt):
         raise ImageError(f"{disk}: the image's msdos table has no primary slot left at its end "
                          f"for a new partition")
     return max(primaries) + 1
-
-
-def _kernel_view(parts, k, gpt):
-    """{number: (start, size)} in 512-byte sectors (k of them a table sector); an extended
-    partition's size is the kernel's own (two sectors), so only its start is compared."""
-    return {partition_number(p["node"]): (
-        p["start"] * k, None if not gpt and p.get("type") in EXTENDED else p["size"] * k)
-        for p in parts}

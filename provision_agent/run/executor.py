@@ -234,8 +234,8 @@ class Executor:
         result = writer.write_image(step.args, runner=self.runner, events=self.events,
                                     target_root=self.root, options=self.options)
         if step.format == "qcow2" and step.device in self.wiped:
-            # a whole disk, wiped without a re-read (do_wipe): the writer re-reads only the
-            # tables of disk images, which it can tell from their first bytes
+            # a whole disk, wiped without a re-read (do_wipe): the writer re-reads the table
+            # only after a disk-format image
             formats.reread_partitions(self.runner, step.device)
         return result
 
