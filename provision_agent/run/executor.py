@@ -54,6 +54,7 @@ class Executor:
         self.tables_follow = set()  # disks a partition_table step writes
         self.wiped = set()          # disks a wipe step clears
         self.images_follow = set()  # devices a disk or qcow2 image is written onto whole
+        self.appended = set()       # disks a configdrive partition is added to
         self.crypt = crypt_steps.CryptSteps(runner, target_root, self.options)
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
         # kinds are added when its first step comes (extensions.py)
@@ -93,13 +94,16 @@ class Executor:
     def _look_ahead(self, steps):
         """What a step needs to know of the ones after it: the partitions a table keeps, those
         written together with their table, the whole planned table (to compare with what the
-        kernel shows), and the disks whose wipe is followed by a new table (whose own write
-        makes the kernel re-read it) or by a whole-disk image (re-read once it is written)."""
+        kernel shows), the disks whose wipe is followed by a new table (whose own write
+        makes the kernel re-read it) or by a whole-disk image (re-read once it is written),
+        and the disks a configdrive partition is added to (whose sgdisk call re-reads)."""
         for step in steps:
             if step.kind == "partition_table":
                 self.tables_follow.add(step.disk)
             if step.kind == "write_image" and step.format in ("disk", "qcow2") and step.device:
                 self.images_follow.add(step.device)
+            if step.kind == "configdrive" and step.append_to:
+                self.appended.add(step.append_to)
             if step.kind == "wipe":
                 self.wiped.add(step.disk)
             if step.kind != "partition":
@@ -231,9 +235,11 @@ class Executor:
 
     def do_write_image(self, step):
         from provision_agent.drivers.images import formats, writer  # heavy; images only
+        appended = step.device in self.appended
         result = writer.write_image(step.args, runner=self.runner, events=self.events,
-                                    target_root=self.root, options=self.options)
-        if step.format == "qcow2" and step.device in self.wiped:
+                                    target_root=self.root, options=self.options,
+                                    table_follows=appended)
+        if step.format == "qcow2" and step.device in self.wiped and not appended:
             # a whole disk, wiped without a re-read (do_wipe): the writer re-reads the table
             # only after a disk-format image
             formats.reread_partitions(self.runner, step.device)

@@ -71,10 +71,12 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              checksum_of="compressed", allow_no_checksum=False, fs_type=None, mount_dir=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
              events=None, tmp_dir=None, grow=True, stall=None, verifier=None,
-             zero_policy="auto"):
+             zero_policy="auto", table_follows=False):
     """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar).
     verifier: a signature.Verifier the downloaded bytes are fed to; the image is only made
-    visible once it says yes, and wiped from the target when anything fails."""
+    visible once it says yes, and wiped from the target when anything fails. table_follows:
+    a partition is added to a disk image's table next (the configdrive), whose sgdisk call
+    moves the GPT's backup header and makes the kernel re-read the table."""
     expected = _expected(uri, fmt, checksum, checksum_of, allow_no_checksum,
                          target_path if fmt != "tar" else mount_dir)
     start = time.monotonic()
@@ -114,7 +116,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
             _verify(expected, hashed, uri, verifier)
             if held:
                 held.release(target_path)
-        _fit(runner, fmt, head, target_path, fs_type, grow)
+        _fit(runner, fmt, head, target_path, fs_type, grow, table_follows)
     except BaseException:
         if verifier:
             _unwrite(runner, fmt, target_path, mount_dir, written, zero_policy)
@@ -149,11 +151,11 @@ def _expected(uri, fmt, checksum, checksum_of, allow_no_checksum, target):
     return expected
 
 
-def _fit(runner, fmt, head, target, fs_type, grow):
+def _fit(runner, fmt, head, target, fs_type, grow, table_follows=False):
     """A verified image fitted to its target: a filesystem grown, a disk's table seen."""
     if fmt == "raw" and grow:
         formats.grow_fs(runner, target, fs_type)
-    elif fmt == "disk":
+    elif fmt == "disk" and not table_follows:
         if head[512:520] == b"EFI PART" and not os.path.isfile(target):
             formats.move_gpt_backup_to_end(runner, target)
         formats.reread_partitions(runner, target)
@@ -258,7 +260,8 @@ def _checksum(args, options):
         headers=_headers(options))
 
 
-def write_image(args, *, runner, events, target_root, target_zeroed=False, options=None):
+def write_image(args, *, runner, events, target_root, target_zeroed=False, options=None,
+                table_follows=False):
     """The executor's entry: a write_image step's args -> a JSON-able report dict."""
     from provision_agent.drivers import mount  # only for the tar target path
     options = options or {}
@@ -277,7 +280,7 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
             target_zeroed = formats.zero_device(
                 runner, args["device"], options.get("image_zero_target") or "auto")
         report = _write(args, options, checksum, headers, mount_dir, target_zeroed, runner,
-                        events, verifier)
+                        events, verifier, table_follows)
     result = asdict(report)
     result["checksum"] = result.pop("checksum_actual")
     result["target_zeroed"] = target_zeroed
@@ -286,7 +289,7 @@ def write_image(args, *, runner, events, target_root, target_zeroed=False, optio
 
 
 def _write(args, options, checksum, headers, mount_dir, target_zeroed, runner, events,
-           verifier):
+           verifier, table_follows):
     return write_to(
         args["uri"], args.get("device"), fmt=args.get("format", "raw"),
         compression=args.get("compression") or "auto", checksum=checksum,
@@ -297,4 +300,5 @@ def _write(args, options, checksum, headers, mount_dir, target_zeroed, runner, e
         target_zeroed=target_zeroed, runner=runner, events=events,
         stall={k: options[f"image_{k}"] for k in ("stall_seconds", "stall_bytes")
                if options.get(f"image_{k}") is not None},
-        verifier=verifier, zero_policy=options.get("image_zero_target") or "auto")
+        verifier=verifier, zero_policy=options.get("image_zero_target") or "auto",
+        table_follows=table_follows)

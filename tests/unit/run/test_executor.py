@@ -305,7 +305,8 @@ def test_a_disk_a_whole_disk_image_follows_is_wiped_without_zap(tmp_path, monkey
     from provision_agent.drivers import wipe
     from provision_agent.drivers.images import writer
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
-    monkeypatch.setattr(writer, "write_image", lambda args, **kw: {"bytes_written": 1})
+    seen = {}
+    monkeypatch.setattr(writer, "write_image", lambda args, **kw: seen.update(kw) or {})
     r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
         {"name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None}]})})
     steps = [Step("wipe", {"disk": "/dev/vda", "keep": []}),
@@ -314,3 +315,30 @@ def test_a_disk_a_whole_disk_image_follows_is_wiped_without_zap(tmp_path, monkey
     Executor(r, Events(), str(tmp_path)).execute(steps)
     assert [w for w in r.writes() if "--zap-all" in w] == []
     assert [line for line in r.lines() if "rereadpt" in line] == reread_after
+    assert seen["table_follows"] is False
+
+
+@pytest.mark.parametrize("fmt", ["qcow2", "disk"])
+def test_a_whole_disk_image_a_configdrive_partition_follows_leaves_its_table_to_it(
+        tmp_path, monkeypatch, fmt):
+    # the configdrive's one sgdisk call moves the GPT's backup header and re-reads the table:
+    # the writer does neither, nor does the executor re-read after a qcow2
+    from provision_agent.drivers import configdrive, wipe
+    from provision_agent.drivers.images import writer
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    seen = {}
+    monkeypatch.setattr(writer, "write_image", lambda args, **kw: seen.update(kw) or {})
+    monkeypatch.setattr(configdrive, "write", lambda runner, args, options=None: 1)
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
+        {"name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None}]})})
+    steps = [Step("wipe", {"disk": "/dev/vda", "keep": []}),
+             Step("write_image", {"device": "/dev/vda", "mount_point": None,
+                                  "uri": "http://x/disk.img", "format": fmt}),
+             Step("configdrive", {"device": None, "format": "config-2", "append_to": "/dev/vda",
+                                  "size_bytes": 64 << 20, "partitions_of": "/dev/vda"})]
+    ex = Executor(r, Events(), str(tmp_path))
+    ex._look_ahead(steps)
+    ex.do_wipe(steps[0])
+    ex.do_write_image(steps[1])
+    assert seen["table_follows"] is True
+    assert [line for line in r.lines() if "rereadpt" in line or "zap" in line] == []

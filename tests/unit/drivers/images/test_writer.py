@@ -22,6 +22,7 @@ from provision_agent.errors import ImageError
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
 from tests.unit.drivers.images import test_sources as test_image_sources
+from tests.unit.fakes import FakeRunner
 
 http_server = test_image_sources.http_server     # the fixture, shared
 
@@ -258,3 +259,13 @@ def test_a_gzip_image_inflates_through_the_first_library_that_imports(
                              runner=None, grow=False)
     assert target.read_bytes() == RAW and report.compression == "gzip"
     assert used == [chosen]
+
+
+@pytest.mark.parametrize("table_follows,expected", [
+    (False, ["sgdisk -e /dev/vdc", "blockdev --rereadpt /dev/vdc", "udevadm settle"]),
+    (True, [])])
+def test_a_gpt_disk_image_is_fitted_unless_a_partition_is_added_next(table_follows, expected):
+    runner = FakeRunner()
+    head = bytes(512) + b"EFI PART" + bytes(100)
+    writer._fit(runner, "disk", head, "/dev/vdc", None, True, table_follows)
+    assert runner.lines() == expected
