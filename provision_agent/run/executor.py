@@ -51,9 +51,9 @@ class Executor:
         self.new_parts = {}         # disk -> its new partitions' step args, in plan order
         self.in_table = set()       # partition devices already written with their table
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
-        self.tables_follow = set()  # disks a partition_table step writes
+        self.table_follows = set()  # disks a later step writes a table onto and re-reads:
+                                    # a partition_table, or a disk or qcow2 image written whole
         self.wiped = set()          # disks a wipe step clears
-        self.images_follow = set()  # devices a disk or qcow2 image is written onto whole
         self.appended = set()       # disks a configdrive partition is added to
         self.crypt = crypt_steps.CryptSteps(runner, target_root, self.options)
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
@@ -99,9 +99,9 @@ class Executor:
         and the disks a configdrive partition is added to (whose sgdisk call re-reads)."""
         for step in steps:
             if step.kind == "partition_table":
-                self.tables_follow.add(step.disk)
+                self.table_follows.add(step.disk)
             if step.kind == "write_image" and step.format in ("disk", "qcow2") and step.device:
-                self.images_follow.add(step.device)
+                self.table_follows.add(step.device)
             if step.kind == "configdrive" and step.append_to:
                 self.appended.add(step.append_to)
             if step.kind == "wipe":
@@ -160,9 +160,8 @@ class Executor:
     # storage
 
     def do_wipe(self, step):
-        follows = step.disk in self.tables_follow or step.disk in self.images_follow
-        wipe.wipe(self.runner, step.disk, step.keep or [], reread=not follows,
-                  cleared=self.wiped)
+        wipe.wipe(self.runner, step.disk, step.keep or [],
+                  reread=step.disk not in self.table_follows, cleared=self.wiped)
 
     def do_partition_table(self, step):
         disk, keep = step.disk, self.keep_numbers.get(step.disk, [])

@@ -151,7 +151,7 @@ def _expected(uri, fmt, checksum, checksum_of, allow_no_checksum, target):
     return expected
 
 
-def _fit(runner, fmt, head, target, fs_type, grow, table_follows=False):
+def _fit(runner, fmt, head, target, fs_type, grow, table_follows):
     """A verified image fitted to its target: a filesystem grown, a disk's table seen."""
     if fmt == "raw" and grow:
         formats.grow_fs(runner, target, fs_type)

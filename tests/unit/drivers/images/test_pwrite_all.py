@@ -37,4 +37,3 @@ def test_a_write_of_nothing_is_enospc(tmp_path, monkeypatch):
     finally:
         os.close(fd)
     assert got.value.errno == errno.ENOSPC
-
