@@ -17,6 +17,7 @@ from provision_agent.drivers import (
     initramfs,
     kernel_cmdline,
     mount,
+    nvram,
     secure_boot,
     target,
 )
@@ -67,11 +68,10 @@ def _nvram_entries(runner, root, copies, loader):
     if not places:
         LOG.warning("bootloader: no partition found under the ESP %s; no efibootmgr entry",
                     res.stdout.strip() or "(none mounted)")
-    # created in reverse: efibootmgr puts each new entry first in BootOrder
-    for i, (disk, number) in reversed(list(enumerate(places))):
-        label = BOOTLOADER_ID if i == 0 else f"{BOOTLOADER_ID} ({disk})"
-        runner.run(["efibootmgr", "-c", "-d", disk, "-p", number, "-L", label,
-                    "-l", f"\\EFI\\{BOOTLOADER_ID}\\{loader}"], check=False)
+    nvram.write_entries(runner, [
+        (disk, number, BOOTLOADER_ID if i == 0 else f"{BOOTLOADER_ID} ({disk})",
+         f"\\EFI\\{BOOTLOADER_ID}\\{loader}") for i, (disk, number) in enumerate(places)],
+        disks=[disk for disk, _ in places])
 
 
 def sync_esps(runner, root, copies):
@@ -97,6 +97,9 @@ def install_commands(mode, targets, root, in_chroot, signed=False):
 def install(runner, root, args):
     mode = boot_mode(args.get("boot_mode") or "auto")
     targets = args.get("targets") or []
+    if args.get("type") == "image":
+        nvram.image_entries(runner, mode, targets)
+        return mode
     copies = args.get("esp_copies") or []
     signed = bool(args.get("secure_boot"))
     if signed:
@@ -123,7 +126,7 @@ def install(runner, root, args):
         secure_boot.check_installed(root, BOOTLOADER_ID)
     if mode == "uefi":
         sync_esps(runner, root, copies)
-        if os.path.isdir("/sys/firmware/efi/efivars"):
+        if nvram.efi_booted():
             _nvram_entries(runner, root, copies, secure_boot.SHIM if signed else "grubx64.efi")
     elif copies:
         LOG.info("bootloader: BIOS mode, so %s stay empty ESPs", ", ".join(copies))

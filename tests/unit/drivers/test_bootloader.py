@@ -154,7 +154,8 @@ def test_nvram_entries_for_every_esp_with_the_primary_first_in_boot_order(monkey
     monkeypatch.setattr(bootloader, "esp_partitions", lambda d: where.get(d, []))
     r = MountRunner("/dev/vda1")
     bootloader._nvram_entries(r, "/t", ["/dev/vdb1"], "grubx64.efi")
-    made = [(c[c.index("-d") + 1], c[c.index("-L") + 1]) for c in r.calls if c[0] == "efibootmgr"]
+    made = [(c[c.index("-d") + 1], c[c.index("-L") + 1]) for c in r.calls
+            if c[0] == "efibootmgr" and "-c" in c]
     # efibootmgr -c puts each new entry first: the primary is created last
     assert made == [("/dev/vdb", "debian (/dev/vdb)"), ("/dev/vda", "debian")]
 
