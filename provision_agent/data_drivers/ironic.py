@@ -142,8 +142,9 @@ class IronicDriver(DataDriver):
                 # as Ironic does: a partition added after the image's own, once it is written
                 doc["configdrive"] = dict(fields.configdrive(info["configdrive"], add),
                                           disk=ROOT_DISK)
-            # The image brings its own bootloader (under Secure Boot, its own signed chain).
-            doc["bootloader"] = {"type": "none", "origin": "instance_info (whole-disk image)"}
+            # its own bootloader (and signed chain); in UEFI mode the NVRAM entry IPA makes
+            doc["bootloader"] = {"type": "image", "boot_mode": boot_mode,
+                                 "origin": "instance_info (whole-disk image)"}
             return doc
         caps = info.get("capabilities") or {}
         label = caps.get("disk_label") if isinstance(caps, dict) else None

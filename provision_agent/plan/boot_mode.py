@@ -22,8 +22,8 @@ def apply(doc, boot_mode, add, where, create=True, secure_boot=False):
             f"{given!r}, but Ironic boots this node in {boot_mode!r} (the instance's "
             "or the node's capabilities boot_mode, else [deploy]default_boot_mode): "
             "make the two agree")
-    if not secure_boot:
-        return
+    if not secure_boot or bootloader.get("type") == "image":
+        return      # a whole-disk image's own chain is signed or not as its maker made it
     if bootloader.get("secure_boot") is False:
         add(f"{where}.secure_boot",
             "false, but Ironic turns Secure Boot on for this instance (instance_info/"

@@ -8,7 +8,7 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import redact
-from provision_agent.plan import initramfs_policy, parttypes, planner_crypt
+from provision_agent.plan import parttypes, planner_boot, planner_crypt
 from provision_agent.plan import steps as st
 from provision_agent.plan.units import human
 
@@ -20,40 +20,6 @@ CONFIGDRIVE_BYTES = 64 << 20
 
 def _depth(mount):
     return 0 if mount == "/" else mount.rstrip("/").count("/")
-
-
-def boot_targets(layout, res):
-    """Disk ids to install the bootloader on (explicit, or where boot partitions live)."""
-    bl = layout.bootloader
-    if bl.targets:
-        return list(bl.targets)
-    owner = {p.id: d.id for d, p in layout.partitions()}
-    targets = [d.id for d in layout.disks if any(p.type in ("bios_grub", "esp")
-                                                 for p in d.partitions)]
-    mounts = {fs.mount: fs.device for fs in layout.filesystems if fs.mount}
-    boot_dev = mounts.get("/boot") or mounts.get("/")
-    for r in layout.raids:
-        if r.id == boot_dev:
-            targets += [owner.get(m, m) for m in r.members]
-    if boot_dev in owner:
-        targets.append(owner[boot_dev])
-    return list(dict.fromkeys(t for t in targets if t in res.disks))
-
-
-def esp_copies(layout, res):
-    """ESP partitions on the bootloader's target disks that nothing else uses: in UEFI mode they
-    get a copy of the ESP mounted at /boot/efi, so that each disk boots on its own."""
-    bl = layout.bootloader
-    if not bl or bl.type == "none" or bl.boot_mode == "bios":
-        return []
-    used = {fs.device for fs in layout.filesystems} | {im.target for im in layout.images}
-    for r in layout.raids:
-        used.update(r.members + r.spares)
-    for vg in layout.volume_groups:
-        used.update(vg.pvs)
-    targets = set(boot_targets(layout, res))
-    return [p.id for d, p in layout.partitions()
-            if d.id in targets and p.type == "esp" and p.id not in used]
 
 
 def multipath_wwids(layout, res):
@@ -81,11 +47,17 @@ def plan(res):
 def _built_in(res):
     steps = (_tables(res) + _arrays(res) + planner_crypt.volumes(res, on_lvs=False)
              + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
-    copies = esp_copies(res.layout, res)
+    copies = planner_boot.esp_copies(res.layout, res)
     steps += _filesystems(res, copies) + _block_images(res)
     mounted = _mounted(res.layout)
     steps += _mounts_and_tar_images(res, mounted) + _system_files(res)
-    steps += _bootloader(res, copies) + _configdrive(res)
+    if res.layout.bootloader and res.layout.bootloader.type == "image":
+        # its entry names the ESP by partition number: the table is read once the
+        # configdrive's partition, which re-reads it, is there
+        steps += _configdrive(res) + planner_boot.image_steps(res)
+    else:
+        steps += planner_boot.grub_steps(res, copies, multipath_wwids(res.layout, res))
+        steps += _configdrive(res)
     if mounted:
         steps.append(st.Umount([fs.mount for fs in reversed(mounted)],
                                description="unmount the target filesystems"))
@@ -243,29 +215,6 @@ def _system_files(res):
         steps.append(st.MultipathConf(wwids, description=f"add {', '.join(wwids)} to "
                                                          "/etc/multipath/wwids"))
     return steps
-
-
-INITRAMFS_WORDS = {initramfs_policy.KEEP: "kept as the image has it",
-                   initramfs_policy.REBUILD: "rebuilt by the image's own tool"}
-
-
-def _bootloader(res, copies):
-    bl = res.layout.bootloader
-    if not bl or bl.type == "none":
-        return []
-    targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
-    extra = [res.devices.get(p) for p in copies]
-    params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)
-    mode = f"{bl.boot_mode}, Secure Boot: shim + signed grub" if bl.secure_boot else bl.boot_mode
-    initramfs, because, needs = initramfs_policy.choose(res.layout,
-                                                        multipath_wwids(res.layout, res))
-    return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra, bl.secure_boot,
-                          initramfs, needs,
-                          description=f"grub2 ({mode}) on "
-                          f"{', '.join(targets) or 'no disk'}{why}"
-                          + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
-                             if extra else "")
-                          + f"; initramfs {INITRAMFS_WORDS[initramfs]} ({because})")]
 
 
 def _configdrive(res):

@@ -186,11 +186,12 @@ class MultipathConf(Step):
 
 @dataclass
 class Bootloader(Step):
-    """grub2 for `boot_mode` on the `targets` disks; an ESP copied to `esp_copies` (UEFI);
-    with `secure_boot`, the image's shim and signed grub, each piece checked to be signed.
+    """`type` grub2: grub for `boot_mode` on the `targets` disks; an ESP copied to
+    `esp_copies` (UEFI); with `secure_boot`, the image's shim and signed grub, each checked.
     `initramfs`: "rebuild" (the image's tool regenerates it) or "keep" (the image's own, if
     it carries the tools in `initramfs_needs`; plan/initramfs_policy.py); a plan without it
-    rebuilds."""
+    rebuilds. `type` image: the whole-disk images on `targets` bring their own; each gets an
+    NVRAM entry for the loader on its ESP (UEFI only)."""
     kind: ClassVar[str] = "bootloader"
     type: str
     boot_mode: str

@@ -7,7 +7,7 @@ from collections import Counter
 
 from provision_agent.errors import ImageError, Problem
 from provision_agent.plan import configdrive_format as configdrive
-from provision_agent.plan import validate_crypt, validate_text
+from provision_agent.plan import validate_boot, validate_crypt, validate_text
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 
@@ -57,14 +57,10 @@ def check(layout):
     _check_kept(layout, ids.parts, add)
     _check_filesystems(layout, ids.use, ids.block, add)
     _check_images(layout, add, ids.block, ids.disks)
-    _check_bootloader(layout, add, ids.disks, ids.parts)
+    validate_boot.check(layout, add, ids.disks)
     _check_configdrive_refs(layout, ids, add)
     _check_configdrive_disk(layout, add)
     _check_configdrive_content(layout, add)
-    bl = layout.bootloader
-    if bl and bl.type != "none" and not layout.images:
-        add(bl, "grub is installed into the system an image brings, and no image is given: "
-                "add one to images, or set bootloader type 'none' for a layout without an OS")
     _check_overlaps(layout, add)
     validate_text.check(layout, add)
     problems += validate_crypt.check(layout)
@@ -292,25 +288,3 @@ def _check_images(layout, add, block_ids, disks):
                 add(im, f"target {im.target!r} is not a partition, raid or logical volume")
             elif im.target in fs_devices and fs_devices[im.target].type == "swap":
                 add(im, f"target {im.target!r} is swap")
-
-
-def _check_bootloader(layout, add, disks, parts):
-    bl = layout.bootloader
-    if bl and bl.secure_boot and (bl.type == "none" or bl.boot_mode == "bios"):
-        add(bl, "secure_boot needs a grub2 bootloader booting in uefi (or auto) mode: "
-                "firmware checks signatures only when it boots in UEFI mode")
-    if not bl or bl.type == "none":
-        return
-    for t in bl.targets or []:
-        if t not in disks:
-            add(bl, f"bootloader target {t!r} is not a disk id")
-            continue
-        disk = disks[t]
-        types = {p.type for p in disk.partitions}
-        if bl.boot_mode == "bios" and disk.table == "gpt" and "bios_grub" not in types:
-            add(bl, f"BIOS boot from gpt disk {t!r} needs a bios_grub partition on it")
-        if bl.boot_mode == "uefi" and "esp" not in types:
-            add(bl, f"UEFI boot from disk {t!r} needs an esp partition on it")
-    if bl.boot_mode == "uefi":
-        if not any(fs.mount == "/boot/efi" for fs in layout.filesystems):
-            add(bl, "UEFI boot needs a vfat filesystem mounted at /boot/efi")

@@ -108,8 +108,12 @@ def test_ironic_whole_disk_sample(tmp_path):
     plan = dry_run(tmp_path, "ironic-whole-disk", "ironic", "three-disks")
     (disk,) = plan["layout"]["disks"]
     assert disk["device"] == "/dev/vdb" and disk["partitions"] == []
-    assert [s["kind"] for s in plan["steps"]] == ["wipe", "write_image"]
+    assert [s["kind"] for s in plan["steps"]] == ["wipe", "write_image", "bootloader"]
     assert plan["steps"][1]["args"]["device"] == "/dev/vdb"
+    # UEFI, Ironic's default: the image's own loader gets its NVRAM entry, as IPA makes it
+    assert plan["steps"][2]["args"]["type"] == "image"
+    assert plan["steps"][2]["args"]["boot_mode"] == "uefi"
+    assert plan["steps"][2]["args"]["targets"] == ["/dev/vdb"]
 
 
 def test_ironic_layout_sample(tmp_path):

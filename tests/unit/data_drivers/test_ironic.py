@@ -90,11 +90,25 @@ def test_whole_disk_image_targets_the_root_disk(fmt, native_fmt):
     assert "partitions" not in disk
     assert out["images"][0]["format"] == native_fmt
     assert out["images"][0]["target"] == "root-disk"
-    assert out["bootloader"]["type"] == "none"
+    assert out["bootloader"] == {"type": "image", "boot_mode": "bios",
+                                 "origin": "instance_info (whole-disk image)"}
     assert "configdrive" not in out
     res = plan(doc)
     steps = [s for s in res.steps if s.kind == "write_image"]
     assert len(steps) == 1 and "/dev/vdb" in steps[0].description
+    # BIOS: the image's boot code is in its first sectors, nothing to do
+    assert [s.kind for s in res.steps] == ["wipe", "write_image"]
+
+
+def test_whole_disk_image_on_uefi_gets_the_nvram_entry_after_the_configdrive():
+    doc = dict(node(kernel=None, ramdisk=None, image_disk_format="raw", configdrive=CONFIGDRIVE),
+               boot_mode="uefi")
+    res = plan(doc)
+    assert [s.kind for s in res.steps] == ["wipe", "write_image", "configdrive", "bootloader"]
+    step = res.steps[-1]
+    assert step.args["type"] == "image" and step.args["boot_mode"] == "uefi"
+    assert step.args["targets"] == ["/dev/vdb"]
+    assert "NVRAM boot entry" in step.description and "/dev/vdb" in step.description
 
 
 def test_legacy_md5_checksum_and_missing_checksum():
@@ -300,8 +314,10 @@ def test_secure_boot_makes_the_partition_images_grub_the_signed_chain():
 
 def test_secure_boot_leaves_a_whole_disk_images_own_chain_alone():
     doc = dict(node(kernel=None, ramdisk=None), boot_mode="uefi", secure_boot=True)
-    assert native(doc)["bootloader"] == {"type": "none",
+    assert native(doc)["bootloader"] == {"type": "image", "boot_mode": "uefi",
                                          "origin": "instance_info (whole-disk image)"}
+    (step,) = [s for s in plan(doc).steps if s.kind == "bootloader"]
+    assert step.args["secure_boot"] is False       # its CSV names its shim, if it has one
 
 
 def test_secure_boot_in_bios_or_against_the_layout_is_refused():

@@ -259,7 +259,8 @@ def test_a_bootloader_needs_an_image_to_install_into(tmp_path):
 
 def test_secure_boot_needs_grub_in_uefi():
     for bootloader in ({"boot_mode": "bios", "secure_boot": True},
-                       {"type": "none", "secure_boot": True}):
+                       {"type": "none", "secure_boot": True},
+                       {"type": "image", "secure_boot": True}):
         doc = mutate(sample("uefi"), lambda d, b=bootloader: d.__setitem__("bootloader", b))
         _, problems = problems_of(doc)
         assert any("secure_boot needs a grub2 bootloader booting in uefi" in p
@@ -269,3 +270,35 @@ def test_secure_boot_needs_grub_in_uefi():
                                               inv_mod.from_document(inventory("single-disk"))
                                               ).steps if s.kind == "bootloader"]
     assert step.args["secure_boot"] is True
+
+
+WHOLE_DISK = {"version": 1, "disks": [{"id": "d0", "match": {"name": "/dev/vda"}},
+                                      {"id": "d1", "match": {"name": "/dev/vdb"},
+                                       "partitions": [{"id": "data", "size": "1GiB"}]}],
+              "images": [{"uri": "http://h/disk.img.zst", "format": "disk", "target": "d0",
+                          "checksum": "sha256:" + "0" * 64}],
+              "bootloader": {"type": "image", "boot_mode": "uefi"}}
+
+
+def test_a_whole_disk_images_own_bootloader_gets_an_entry_step_in_uefi_mode():
+    planned = pipeline.build_plan(NativeDriver(WHOLE_DISK).layout(), DISKS)
+    (step,) = [s for s in planned.steps if s.kind == "bootloader"]
+    assert (step.args["type"], step.args["targets"]) == ("image", ["/dev/vda"])
+    bios = mutate(WHOLE_DISK, lambda d: d["bootloader"].__setitem__("boot_mode", "bios"))
+    planned = pipeline.build_plan(NativeDriver(bios).layout(), DISKS)
+    assert not [s for s in planned.steps if s.kind == "bootloader"]
+
+
+@pytest.mark.parametrize("change,said", [
+    (lambda d: d["images"][0].update(format="raw", target="data"),
+     "$.bootloader: type 'image' is the bootloader a whole-disk image brings"),
+    (lambda d: d["bootloader"].__setitem__("targets", ["d1"]),
+     "$.bootloader: bootloader target 'd1' gets no whole-disk image (a disk with partitions)"),
+    (lambda d: d["bootloader"].__setitem__("targets", ["nope"]),
+     "$.bootloader: bootloader target 'nope' gets no whole-disk image (not a disk id)"),
+    (lambda d: d["bootloader"].__setitem__("kernel_params", "quiet"),
+     "$.bootloader: kernel_params cannot be set for type 'image'"),
+])
+def test_the_image_type_needs_a_whole_disk_image_it_names(change, said):
+    _, problems = problems_of(mutate(WHOLE_DISK, change))
+    assert any(p.startswith(said) for p in problems), problems
