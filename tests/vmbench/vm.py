@@ -101,7 +101,7 @@ class VM(GuestQueries):
     def __init__(self, disks=3, disk_size="4G", *, serials=None, disk_images=None, bus="virtio",
                  name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
-                 extra_args=(), tpm=None, console_input=False):
+                 extra_args=(), tpm=None, console_input=False, nvram=None):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -114,6 +114,9 @@ class VM(GuestQueries):
         self.append = append
         self.extra_args = list(extra_args)     # more qemu arguments, e.g. a second NIC
         self.tpm = tpm                  # a tpm.SoftTPM: the VM's TPM 2.0
+        # UEFI: the variable store to start from (a copy of it), e.g. another VM's
+        # nvram_file after it ran: its boot entries; default: the firmware's empty one
+        self.nvram = nvram
         # the serial console also takes input (type_console): a passphrase prompt at boot
         self.console_input = console_input
         self.keep_disks = keep_disks
@@ -198,8 +201,8 @@ class VM(GuestQueries):
         argv += self.extra_args
         if self.firmware in ("uefi", "uefi-secureboot"):
             secure = self.firmware == "uefi-secureboot"
-            vars_copy = self.workdir / "OVMF_VARS.fd"
-            shutil.copy(OVMF_SB_VARS if secure else OVMF_VARS, vars_copy)
+            vars_copy = self.nvram_file
+            shutil.copy(self.nvram or (OVMF_SB_VARS if secure else OVMF_VARS), vars_copy)
             if secure:
                 argv += ["-machine", "q35,smm=on",
                          "-global", "driver=cfi.pflash01,property=secure,value=on"]
@@ -231,6 +234,11 @@ class VM(GuestQueries):
             argv += ["-drive", f"{drive},id=d{i}"]
             argv += ["-device", self._disk_device(i, disk, bus)]
         return argv
+
+    @property
+    def nvram_file(self):
+        """The UEFI variables this VM's firmware writes (its NVRAM), kept with its disks."""
+        return self.workdir / "OVMF_VARS.fd"
 
     def _serial_args(self):
         if not self.console_input:
