@@ -8,9 +8,10 @@ entry; else a vendor's shim or grub, else Windows' boot manager. ironic-python-a
 same entry after writing a whole-disk image in UEFI mode (efi_utils.manage_uefi).
 
 The ESP is the image's, so hostile: it is read mounted read-only (by the caller), only two
-levels under EFI/ are looked at, each directory listing is cut at MAX_ENTRIES, only regular
-files count (nothing is followed), a CSV is read up to MAX_CSV bytes, and what it names must
-be a plain file name in its own directory and a short printable label.
+levels under EFI/ are looked at (MAX_VENDORS directories), each listing is cut at
+MAX_ENTRIES names, only regular files count (nothing is followed), a CSV is read up to
+MAX_CSV bytes, and what it names must be a plain file name in its own directory and a short
+printable label.
 """
 
 import logging
@@ -21,6 +22,7 @@ import stat
 LOG = logging.getLogger(__name__)
 
 MAX_ENTRIES = 256
+MAX_VENDORS = 64            # directories under EFI/ whose names are listed in turn
 MAX_CSV = 4096
 MAX_LABEL = 64
 CSV_NAME = "bootx64.csv"
@@ -61,11 +63,11 @@ def _listing(directory):
     found = {}
     for entry in sorted(entries, key=lambda e: e.name)[:MAX_ENTRIES]:
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            # the type readdir gave (FAT gives one): no lookup per name
+            kind = (entry.is_dir(follow_symlinks=False), entry.is_file(follow_symlinks=False))
         except OSError:
             continue
-        found.setdefault(entry.name.lower(), (entry.name, stat.S_ISDIR(mode),
-                                              stat.S_ISREG(mode)))
+        found.setdefault(entry.name.lower(), (entry.name, *kind))
     return found
 
 
@@ -108,7 +110,7 @@ def find(esp_dir):
         return None
     efi_dir = os.path.join(esp_dir, efi[0])
     vendors = {low: (name, os.path.join(efi_dir, name))
-               for low, (name, is_dir, _) in _listing(efi_dir).items()
+               for low, (name, is_dir, _) in list(_listing(efi_dir).items())[:MAX_VENDORS]
                if is_dir and _NAME.fullmatch(name)}
     listings = {low: _listing(path) for low, (_, path) in vendors.items()}
     for low, (name, path) in vendors.items():
