@@ -71,6 +71,8 @@ def partuuids_elsewhere(disks, by_partuuid="/dev/disk/by-partuuid",
 def write_entries(runner, wanted, disks, check=False):
     """wanted: [(disk, partition number, label, loader path)], first to boot first. disks:
     the disks this run wrote. check: a failed efibootmgr fails the run (else it is logged)."""
+    if not wanted:
+        return
     labels = {label for _, _, label, _ in wanted}
     elsewhere = partuuids_elsewhere(disks)
     for number, label, uuid in listed(runner):

@@ -149,6 +149,7 @@ def test_an_empty_esp_gets_no_entry_and_no_failure(image_disk, caplog):
     r = _image_runner()
     nvram.image_entries(r, "uefi", ["/dev/vda"])
     assert r.made() == [] and "holds no loader" in caplog.text
+    assert not [c for c in r.calls if c[0] == "efibootmgr"]      # nothing to make: not asked
 
 
 def test_an_msdos_images_esp_is_found_by_its_type_byte(image_disk):
