@@ -3,7 +3,7 @@
 Order: wipes → tables (one after another, so that the executor writes them at once) →
 partitions → settle → md → LUKS (not on LVs) → LVM (kept VGs only activated) → LUKS on LVs →
 mkfs → block-level images → mount → tar images → fstab/crypttab/mdadm.conf/multipath wwids →
-bootloader → configdrive → umount.
+bootloader → configdrive → umount (a whole-disk image's own bootloader after the configdrive).
 Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
