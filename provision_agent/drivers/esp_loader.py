@@ -135,7 +135,7 @@ def find(esp_dir):
             if loader:
                 return Loader((efi[0], name, loader), name, why=f"EFI/{name}'s {wanted}")
     ms = vendors.get(WINDOWS[0])
-    sub = ms and _listing(ms[1]).get(WINDOWS[1])
+    sub = ms and listings[WINDOWS[0]].get(WINDOWS[1])
     if sub and sub[1]:
         loader = _file(_listing(os.path.join(ms[1], sub[0])), WINDOWS[2])
         if loader:
