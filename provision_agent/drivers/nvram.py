@@ -97,26 +97,9 @@ def _esp_partition(runner, disk):
     number = partition_number(esp["node"])
     expected = {partition_number(p["node"]): (p["start"], p["size"]) for p in parts}
     udev.reread_partitions(runner, disk, expected)
-    device = _kernel_partition(disk, number) or partition_device(disk, number)
+    device = udev.partition_node(disk, number) or partition_device(disk, number)
     udev.wait_for_devices(runner, [device])
     return number, device
-
-
-def _kernel_partition(disk, number, sys_block="/sys/class/block"):
-    """The kernel's name for partition `number` of disk (sda1, nvme0n1p1), or None."""
-    node = os.path.join(sys_block, os.path.basename(os.path.realpath(disk)))
-    try:
-        children = sorted(os.listdir(node))
-    except OSError:
-        return None
-    for child in children:
-        try:
-            with open(os.path.join(node, child, "partition")) as f:
-                if int(f.read(16).strip() or 0) == number:
-                    return "/dev/" + child
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 def _loader_on(runner, device):

@@ -43,23 +43,43 @@ def is_device_mapper(device):
     return os.path.basename(os.path.realpath(device)).startswith("dm-")
 
 
+def _sysfs_children(disk, sys_block):
+    """(directory, name) of each entry under disk's sysfs node, or None when sysfs does not
+    know the disk."""
+    base = os.path.join(sys_block, os.path.basename(os.path.realpath(disk)))
+    try:
+        return [(os.path.join(base, entry), entry) for entry in sorted(os.listdir(base))]
+    except OSError:
+        return None
+
+
 def kernel_partitions(disk, sys_block="/sys/class/block"):
     """{number: (start, size)} of the partitions the kernel has on disk now (sysfs, in
     512-byte sectors), or None when sysfs does not know the disk."""
-    base = os.path.join(sys_block, os.path.basename(os.path.realpath(disk)))
-    try:
-        entries = os.listdir(base)
-    except OSError:
+    children = _sysfs_children(disk, sys_block)
+    if children is None:
         return None
     found = {}
-    for entry in entries:
+    for path, _ in children:
         try:
-            number, start, size = (int(_read(os.path.join(base, entry, name)))
+            number, start, size = (int(_read(os.path.join(path, name)))
                                     for name in ("partition", "start", "size"))
         except (OSError, ValueError):
             continue        # not a partition (queue/, holders/, power/, ...)
         found[number] = (start, size)
     return found
+
+
+def partition_node(disk, number, sys_block="/sys/class/block"):
+    """The kernel's device for partition `number` of disk (/dev/sda1, /dev/nvme0n1p1), or
+    None when the kernel shows no such partition."""
+    for path, name in _sysfs_children(disk, sys_block) or []:
+        try:
+            if int(_read(os.path.join(path, "partition"))) == number:
+                return "/dev/" + name
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _read(path):

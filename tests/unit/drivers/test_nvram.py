@@ -105,7 +105,7 @@ def image_disk(monkeypatch):
     monkeypatch.setattr(nvram, "partuuids_elsewhere", lambda disks: set())
     monkeypatch.setattr(nvram.udev, "reread_partitions", lambda runner, disk, expected: None)
     monkeypatch.setattr(nvram.udev, "wait_for_devices", lambda runner, devices: None)
-    monkeypatch.setattr(nvram, "_kernel_partition", lambda disk, number: f"{disk}{number}")
+    monkeypatch.setattr(nvram.udev, "partition_node", lambda disk, number: f"{disk}{number}")
     monkeypatch.setattr(nvram.esp_loader, "find", lambda path: found.get("loader"))
     return found
 
@@ -169,13 +169,3 @@ def test_bios_or_a_ramdisk_without_efivars_leaves_nvram_alone(image_disk, monkey
     monkeypatch.setattr(nvram, "efi_booted", lambda: False)
     nvram.image_entries(r, "uefi", ["/dev/vda"])
     assert r.calls == [] and "did not boot in UEFI mode" in caplog.text
-
-
-def test_the_kernels_name_for_a_partition(tmp_path):
-    disk = tmp_path / "nvme0n1"
-    for child, number in (("nvme0n1p1", "1"), ("nvme0n1p2", "2")):
-        (disk / child).mkdir(parents=True)
-        (disk / child / "partition").write_text(number + "\n")
-    (disk / "queue").mkdir()
-    assert nvram._kernel_partition("/dev/nvme0n1", 2, str(tmp_path)) == "/dev/nvme0n1p2"
-    assert nvram._kernel_partition("/dev/nvme0n1", 3, str(tmp_path)) is None

@@ -39,3 +39,13 @@ def test_any_difference_from_the_plan_still_runs_partprobe(tmp_path):
     udev.reread_partitions(r, "/dev/vdq", PLAN, sys_block=str(tmp_path))
     udev.reread_partitions(r, "/dev/vda", None, sys_block=sysfs(tmp_path / "x", KERNEL))
     assert r.lines().count("partprobe /dev/vdq") == 1 and "partprobe /dev/vda" in r.lines()
+
+
+def test_the_kernels_name_for_a_partition(tmp_path):
+    disk = tmp_path / "nvme0n1"
+    for child, number in (("nvme0n1p1", "1"), ("nvme0n1p2", "2")):
+        (disk / child).mkdir(parents=True)
+        (disk / child / "partition").write_text(number + "\n")
+    (disk / "queue").mkdir()
+    assert udev.partition_node("/dev/nvme0n1", 2, str(tmp_path)) == "/dev/nvme0n1p2"
+    assert udev.partition_node("/dev/nvme0n1", 3, str(tmp_path)) is None
