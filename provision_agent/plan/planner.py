@@ -51,13 +51,8 @@ def _built_in(res):
     steps += _filesystems(res, copies) + _block_images(res)
     mounted = _mounted(res.layout)
     steps += _mounts_and_tar_images(res, mounted) + _system_files(res)
-    if res.layout.bootloader and res.layout.bootloader.type == "image":
-        # its entry names the ESP by partition number: the table is read once the
-        # configdrive's partition, which re-reads it, is there
-        steps += _configdrive(res) + planner_boot.image_steps(res)
-    else:
-        steps += planner_boot.grub_steps(res, copies, multipath_wwids(res.layout, res))
-        steps += _configdrive(res)
+    steps += planner_boot.around_configdrive(res, copies, multipath_wwids(res.layout, res),
+                                             _configdrive(res))
     if mounted:
         steps.append(st.Umount([fs.mount for fs in reversed(mounted)],
                                description="unmount the target filesystems"))

@@ -42,10 +42,20 @@ def esp_copies(layout, res):
             if d.id in targets and p.type == "esp" and p.id not in used]
 
 
-def grub_steps(res, copies, wwids):
+def around_configdrive(res, copies, wwids, configdrive):
+    """The bootloader's steps and the configdrive's steps, in the order they run."""
     bl = res.layout.bootloader
     if not bl or bl.type == "none":
-        return []
+        return configdrive
+    if bl.type == "image":
+        # its entry names the ESP by partition number: the table is read once the
+        # configdrive's partition, which re-reads it, is there
+        return configdrive + image_steps(res)
+    return grub_steps(res, copies, wwids) + configdrive
+
+
+def grub_steps(res, copies, wwids):
+    bl = res.layout.bootloader
     targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
     extra = [res.devices.get(p) for p in copies]
     params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)

@@ -98,7 +98,7 @@ def _check_boot(layout, under, add):
         if crypt.key_file:
             add(crypt, "the root filesystem's volume cannot be opened by a key file: the key "
                        "would live on the volume it opens; use tpm2 or tang")
-        if bl and bl.type != "none" and "/boot" not in mounts:
+        if bl and bl.type == "grub2" and "/boot" not in mounts:
             add(root, "/ is encrypted and there is no /boot: the bootloader needs the kernel "
                       "and initramfs on a plain filesystem; add a /boot partition")
     parts = {p.id: p for _, p in layout.partitions()}
