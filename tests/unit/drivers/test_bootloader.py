@@ -10,11 +10,13 @@ from tests.unit.drivers.initramfs_files import initramfs as make_initramfs
 class FakeRunner:
     def __init__(self, fail_on=None):
         self.calls = []
+        self.timeouts = []
         self.fail_on = fail_on
 
     def run(self, argv, **kw):
         argv = [str(a) for a in argv]
         self.calls.append(argv)
+        self.timeouts.append(kw.get("timeout"))
         if self.fail_on and self.fail_on in argv:
             raise RuntimeError("boom")
         return Result(tuple(argv), 0, "", "", 0.0)
@@ -75,6 +77,8 @@ def test_initramfs_tool_detected(tmp_path):
     _exe(tmp_path, "usr/sbin/update-initramfs")
     initramfs.regenerate(ch)
     assert r.calls[-1][r.calls[-1].index("chroot") + 2] == "update-initramfs"
+    # longer than the runner's default: minutes per kernel on a slow machine
+    assert r.timeouts[-2:] == [initramfs.REBUILD_TIMEOUT] * 2 and initramfs.REBUILD_TIMEOUT > 600
 
 
 def test_cmdline_replaces_existing_and_sets_root_uuid(tmp_path):
