@@ -46,9 +46,8 @@ LONGEST_FIRST = (
     "test_multipath.py",                                          # 330
     "test_boot.py::test_bios_raid1_",                             # 341
     "test_layouts.py",                                            # 330
-    "test_boot.py::test_bios_single_disk",                        # 270
     # 381 while it rebuilt the initramfs; since ff85a22 350 on a host 3.5x slower, beside
-    # another VM, where test_bios_single_disk took 600 and the ESP copy case 731
+    # another VM, where the ESP copy case took 731
     "test_boot.py::test_uefi_esp_on_md_raid1_",
     "test_images.py",                   # 84, + 124 for the signed image (boot 42, alone)
 )

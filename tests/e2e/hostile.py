@@ -1,4 +1,5 @@
-"""A hostile test OS for tests/e2e/test_boot.py::test_bios_single_disk: the test OS tar with
+"""A hostile test OS for the multipath boot (tests/e2e/test_multipath.py, the BIOS boot that
+rebuilds the image's initramfs and runs its own grub): the test OS tar with
 
 - etc/fstab a link to an absolute path (/etc/fstab.real): provision must not follow it out of
   the target (it used to write the ramdisk's own file);
@@ -65,12 +66,13 @@ def prepare(vm):
            f"echo RAMDISK-ROOT > {RAMDISK_MARKER}")
 
 
-def seen(vm):
-    """After provisioning: {"ramdisk fstab": clean|LEAKED, "job file": its text now,
-    "target fstab": the target's link and what it points to, "probe": {what the hook saw}}."""
+def seen(vm, root):
+    """After provisioning, with the target's / on device `root`: {"ramdisk fstab":
+    clean|LEAKED, "job file": its text now, "target fstab": the target's link and what it
+    points to, "probe": {what the hook saw}}."""
     leaked = vm.ssh("test -e /etc/fstab.real && echo LEAKED || echo clean").stdout.strip()
     job = vm.ssh(["cat", JOB_FILE]).stdout.strip()
-    fstab = vm.ssh("mkdir -p /mnt/t && mount /dev/vda3 /mnt/t && readlink /mnt/t/etc/fstab && "
+    fstab = vm.ssh(f"mkdir -p /mnt/t && mount {root} /mnt/t && readlink /mnt/t/etc/fstab && "
                    "cat /mnt/t/etc/fstab.real").stdout
     probe = vm.ssh(f"cat /mnt/t{PROBE_LOG}; umount /mnt/t", check=False).stdout
     return {"ramdisk fstab": leaked, "job file": job, "target fstab": fstab,

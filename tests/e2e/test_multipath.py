@@ -8,6 +8,13 @@ virtio disk and an NVMe disk. One VM serves the module, in order:
   - root on LVM over the multipath disk, /boot RAID1 across it and the plain disk, a
     partitioned NVMe disk, the test OS installed; read back in the VM; then the installed
     system boots with one of the two paths removed and finds its root on multipath.
+The install is also the VM's containment proof (the image is tests/e2e/hostile.py's): the
+image's etc/fstab is a link to an absolute path, a kernel parameter carries quotes and a blank
+(it used to empty GRUB_CMDLINE_LINUX and lose root=), the image's initramfs hook, run as root
+in provision's chroot, reaches neither the conductor's job file in the ramdisk's /run nor the
+ramdisk's root through /proc/1/root, and the ramdisk's console line shows its kernel command
+line without the agent token. It rode on a BIOS single-disk boot of its own before, 12
+minutes of CI's VM time on a slow host for a second initramfs rebuild.
 """
 
 import shutil
@@ -15,17 +22,20 @@ import time
 
 import pytest
 
+from tests.e2e import hostile
 from tests.vmbench import VM, FileServer, testos
 
 SERIALS = ["mpath0", "disk1", "nvme0"]
 BUSES = ["multipath", "virtio", "nvme"]
 MARKER = r"PROVISION-BOOT-OK cd=(\S+) mpath=(\S+) root=(\S+)"
+TOKEN = "AgentTokenFromIronic0123456789"
+PARAMS = 'console=ttyS0 acpi_osi="!Windows 2015"'
 
 
 @pytest.fixture(scope="module")
 def vm(ramdisk):
     with VM(disks=["4G", "4G", "2G"], bus=BUSES, serials=SERIALS, name="multipath",
-            ramdisk=ramdisk, keep_disks=True) as machine:
+            ramdisk=ramdisk, keep_disks=True, append=f"ipa-agent-token={TOKEN}") as machine:
         yield machine
     shutil.rmtree(machine.workdir, ignore_errors=True)     # kept for the boot with one path
 
@@ -104,13 +114,14 @@ def test_root_lvm_on_multipath_boots_with_one_path_removed(vm, mpath, ramdisk):
     wwid = mpath["multipath"]["wwid"]
     by_path = mpath["multipath"]["paths"][1]["by_path"]
     test_os = testos.build_dir()
-    tar = test_os / "root.tar.zst"
+    tar = hostile.tar(test_os)
+    hostile.prepare(vm)
     with FileServer(test_os) as srv:
         # a root device hint written for the second path finds the multipath disk
         doc = _layout({"by_path": by_path})
         doc["images"] = [{"uri": srv.guest_url(tar.name), "format": "tar", "target": "/",
                           "checksum": testos.checksum(tar)}]
-        doc["bootloader"] = {"boot_mode": "bios", "kernel_params": "console=ttyS0"}
+        doc["bootloader"] = {"boot_mode": "bios", "kernel_params": PARAMS}
         t0 = time.monotonic()
         run = vm.provision(doc, ["--debug"])
         provision_s = time.monotonic() - t0
@@ -131,10 +142,13 @@ def test_root_lvm_on_multipath_boots_with_one_path_removed(vm, mpath, ramdisk):
     blkid = vm.blkid()
     labels = {tags.get("LABEL"): dev for dev, tags in blkid.items()}
     assert labels["nvme"] == "/dev/nvme0n1p1" and labels["scratch"] == "/dev/nvme0n1p2"
-    fstab = vm.ssh("mount /dev/os/root /mnt && cat /mnt/etc/fstab /mnt/etc/multipath/wwids; "
-                   "umount /mnt").stdout
-    assert fstab.count("UUID=") == 5 and "/dev/" not in fstab.split("# Multipath")[0], fstab
-    assert f"/{wwid}/" in fstab
+    seen = hostile.seen(vm, "/dev/os/root")
+    fstab = seen["target fstab"]
+    assert fstab.startswith("/etc/fstab.real\n"), "the image's fstab link was replaced or followed"
+    assert fstab.count("UUID=") == 5 and "/dev/" not in fstab, fstab
+    wwids = vm.ssh("mount /dev/os/root /mnt && cat /mnt/etc/multipath/wwids; umount /mnt").stdout
+    assert f"/{wwid}/" in wwids
+    _contained(seen, vm.console_text())
     vm.stop()
 
     # boot the disks alone, the multipath disk through one path only (its first HBA)
@@ -142,9 +156,26 @@ def test_root_lvm_on_multipath_boots_with_one_path_removed(vm, mpath, ramdisk):
     with VM(disk_images=vm.disk_images, bus=["scsi", "virtio", "nvme"], serials=SERIALS,
             boot="disk", name="multipath-boot", ramdisk=ramdisk) as booted:
         m = booted.wait_console(MARKER, timeout=1800)
+        console = booted.console_text()
     boot_s = time.monotonic() - t1
     print(f"\nmultipath: provision {provision_s:.0f} s, boot to marker with one path "
           f"{boot_s:.0f} s; marker {m.group(0)}")
     assert wwid in m.group(2) or m.group(2).startswith("mpath"), m.group(0)
     chain = m.group(3).split(",")
     assert chain[0].endswith(":lvm") and any(c.endswith(":mpath") for c in chain), chain
+    cmdline = next(ln for ln in console.splitlines() if "Command line:" in ln)
+    assert "root=" in cmdline and "!Windows 2015" in cmdline, cmdline
+
+
+def _contained(seen, ramdisk_console):
+    """What the hostile image reached of the ramdisk (tests/e2e/hostile.py)."""
+    assert seen["ramdisk fstab"] == "clean", "provision followed the image's link out of the target"
+    assert seen["probe"].get("pid1"), f"the image's hook did not run: {seen}"
+    assert seen["probe"]["job"] == seen["probe"]["via-pid1"] == "absent", seen
+    assert seen["probe"]["ramdisk-root"] == "absent", seen
+    assert int(seen["probe"]["udev-entries"]) > 0, seen      # the tools still get udev's view
+    assert seen["job file"] == hostile.JOB_TEXT, seen
+    said = next(ln for ln in ramdisk_console.splitlines() if "provision-ramdisk: kernel" in ln)
+    assert "ipa-agent-token=<redacted>" in said and "sshkey=" in said, said
+    assert TOKEN not in "\n".join(ln for ln in ramdisk_console.splitlines()
+                                  if "provision-ramdisk" in ln)
