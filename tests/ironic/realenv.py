@@ -431,15 +431,19 @@ certificates_path = {self.dir}/certificates-{index}
             self.node(uuid)), timeout, interval=0.5, what=f"node {uuid} in {sorted(states)}")
 
     def enroll(self, name, driver_info, instance_info, macs=(), driver="fake-hardware",
-               interfaces=None, properties=None, provide_timeout=30, boot_mode="bios"):
+               interfaces=None, properties=None, provide_timeout=30, boot_mode="bios",
+               first_cleaning=True):
         """boot_mode: the node's capability (the samples the tests deploy are BIOS layouts,
-        and Ironic 39 boots an instance in UEFI when nothing says otherwise); None: unset."""
+        and Ironic 39 boots an instance in UEFI when nothing says otherwise); None: unset.
+        first_cleaning=False: provide skips automated cleaning (the node's automated_clean,
+        Ironic's skip_automated_cleaning), which is then turned on for the undeploy."""
         properties = dict(properties or {})
         if boot_mode and "capabilities" not in properties:
             properties["capabilities"] = f"boot_mode:{boot_mode}"
         node = self.request("POST", "/v1/nodes", {
             "name": name, "driver": driver, "deploy_interface": "provision",
             "driver_info": driver_info, "properties": properties,
+            **({} if first_cleaning else {"automated_clean": False}),
             **{f"{k}_interface": v for k, v in (interfaces or {}).items()}}).json()
         for mac in macs:    # what a ramdisk's lookup finds the node by
             self.request("POST", "/v1/ports", {"node_uuid": node["uuid"], "address": mac})
@@ -452,6 +456,9 @@ certificates_path = {self.dir}/certificates-{index}
         done = self.wait_state(node["uuid"], ["available", "clean failed"], provide_timeout)
         if done["provision_state"] != "available":
             raise RuntimeError(f"node {name}: {done['provision_state']}: {done['last_error']}")
+        if not first_cleaning:
+            self.request("PATCH", f"/v1/nodes/{node['uuid']}",
+                         [{"op": "replace", "path": "/automated_clean", "value": True}])
         return node["uuid"]
 
     def post_inventory(self, mac, disks_inventory):

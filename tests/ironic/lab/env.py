@@ -272,9 +272,9 @@ image_download_source = http
         return info
 
     def enroll(self, name, power="redfish", boot="ipxe", provide_timeout=900, interfaces=None,
-               properties=None, ramdisk=None):
+               properties=None, ramdisk=None, first_cleaning=True):
         """interfaces, properties: more of the node's (e.g. {"inspect": "agent"}); ramdisk: as
-        for driver_info."""
+        for driver_info; first_cleaning: as for realenv.Ironic.enroll."""
         dom = self.domains[name]
         hardware = "provision-redfish" if power == "redfish" else "provision-ipmi"
         management = "redfish" if power == "redfish" else "ipmitool"
@@ -288,7 +288,7 @@ image_download_source = http
             interfaces={"boot": boot, "power": "redfish" if power == "redfish" else "ipmitool",
                         "management": management, **(interfaces or {})},
             properties={"capabilities": capabilities, **(properties or {})},
-            provide_timeout=provide_timeout)
+            provide_timeout=provide_timeout, first_cleaning=first_cleaning)
 
 
 def deploy_ramdisk_info(ramdisk):
