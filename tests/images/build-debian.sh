@@ -19,6 +19,9 @@
 # The tar and the ext4 are compressed at level 10, as the ramdisks are: level 19 took 6.3
 # minutes for the tar alone in a cold CI run on 2 cores, for 11 % fewer bytes than level 9
 # (the ext4: 158 against 175 MB, 2026-11-27), a few seconds of a VM's download.
+# DefaultDeviceTimeoutSec=600s: systemd gives a device in fstab 90 s by default; the multipath
+# boot under TCG beside another VM had its /boot md array assembled at 139 s, after systemd
+# had given up on it and gone to emergency mode (CI-style run, 2026-11-27).
 # No recovery entries: fewer for grub-mkconfig to write. A provision of the test OS in the VM
 # spends most of its time in update-initramfs (163 s) and grub-mkconfig (56 s).
 set -euo pipefail
@@ -69,6 +72,7 @@ WantedBy=multi-user.target
 UNIT
 ln -s /etc/systemd/system/boot-marker.service "$1/etc/systemd/system/multi-user.target.wants/boot-marker.service"' \
   --customize-hook='printf "MODULES=dep\nCOMPRESS=zstd\nCOMPRESSLEVEL=3\n" > "$1/etc/initramfs-tools/conf.d/provision-test-modules"' \
+  --customize-hook='mkdir -p "$1/etc/systemd/system.conf.d" && printf "[Manager]\nDefaultDeviceTimeoutSec=600s\n" > "$1/etc/systemd/system.conf.d/provision-test-emulated.conf"' \
   --customize-hook="if [ '$flavour' = crypt ]; then echo virtio_net >> \"\$1/etc/initramfs-tools/modules\"; fi" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
   bookworm "$work/root" "$mirror"

@@ -29,6 +29,7 @@ from tests.vmbench.ssh import SSH, GuestCommandError
 
 READY_LINE = "PROVISION-RAMDISK READY"
 HOST_KEY_LINE = re.compile(r"ssh host public key: (ssh-[a-z0-9-]+ [A-Za-z0-9+/=]+)")
+EMERGENCY = "You are in emergency mode"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
@@ -314,6 +315,10 @@ class VM(GuestQueries):
                 return m
             if "Kernel panic" in text:
                 raise VMError(f"{self.name}: kernel panic before {pattern!r}")
+            if EMERGENCY in text:
+                # systemd's emergency shell waits for a root password that nobody types
+                raise VMError(f"{self.name}: emergency mode before {pattern!r}:\n"
+                              + text[-3000:])
             if not self.running():
                 raise VMError(f"{self.name}: qemu exited ({self.proc.returncode}) "
                               f"before {pattern!r}:\n"
