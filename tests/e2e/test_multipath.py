@@ -164,7 +164,7 @@ def test_root_lvm_on_multipath_boots_with_one_path_removed(vm, mpath, ramdisk):
     chain = m.group(3).split(",")
     assert chain[0].endswith(":lvm") and any(c.endswith(":mpath") for c in chain), chain
     cmdline = next(ln for ln in console.splitlines() if "Command line:" in ln)
-    assert "root=" in cmdline and "!Windows 2015" in cmdline, cmdline
+    assert "root=UUID=" in cmdline and "!Windows 2015" in cmdline, cmdline
 
 
 def _contained(seen, ramdisk_console):
