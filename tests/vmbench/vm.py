@@ -191,7 +191,9 @@ class VM(GuestQueries):
                                          preexec_fn=_die_with_parent)
 
     def qemu_argv(self):
-        argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg", "-cpu", "max",
+        # VMBENCH_CPU: another model for the guest (benchmarks/vmbench_cpu_model.py compares)
+        argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg",
+                "-cpu", os.environ.get("VMBENCH_CPU", "max"),
                 "-smp", str(self.cpus), "-m", str(self.memory), "-nographic", "-nodefaults",
                 *self._serial_args(), "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
