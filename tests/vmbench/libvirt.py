@@ -17,6 +17,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+from tests.vmbench import cpu
+
 URI = "qemu:///system"
 SOCKET = "/run/libvirt/libvirt-sock"
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
@@ -191,7 +193,7 @@ class Domain:
     <boot dev='hd'/>
   </os>
   <features><acpi/><apic/>{smm}</features>
-  <cpu mode='maximum'/>
+  {cpu.libvirt_xml()}
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>restart</on_reboot>
   <on_crash>destroy</on_crash>

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import tenacity
 
+from tests.vmbench import cpu
 from tests.vmbench.guest import GuestQueries
 from tests.vmbench.ramdisk import REPO_ROOT, client_key, ensure_ramdisk
 from tests.vmbench.ssh import SSH, GuestCommandError
@@ -191,9 +192,8 @@ class VM(GuestQueries):
                                          preexec_fn=_die_with_parent)
 
     def qemu_argv(self):
-        # VMBENCH_CPU: another model for the guest (benchmarks/vmbench_cpu_model.py compares)
         argv = ["qemu-system-x86_64", "-name", self.name, "-accel", "tcg",
-                "-cpu", os.environ.get("VMBENCH_CPU", "max"),
+                "-cpu", cpu.model(),
                 "-smp", str(self.cpus), "-m", str(self.memory), "-nographic", "-nodefaults",
                 *self._serial_args(), "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
