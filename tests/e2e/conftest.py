@@ -39,19 +39,23 @@ def _timed(what, seconds, note):
 # long test at the end: each worker holds its running test and one more (xdist needs the next
 # test to run one), so the order is what each is handed next. A module's tests stay on one worker
 # in file order (test_layouts' tests build on each other), except the boot proofs, which are
-# independent and the longest. Seconds: CI's run of 409f994, one test at a time.
+# independent and the longest. Seconds, with the VMs they boot: the cold CI-style run of
+# 2026-11-28 (qemu64, two VMs side by side); the ESP copy case as measured alone since it
+# writes an ext4 image and keeps its initramfs (it was 577 s with a tar image's rebuild).
 LONGEST_FIRST = (
-    "test_fuel_sample.py",                                        # 600
-    "test_boot.py::test_uefi_esp_copy_",                          # 381
-    "test_multipath.py",                                          # 330
-    "test_boot.py::test_bios_raid1_",                             # 341
-    "test_layouts.py",                                            # 330
-    # 381 while it rebuilt the initramfs; since ff85a22 350 on a host 3.5x slower, beside
-    # another VM, where the ESP copy case took 731
-    "test_boot.py::test_uefi_esp_on_md_raid1_",
-    "test_images.py",                   # 84, + 124 for the signed image (boot 42, alone)
+    "test_multipath.py",                                          # 680
+    "test_fuel_sample.py",                                        # 483
+    "test_layouts.py",                                            # 400
+    "test_boot.py::test_uefi_esp_on_md_raid1_",                   # 291
+    "test_boot.py::test_bios_raid1_",                             # 284 with its provision
+    "test_boot.py::test_uefi_esp_copy_",                          # 194 alone
+    "test_images.py",                                             # 195
+    "test_boot.py::test_uefi_ironic_partition_image_",            # 183
 )
 APART = ("test_boot.py", "test_encryption.py", "test_secure_boot.py")
+# The modules on the session's shared VM go to one worker together: it boots once, not once
+# per worker that got one of them (two boots of 35-45 s on the 2-core host, for 40 s of tests).
+ON_SHARED_VM = ("test_ramdisk.py", "test_input_url.py", "test_inventory.py")
 
 
 def _rank(nodeid):
@@ -86,7 +90,10 @@ def pytest_xdist_make_scheduler(config, log):
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid):
             path = nodeid.split("::", 1)[0]
-            return nodeid if os.path.basename(path) in APART else path
+            name = os.path.basename(path)
+            if name in ON_SHARED_VM:
+                return "shared_vm"
+            return nodeid if name in APART else path
 
     return Scheduling(config, log)
 
@@ -126,9 +133,11 @@ def _booted(vm):
 
 @pytest.fixture(scope="session")
 def shared_vm(ramdisk):
-    """One VM for the whole session (3 x 4 GiB virtio disks, serials PA-DISK0..2) for tests that
-    only read or that clean up after themselves; a boot costs ~20 s under TCG."""
-    with VM(disks=3, disk_size="4G", name="shared", ramdisk=ramdisk) as vm:
+    """One VM for the whole session (virtio disks of 4, 6 and 8 GiB, serials SER-A4, SER-B6,
+    SER-C8: test_inventory reads them back) for tests that only read or that clean up after
+    themselves; a boot costs 35-45 s under TCG."""
+    with VM(disks=["4G", "6G", "8G"], serials=["SER-A4", "SER-B6", "SER-C8"], name="shared",
+            ramdisk=ramdisk) as vm:
         yield _booted(vm)
 
 

@@ -1,11 +1,11 @@
-"""`provision inventory` in the VM reports the virtio disks with the right sizes and serials."""
+"""`provision inventory` in the VM reports the virtio disks with the right sizes and serials
+(the shared VM's: tests/e2e/conftest.py)."""
 
 from tests.vmbench.vm import parse_size
 
 
-def test_inventory_reports_disks_with_sizes_and_serials(make_vm):
-    vm = make_vm(disks=["4G", "6G", "8G"], serials=["SER-A4", "SER-B6", "SER-C8"])
-    disks = {d["name"]: d for d in vm.inventory()["inventory"]["disks"]}
+def test_inventory_reports_disks_with_sizes_and_serials(shared_vm):
+    disks = {d["name"]: d for d in shared_vm.inventory()["inventory"]["disks"]}
     expected = {"/dev/vda": ("4G", "SER-A4"), "/dev/vdb": ("6G", "SER-B6"),
                 "/dev/vdc": ("8G", "SER-C8")}
     for name, (size, serial) in expected.items():
