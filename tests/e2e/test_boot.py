@@ -125,8 +125,9 @@ def raid1_disks(ramdisk, test_os):
     """Two disks provisioned for the boot with disk 1 gone (like a disk that died). The test
     OS's ext4 is written as it is into the LV on md RAID1 (its /boot copied into the md /boot),
     so the image's own initramfs is kept: it must assemble the degraded array and activate
-    the LV itself, as it does under ironic-python-agent. The tar image's rebuilt initramfs
-    on md and LVM is the UEFI ESP copy case's and test_images'."""
+    the LV itself, as it does under ironic-python-agent. A rebuilt initramfs boots LVM with an
+    md /boot in the multipath case (tests/e2e/test_multipath.py), and LVM on LUKS on md RAID1
+    in `tox -e e2e-crypt`."""
     t0 = time.monotonic()
     vm = VM(disks=2, disk_size="4G", name="raid1-provision", ramdisk=ramdisk, keep_disks=True)
     image = test_os / "root.ext4.zst"
@@ -197,9 +198,8 @@ def test_uefi_esp_on_md_raid1_lets_the_second_disk_boot_alone(make_vm, test_os):
     """The other way to mirror an ESP: md RAID1 with metadata 1.0 over both ESP partitions,
     the image's own grub, one NVRAM entry per member. The test OS's ext4 is written as it is
     into the LV (its /var copied into the var LV), so its own initramfs, which carries mdadm
-    and lvm, is kept: the ESP copy case above already proves a rebuilt one on md and LVM, and
-    a second rebuild would cost this case its longest step (5-6 of its 11 minutes under TCG
-    on a slow host)."""
+    and lvm, is kept: a rebuild would cost this case its longest step (5-6 of its 11 minutes
+    under TCG on a slow host), and the multipath case proves a rebuilt one."""
     image = test_os / "root.ext4.zst"
     with FileServer(test_os) as srv:
         doc = _doc("uefi-two-disk-raid-lvm.json", srv, test_os, "/")
