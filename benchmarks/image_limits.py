@@ -154,18 +154,22 @@ def sha256(path):
             h.update(block)
 
 
-def measure(comp, path, raw, url, dev, runs, server_pid):
-    """{'time' | 'cpu' | 'server' | 'kernel' | 'idle': {stage: [one per run]}} (see meter());
-    no decompress stage for an uncompressed image."""
-    stages = {"download": lambda: download(url), "write": lambda: write(raw, dev),
-              "sha256": lambda: sha256(path)}
+def stages(comp, path, raw, url, dev):
+    """{stage: a call that runs it once}; no decompress stage for an uncompressed image."""
+    found = {"download": lambda: download(url), "write": lambda: write(raw, dev),
+             "sha256": lambda: sha256(path)}
     if comp != "none":
-        stages["decompress"] = lambda: decompress(path, comp)
-    got = {}
-    for _ in range(runs):
-        for name, fn in stages.items():
-            for what, value in meter(fn, server_pid).items():
-                got.setdefault(what, {}).setdefault(name, []).append(value)
+        found["decompress"] = lambda: decompress(path, comp)
+    return found
+
+
+def measure_round(found, server_pid, got):
+    """Each of stages() once, into got: {'time' | 'cpu' | 'server' | 'kernel' | 'idle':
+    {stage: [one per round]}} (see meter()). image_write runs one round after each round of
+    its contenders, so that the stages and the writes they bound share the same minutes."""
+    for name, fn in found.items():
+        for what, value in meter(fn, server_pid).items():
+            got.setdefault(what, {}).setdefault(name, []).append(value)
     return got
 
 

@@ -1,7 +1,7 @@
 """How fast does provision write an image compared with the operator's shell pipeline and with
-ironic-python-agent? (a benchmark, not a test; root; about 2-3 minutes)
+ironic-python-agent? (a benchmark, not a test; root; about 5 minutes)
 
-    python3 -m benchmarks.image_write [--size-mib 1024] [--runs 3] [--ipa-python PY]
+    python3 -m benchmarks.image_write [--size-mib 1024] [--runs 5] [--ipa-python PY]
 
 Prepares (once, cached in --work) a raw ext4 image: half of it real files copied from /usr,
 the rest free space (zeros), compressed with `gzip -6` and `zstd -3`. Serves them from a
@@ -24,6 +24,10 @@ no page cache under it. Contenders, all reading the same URL and writing the sam
             and sha256 for its CPU; the limit is the slowest stage's time or, when longer, all
             stages' CPU seconds (this process, curl, the HTTP server, kernel threads) over the
             cores this process may use; the old figure, the slowest stage alone, is kept beside it
+
+Every input runs in --runs rounds: each contender once, then each stage alone once, so the
+contenders and the stages they are held to share the same minutes (the host's speed drifts).
+Medians over the rounds make the table; each round's own limit / ours is printed beside it.
 """
 
 import argparse
@@ -105,7 +109,9 @@ def prepare(work, size_mib):
     return made
 
 
-def sha256_of(path, limit=None):
+def sha256_of(path, limit=None, drop_cache=False):
+    """drop_cache: leave none of path's pages cached (a device read back between runs), or the
+    next O_DIRECT write to it pays for invalidating them and the run after a check is slower."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         left = limit
@@ -116,6 +122,8 @@ def sha256_of(path, limit=None):
             h.update(data)
             if left is not None:
                 left -= len(data)
+        if drop_cache:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     return h.hexdigest()
 
 
@@ -150,21 +158,19 @@ def served_onto_loop(work, size, backing, direct=True):
         backing.unlink(missing_ok=True)
 
 
-def timed(fn, runs, row, name, server_pid):
-    """Wall seconds per run; the other readings of image_limits.meter() go to row[what][name]."""
-    times = []
-    for _ in range(runs):
-        got = image_limits.meter(fn, server_pid)
-        times.append(got.pop("time"))
-        for what, value in got.items():
-            row.setdefault(what, {}).setdefault(name, []).append(value)
-    return times
+def timed(fn, row, name, server_pid):
+    """One run: its wall seconds go to row[name], the other readings of image_limits.meter()
+    to row[what][name]."""
+    got = image_limits.meter(fn, server_pid)
+    row.setdefault(name, []).append(got.pop("time"))
+    for what, value in got.items():
+        row.setdefault(what, {}).setdefault(name, []).append(value)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mib", type=int, default=1024)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--work", default="/var/tmp/provision-image-bench")
     ap.add_argument("--target-dir", default="/dev/shm",
                     help="where the loop device's backing file lives: /dev/shm measures the "
@@ -224,7 +230,7 @@ def main():
                 return time.monotonic() - start
 
             def check(name):
-                got = sha256_of(dev, raw_size)
+                got = sha256_of(dev, raw_size, drop_cache=True)
                 if got != raw_sha:
                     raise SystemExit(f"{name} ({comp}) wrote a wrong image: {got}")
 
@@ -234,19 +240,25 @@ def main():
                 contenders.append(("ours+z", ours_zeroed))
             else:
                 print(f"{comp}: {dev} cannot be zeroed by unmapping here; no ours+z row")
-            for name, fn in contenders:
-                if name != "ours+z":
-                    reset(runner, dev)      # same starting state; ignored by these two
-                row[name] = timed(fn, opts.runs, row, name, server.pid)
-                check(name)
-            row["zeroing"] = zero_times
-            if comp == "none":
-                row["ipa"] = run_ipa(opts, url, dev, raw_sha)
-                if row["ipa"]:
+            stages = image_limits.stages(comp, path, raw, url, dev)
+            ipa = comp == "none" and ipa_ready(opts)
+            # Rounds: every contender once, then every stage alone once. The host's speed
+            # drifts by a fifth from one minute to the next (2026-11-28: the zstd decoder
+            # alone 0.71-1.54 s in ten minutes), so runs of one kind kept together measure
+            # the drift as much as the pipeline.
+            for _ in range(opts.runs):
+                for name, fn in contenders:
+                    if name != "ours+z":
+                        reset(runner, dev)      # same starting state; ignored by these two
+                    timed(fn, row, name, server.pid)
+                    check(name)
+                if ipa:
+                    row.setdefault("ipa", []).append(run_ipa(opts, url, dev, raw_sha))
                     check("ipa")
-            reset(runner, dev)
-            row["limit"] = image_limits.measure(comp, path, raw, url, dev, opts.runs, server.pid)
-            check("write alone")
+                reset(runner, dev)
+                image_limits.measure_round(stages, server.pid, row.setdefault("limit", {}))
+                check("write alone")
+            row["zeroing"] = zero_times
             results[comp] = row
     load.append(sh("uptime").strip())
     report(results, raw_size, opts, time.monotonic() - t0, load)
@@ -260,17 +272,19 @@ def reset(runner, dev):
         sh("blkdiscard", "-z", dev)
 
 
+def ipa_ready(opts):
+    if os.path.exists(opts.ipa_python):
+        return True
+    print(f"ipa: not run: {opts.ipa_python} missing (python3 -m venv /tmp/venv-ipa && "
+          f"/tmp/venv-ipa/bin/pip install ironic-python-agent)")
+    return False
+
+
 def run_ipa(opts, url, dev, raw_sha):
-    if not os.path.exists(opts.ipa_python):
-        print(f"ipa: not run: {opts.ipa_python} missing (python3 -m venv /tmp/venv-ipa && "
-              f"/tmp/venv-ipa/bin/pip install ironic-python-agent)")
-        return None
+    """One run of IPA's stream write; its own seconds, timed inside its process."""
     script = str(REPO / "benchmarks" / "ipa_stream_write.py")
-    times = []
-    for _ in range(opts.runs):
-        out = sh(opts.ipa_python, script, url, dev, raw_sha)
-        times.append(float(out.strip().splitlines()[-1]))
-    return times
+    out = sh(opts.ipa_python, script, url, dev, raw_sha)
+    return float(out.strip().splitlines()[-1])
 
 
 def fmt(times):
@@ -358,7 +372,21 @@ def limit_line(comp, row, cores):
             f"{lim.cpu_seconds:.2f} s / {cores} = {lim.cpu_seconds / cores:.2f} s; limit "
             f"{lim.seconds:.2f} s ({lim.bound}); ours {ours:.2f} s = {lim.seconds / ours:.2f}x "
             f"the limit (old: {lim.slowest_seconds / ours:.2f}x the slowest stage), "
-            f"{sum(wall.values()) / ours:.2f}x the sum; shell / ours {shell / ours:.2f}x")
+            f"{sum(wall.values()) / ours:.2f}x the sum; shell / ours {shell / ours:.2f}x; "
+            f"per round: {round_ratios(row, cores)}")
+
+
+def round_ratios(row, cores):
+    """Each round's limit over that round's ours, and their median: a round's runs are
+    seconds apart, so the host's drift between rounds cancels in them."""
+    got, ratios = row["limit"], []
+    for r, ours in enumerate(row["ours"]):
+        wall = {stage: runs[r] for stage, runs in got["time"].items()}
+        cpu = {stage: got["cpu"][stage][r] + got["server"][stage][r] + got["kernel"][stage][r]
+               for stage in wall}
+        ratios.append(image_limits.limit(wall, cpu, cores).seconds / ours)
+    return (" ".join(f"{x:.2f}" for x in ratios)
+            + f", median {statistics.median(ratios):.2f}x")
 
 
 if __name__ == "__main__":

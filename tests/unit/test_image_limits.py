@@ -37,3 +37,19 @@ def test_kernel_seconds_count_a_thread_born_in_between_from_zero():
     before = {(10, 5): 1.0, (11, 7): 2.0}
     after = {(10, 5): 1.25, (11, 7): 2.0, (12, 9): 0.5}
     assert image_limits.kernel_seconds(before, after) == 0.75
+
+
+def test_each_round_is_held_to_its_own_limit():
+    """image_write's per-round ratios: a round's limit over that round's ours, so that a slow
+    minute slows both sides of its ratio."""
+    from benchmarks import image_write
+
+    zero = {"decompress": [0.0, 0.0], "download": [0.0, 0.0], "write": [0.0, 0.0],
+            "sha256": [0.0, 0.0]}
+    row = {"ours": [1.0, 2.0],
+           "limit": {"time": {"decompress": [0.9, 1.6], "download": [0.1, 0.2],
+                              "write": [0.5, 1.0], "sha256": [0.1, 0.2]},
+                     "cpu": {"decompress": [0.9, 1.6], "download": [0.1, 0.2],
+                             "write": [0.3, 0.6], "sha256": [0.1, 0.2]},
+                     "server": zero, "kernel": zero}}
+    assert image_write.round_ratios(row, cores=2) == "0.90 0.80, median 0.85x"
