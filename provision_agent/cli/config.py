@@ -70,7 +70,10 @@ cli_opts = [
                     "(fallocate --punch-hole: write-zeroes without the kernel's slow fallback) "
                     "so that the image's zero blocks are seeked over instead of written. auto: "
                     "only on non-rotational devices with write-zeroes support; always: any "
-                    "device with write-zeroes support; never: write every block."),
+                    "device with write-zeroes support. A target not zeroed first still gets "
+                    "the image's zero runs through the device's write-zeroes (BLKZEROOUT, as "
+                    "qemu-img convert does) where it has it. never: write every block, zeros "
+                    "included, from memory."),
 ]
 
 # debug and log_file are oslo.log's names in most OpenStack tools; we keep them with plain

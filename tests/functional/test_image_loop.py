@@ -86,3 +86,27 @@ def test_zstd_tar_into_mounted_ext4(tmp_path, loop):
     finally:
         sh("umount", str(root / "srv"))
     sh("e2fsck", "-fn", dev)
+
+
+def test_zero_runs_are_zeroed_by_the_loop_device_and_read_back_as_zeros(tmp_path, loop):
+    """A target full of old data, not zeroed first: the image's zero runs go to the device's
+    write-zeroes (a loop device turns it into fallocate on its file) and read back as zeros,
+    the data between them as written; with zero_policy never they are written as data."""
+    data = os.urandom(1 << 20)
+    image = bytes(3 << 20) + data + bytes(8 << 20) + data + b"end" * 100
+    packed = tmp_path / "img.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(image))
+    checksum = "sha256:" + hashlib.sha256(packed.read_bytes()).hexdigest()
+    dev = loop(32 << 20)
+    runner = Runner()
+    for policy, zeroed in (("auto", 11 << 20), ("never", 0)):
+        with open(dev, "r+b") as f:
+            f.write(b"\xa5" * (32 << 20))
+        report = writer.write_to(str(packed), dev, fmt="raw", checksum=checksum, grow=False,
+                                 runner=runner, zero_policy=policy)
+        sh("blockdev", "--flushbufs", dev)
+        with open(dev, "rb") as f:
+            got = f.read(32 << 20)
+        assert got[:len(image)] == image, policy
+        assert got[len(image):] == b"\xa5" * ((32 << 20) - len(image)), policy
+        assert report.zero_bytes_zeroed == zeroed and report.zero_bytes_skipped == 0, policy

@@ -1,10 +1,18 @@
-"""Write a stream of bytes to a block device or file: big aligned O_DIRECT writes, zero skipping.
+"""Write a stream of bytes to a block device or file: big aligned O_DIRECT writes, zero runs
+left to the device.
 
 O_DIRECT keeps a multi-GiB image from flushing the ramdisk's page cache and lets the disk see
 large sequential writes; where the target refuses it (tmpfs, some loop setups) we fall back to
 buffered writes. When the caller says the target is already zeroed, all-zero pieces are seeked
-over. A block's piece is copied to bytes and compared with a zero bytes object: a memcpy and a
-memcmp (~20 GB/s measured here), where comparing the memoryview itself or any() is 40x slower.
+over. Otherwise, on a block device with write-zeroes support, they are given to the device
+(BLKZEROOUT) instead of being written from memory, as qemu-img convert (ironic-python-agent's
+path) does: the device zeroes them without the data crossing the bus, a thin or flash device
+may leave them unallocated, and where the device has no cheap way the kernel writes them. The
+image's free space is mostly zeros, often at its end, where nothing else overlaps the writes:
+a 1 GiB zstd image took 1.07 s against 1.28 s written whole (2026-11-28, image_write.md). A
+block's piece is copied to bytes and compared with a zero bytes object: a memcpy and a memcmp
+(~20 GB/s measured here), where comparing the memoryview itself or any() is 40x slower; its
+first page is compared first, so a piece of data costs a page, not a MiB.
 """
 
 import collections
@@ -13,8 +21,10 @@ import fcntl
 import logging
 import os
 import stat
+import struct
 from concurrent.futures import ThreadPoolExecutor
 
+from provision_agent.drivers import blockinfo
 from provision_agent.drivers.images.buffers import Block
 from provision_agent.errors import ImageError
 
@@ -24,7 +34,10 @@ BLOCK = 4 << 20         # one write; a multiple of every logical block size
 ZERO_GRAIN = 1 << 20    # zero runs are detected and skipped at this granularity
 _ZERO = bytes(ZERO_GRAIN)
 ALIGN = 4096
+_ZERO_PAGE = bytes(ALIGN)
 IN_FLIGHT = 2           # writes at once (InFlight)
+BLKZEROOUT = 0x127F     # <linux/fs.h> _IO(0x12, 127): zero a byte range, reads back as zeros
+_NO_ZEROOUT = (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOTTY)
 
 
 def pwrite_all(fd, view, offset):
@@ -37,12 +50,21 @@ def pwrite_all(fd, view, offset):
         view, offset = view[done:], offset + done
 
 
+def _is_zero(view, pos):
+    return (view[pos:pos + ALIGN].tobytes() == _ZERO_PAGE
+            and view[pos:pos + ZERO_GRAIN].tobytes() == _ZERO)
+
+
 class BlockWriter:
-    def __init__(self, path, *, target_zeroed=False, direct=True):
+    """zero_out: give the image's zero runs to the device's write-zeroes where it has it (a
+    block device not known to be zeroed); False writes them as data."""
+
+    def __init__(self, path, *, target_zeroed=False, direct=True, zero_out=True):
         self.path = path
         self.target_zeroed = target_zeroed
         self.offset = 0
         self.zero_bytes_skipped = 0
+        self.zero_bytes_zeroed = 0      # given to the device's write-zeroes
         flags = os.O_WRONLY | os.O_CLOEXEC
         is_new = not os.path.exists(path)
         if is_new:
@@ -56,6 +78,9 @@ class BlockWriter:
             self.target_zeroed = True
         self.capacity = None if self.is_file else os.lseek(self.fd, 0, os.SEEK_END)
         os.lseek(self.fd, 0, os.SEEK_SET)
+        self.zero_out = (zero_out and not self.is_file and not self.target_zeroed
+                         and (blockinfo.queue_value(path, "write_zeroes_max_bytes") or "0")
+                         != "0")
         self._buf = Block(BLOCK)
 
     def _open(self, path, flags, direct):
@@ -82,7 +107,14 @@ class BlockWriter:
     def write_block(self, block, n):
         """Write the first n bytes of block, a page-aligned buffer (a pipeline.BlockRing
         block), under the same rules as write()."""
-        self.zero_bytes_skipped += self.write_at(block, n, self.reserve(n))
+        self.count_zeros(self.write_at(block, n, self.reserve(n)))
+
+    def count_zeros(self, n):
+        """n zero bytes a write_at() left out: seeked over, or zeroed by the device."""
+        if self.target_zeroed:
+            self.zero_bytes_skipped += n
+        else:
+            self.zero_bytes_zeroed += n
 
     def reserve(self, n):
         """The offset the next n bytes go to; after it, write_at() may run in another thread."""
@@ -93,27 +125,54 @@ class BlockWriter:
         return offset
 
     def write_at(self, block, n, offset):
-        """Write block[:n] at offset; returns the zero bytes skipped. Touches no state but the
-        target, so writes of distinct reserved ranges may run at once (InFlight)."""
+        """Write block[:n] at offset; returns the zero bytes left out (count_zeros). Touches
+        no state but the target (and zero_out, once, if the device refuses it), so writes of
+        distinct reserved ranges may run at once (InFlight)."""
         with memoryview(block) as view:
-            if self.target_zeroed:
-                return self._write_skipping(view, n, offset)
+            if self.target_zeroed or self.zero_out:
+                return self._write_runs(view, n, offset)
             self._write_at(view, 0, n, offset)
         return 0
 
-    def _write_skipping(self, view, n, offset):
-        run_start, skipped = None, 0
+    def _write_runs(self, view, n, offset):
+        """The data runs of view[:n] written, its zero ZERO_GRAIN pieces seeked over (a zeroed
+        target) or zeroed by the device, a run at a time; returns the zero bytes so left out."""
+        data, zeros, left_out = None, None, 0
         for pos in range(0, n, ZERO_GRAIN):
-            if pos + ZERO_GRAIN <= n and view[pos:pos + ZERO_GRAIN].tobytes() == _ZERO:
-                if run_start is not None:
-                    self._write_at(view, run_start, pos, offset)
-                    run_start = None
-                skipped += ZERO_GRAIN
-            elif run_start is None:
-                run_start = pos
-        if run_start is not None:
-            self._write_at(view, run_start, n, offset)
-        return skipped
+            if pos + ZERO_GRAIN <= n and _is_zero(view, pos):
+                if data is not None:
+                    self._write_at(view, data, pos, offset)
+                    data = None
+                zeros = pos if zeros is None else zeros
+            else:
+                if zeros is not None:
+                    left_out += self._zero_run(view, zeros, pos, offset)
+                    zeros = None
+                data = pos if data is None else data
+        if zeros is not None:
+            left_out += self._zero_run(view, zeros, n, offset)
+        if data is not None:
+            self._write_at(view, data, n, offset)
+        return left_out
+
+    def _zero_run(self, view, start, end, base):
+        """view[start:end], all zeros, at base + start: nothing to do on a zeroed target, else
+        the device's write-zeroes, else (it refused) written as data from now on."""
+        if self.target_zeroed:
+            return end - start
+        if self.zero_out:
+            try:
+                fcntl.ioctl(self.fd, BLKZEROOUT, struct.pack("=QQ", base + start, end - start))
+                return end - start
+            except OSError as exc:
+                if exc.errno not in _NO_ZEROOUT:
+                    raise ImageError(f"zeroing {self.path} at byte {base + start} failed: "
+                                     f"{exc.strerror}") from exc
+                LOG.info("%s refused write-zeroes (%s): its zero runs are written as data",
+                         self.path, exc.strerror)
+                self.zero_out = False
+        self._write_at(view, start, end, base)
+        return 0
 
     def _write_at(self, view, start, end, base):
         """view[start:end] to the target at base + start."""
@@ -183,7 +242,7 @@ class InFlight:
 
     def _reap(self):
         future, block, done = self._pending.popleft()
-        self.writer.zero_bytes_skipped += future.result()
+        self.writer.count_zeros(future.result())
         if done:
             done(block)
 

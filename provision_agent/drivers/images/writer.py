@@ -47,6 +47,7 @@ class WriteReport:
     checksum_actual: str | None
     zero_bytes_skipped: int
     compression: str = "none"
+    zero_bytes_zeroed: int = 0      # given to the device's write-zeroes (blockwrite.py)
 
 
 def _check_content(fmt, head, uri, compression):
@@ -72,11 +73,10 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
              events=None, tmp_dir=None, grow=True, stall=None, verifier=None,
              zero_policy="auto", table_follows=False):
-    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar).
-    verifier: a signature.Verifier the downloaded bytes are fed to; the image is only made
-    visible once it says yes, and wiped from the target when anything fails. table_follows:
-    a partition is added to a disk image's table next (the configdrive), whose sgdisk call
-    moves the GPT's backup header and makes the kernel re-read the table."""
+    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar). verifier:
+    a signature.Verifier fed the downloaded bytes; the image is made visible only once it says
+    yes, and wiped when anything fails. table_follows: the configdrive's partition is added to
+    a disk image's table next (its sgdisk call moves GPT's backup header, re-reads the table)."""
     expected = _expected(uri, fmt, checksum, checksum_of, allow_no_checksum,
                          target_path if fmt != "tar" else mount_dir)
     start = time.monotonic()
@@ -84,7 +84,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
                                  headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
-    written, held = 0, None
+    written, held, zeroed = 0, None, 0
     try:
         hashed = None
         top = ReadAhead(top, NET_CHUNK, depth=8, name="image-fetch")
@@ -102,8 +102,9 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
             top = hashed = checksums.Hashing(top, expected[0])
         if fmt in ("raw", "disk"):
             top = ring = BlockRing(top, BLOCK, name="image-decompress")
-            head, written, skipped, held = _write_blocks(
-                ring, fmt, uri, compression, target_path, target_zeroed, hold=bool(verifier))
+            head, written, skipped, zeroed, held = _write_blocks(
+                ring, fmt, uri, compression, target_path, target_zeroed, hold=bool(verifier),
+                zero_out=zero_policy != "never")
         else:
             top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
             head = data.read_full(BLOCK)
@@ -131,7 +132,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
     return WriteReport(bytes_in=counted.count, bytes_written=written,
                        seconds=round(seconds, 3), mb_per_s=round(written / 1e6 / seconds, 1),
                        checksum_actual=actual, zero_bytes_skipped=skipped,
-                       compression=compression)
+                       compression=compression, zero_bytes_zeroed=zeroed)
 
 
 def _expected(uri, fmt, checksum, checksum_of, allow_no_checksum, target):
@@ -193,14 +194,16 @@ class _Rest:
         return self._src.read_full(n)
 
 
-def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False):
+def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False, zero_out=True):
     """raw and disk: each decompressed block is written from the ring's block it was inflated
-    into. Returns (head, bytes written, zero bytes skipped, the held-back start or None)."""
+    into. zero_out: the image's zero runs go to the device's write-zeroes (BlockWriter).
+    Returns (head, bytes written, zero bytes skipped, zero bytes the device zeroed, the
+    held-back start or None)."""
     block, n = ring.next()
     head = bytes(block[:min(n, HEAD)])
     _check_content(fmt, head, uri, compression)
     held = holdback.Held(block, n) if hold else None
-    writer = BlockWriter(target, target_zeroed=zeroed)
+    writer = BlockWriter(target, target_zeroed=zeroed, zero_out=zero_out)
     writes = InFlight(writer)
     try:
         while True:
@@ -213,13 +216,17 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False):
     finally:
         writes.close()
         writer.close()
-    skipped = writer.zero_bytes_skipped
-    if held and writer.target_zeroed and held.size >= ZERO_GRAIN:
-        skipped -= ZERO_GRAIN   # the zeros in its place were skipped; it is written later
-    LOG.info("wrote %s bytes to %s (%s zero bytes skipped, O_DIRECT %s%s)", writer.offset,
-             target, skipped, "on" if writer.direct else "off",
+    skipped, zeroed = writer.zero_bytes_skipped, writer.zero_bytes_zeroed
+    if held and held.size >= ZERO_GRAIN:
+        # the zeros in its place were left out (seeked over or zeroed); it is written later
+        if writer.target_zeroed:
+            skipped -= ZERO_GRAIN
+        elif zeroed >= ZERO_GRAIN:
+            zeroed -= ZERO_GRAIN
+    LOG.info("wrote %s bytes to %s (%s zero bytes skipped, %s zeroed by the device, O_DIRECT "
+             "%s%s)", writer.offset, target, skipped, zeroed, "on" if writer.direct else "off",
              f"; the first {held.size} held back until the signature verifies" if held else "")
-    return head, writer.offset, skipped, held
+    return head, writer.offset, skipped, zeroed, held
 
 
 def _extract(fmt, head, data, target, mount_dir, runner, checks, uri, tmp_dir):
