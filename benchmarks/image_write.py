@@ -14,7 +14,8 @@ no page cache under it. Contenders, all reading the same URL and writing the sam
   shell     curl -s URL | gzip -dc | dd of=DEV bs=4M iflag=fullblock oflag=direct conv=fsync
             (no checksum, no resize)
   ours      provision_agent.drivers.images.writer.write_to(..., fmt='raw', grow=False) with a
-            sha256 of the compressed stream checked; target not pre-zeroed: every byte written
+            sha256 of the compressed stream checked; target not pre-zeroed: the data written,
+            the zero runs given to the device's write-zeroes (the loop device has it)
   ours+z    the same after provision's own cheap zeroing (images.formats.zero_device:
             fallocate --punch-hole, i.e. write-zeroes by unmapping); zeroing time shown
             separately and also added in the 'incl. zeroing' column
