@@ -30,12 +30,15 @@ def parse(checksum, algo=None):
 
 
 class Hashing:
-    """A reader that hashes what passes through it."""
+    """A reader that hashes what passes through it; with no reader, update() is fed directly."""
 
     def __init__(self, reader, algo):
         self._src = reader
         self.algo = algo
         self._hash = hashlib.new(algo)
+
+    def update(self, data):
+        self._hash.update(data)
 
     def read(self, n):
         data = self._src.read(n)
@@ -51,7 +54,8 @@ class Hashing:
         return self._hash.hexdigest()
 
     def close(self):
-        self._src.close()
+        if self._src is not None:
+            self._src.close()
 
 
 def verify(expected, actual_hex, what):

@@ -128,32 +128,66 @@ class BlockRing:
     where the reader has it: nothing allocated, nothing copied); the consumer takes each filled
     block, a memoryview, in order with next(), writes from it and gives it back with
     give_back(). A block filled short is the stream's last: the consumer must not ask for
-    another after it."""
+    another after it.
 
-    def __init__(self, reader, size, count=8, name="image-decompress"):
+    inspect(view, last), when given, sees each filled block's bytes in a thread of its own
+    before the consumer gets the block (a checksum: hashing in the filling thread would make
+    the download wait for it); last is True on the stream's last block."""
+
+    def __init__(self, reader, size, count=8, name="image-decompress", inspect=None):
         self._src = reader
         self._free = queue.Queue()
         self._full = queue.Queue()
         self._stop = threading.Event()
+        self._inspect = inspect
+        self._filled = queue.Queue() if inspect else self._full
         self._blocks = [Block(size) for _ in range(count)]
         for block in self._blocks:
             self._free.put(block.view)
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, name=name, daemon=True)]
+        if inspect:
+            self._threads.append(threading.Thread(target=self._look, name=f"{name}-check",
+                                                  daemon=True))
+        for thread in self._threads:
+            thread.start()
 
     def _run(self):
         try:
-            while not self._stop.is_set():
-                try:
-                    block = self._free.get(timeout=0.2)
-                except queue.Empty:
-                    continue
+            while True:
+                block = self._take(self._free)
+                if block is None:
+                    return
                 n = fill(self._src, block)
-                self._full.put((block, n))
+                self._filled.put((block, n))
                 if n < len(block):
                     return
         except BaseException as exc:    # handed to the consumer, who raises it
-            self._full.put((exc, 0))
+            self._filled.put((exc, 0))
+
+    def _look(self):
+        while True:
+            item = self._take(self._filled)
+            if item is None:
+                return
+            block, n = item
+            if not isinstance(block, BaseException):
+                try:
+                    with block[:n] as part:
+                        self._inspect(part, n < len(block))
+                except BaseException as exc:
+                    item = (exc, 0)
+            self._full.put(item)
+            if isinstance(item[0], BaseException) or n < len(block):
+                return
+
+    def _take(self, source):
+        """The next item of source, or None once close() has been called."""
+        while not self._stop.is_set():
+            try:
+                return source.get(timeout=0.2)
+            except queue.Empty:
+                continue
+        return None
 
     def next(self):
         """(block, n): the next block (a memoryview) and how many of its bytes are the
@@ -168,7 +202,8 @@ class BlockRing:
 
     def close(self):
         self._stop.set()
-        self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
         self._src.close()
         for block in self._blocks:
             block.close()
@@ -216,10 +251,18 @@ class Counting:
 
     def read(self, n):
         data = self._src.read(n)
-        self.count += len(data)
+        self._counted(len(data))
+        return data
+
+    def readinto(self, view):
+        n = read_into(self._src, view)
+        self._counted(n)
+        return n
+
+    def _counted(self, n):
+        self.count += n
         if self._on_bytes:
             self._on_bytes(self.count)
-        return data
 
     def close(self):
         self._src.close()

@@ -45,6 +45,12 @@ class FileSource:
         except OSError as exc:
             raise ImageError(f"image {self.uri}: read failed: {exc}") from exc
 
+    def readinto(self, view):
+        try:
+            return self._f.readinto(view)
+        except OSError as exc:
+            raise ImageError(f"image {self.uri}: read failed: {exc}") from exc
+
     def close(self):
         self._f.close()
 
@@ -132,10 +138,19 @@ class HttpSource:
         return " (the server wants credentials the image was not given)"
 
     def read(self, n):
+        data = self._retried(lambda: self._read_once(n))
+        return data if data is not None else b""
+
+    def readinto(self, view):
+        """read() into view: the body goes from the socket straight into the caller's buffer
+        (a raw image's aligned blocks), not through a bytes object and a copy."""
+        return self._retried(lambda: self._readinto_once(view))
+
+    def _retried(self, once):
         try:
             for attempt in self._retrying():
                 with attempt:
-                    return self._read_once(n)
+                    return once()
         except _Dropped as exc:
             raise ImageError(str(exc)) from exc
 
@@ -145,22 +160,37 @@ class HttpSource:
         try:
             data = self._resp.raw.read(n, decode_content=False)
         except Exception as exc:    # urllib3 and socket errors vary by version: all are a drop
-            data = None
-            why = exc
+            data, why = None, exc
         else:
             why = "connection closed early"
+        return data if self._settle(None if data is None else len(data), why) else None
+
+    def _readinto_once(self, view):
+        if self._resp is None:
+            self._connect(first=False)
+        try:
+            got = _body_readinto(self._resp)(view)
+        except Exception as exc:    # as in _read_once
+            got, why = None, exc
+        else:
+            why = "connection closed early"
+        return self._settle(got, why)
+
+    def _settle(self, got, why):
+        """got: the bytes one read brought (None: it failed, for why). Returns got, or 0 at the
+        end of the image; a drop raises _Dropped (retried with Range) or ImageError."""
         if self._stall.stalled:
             self.close()
             raise ImageError(f"image {self.shown}: stalled: fewer than {self._stall.min_bytes} "
                              f"bytes in {self._stall.seconds} s (after {self._done} bytes)")
-        self._stall.note(len(data or b""))
-        if data and (self.size is None or self._done + len(data) <= self.size):
-            self._done += len(data)
-            return data
-        if self.size is None and data is not None:
-            return b""              # no length given: a clean close is the end
-        if data is not None and self._done >= (self.size or 0):
-            return b""
+        self._stall.note(got or 0)
+        if got and (self.size is None or self._done + got <= self.size):
+            self._done += got
+            return got
+        if self.size is None and got is not None:
+            return 0                # no length given: a clean close is the end
+        if got is not None and self._done >= (self.size or 0):
+            return 0
         self._resp.close()
         self._resp = None
         if not self._ranges:
@@ -177,6 +207,17 @@ class HttpSource:
         if self._resp is not None:
             self._resp.close()
         self._session.close()
+
+
+def _body_readinto(resp):
+    """The response body's readinto. urllib3's reads a bytes object and copies it into the
+    buffer, and the http.client read under it copies once more; http.client's own readinto,
+    under urllib3, reads from the socket into the buffer. Neither decodes (decode_content is
+    never asked for), so both give the bytes as sent; a urllib3 without that attribute gets
+    its own readinto."""
+    body = getattr(resp.raw, "_fp", None)
+    readinto = getattr(body, "readinto", None)
+    return readinto if callable(readinto) else resp.raw.readinto
 
 
 class StallWatch:

@@ -5,7 +5,9 @@ Threads overlap the work: the source is read ahead (network); the checksum of th
 stream is taken in a second thread (of the decompressed one, in the third); decompression runs
 in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing); and the caller's
 thread hands those blocks to two writes at once (blockwrite.InFlight: O_DIRECT where possible,
-zero blocks skipped when the target is known to be zeroed). The checksum is checked before the
+zero blocks skipped when the target is known to be zeroed). An uncompressed raw or disk image
+skips the middle: it is received straight into those blocks and checked beside them
+(downloads.py). The checksum is checked before the
 image is grown or reported: a mismatch or a truncated stream is an ImageError, never a success.
 A signed image is also fed, as downloaded, to the signature verifier (signature.py), and kept
 invisible on the target until it verifies (holdback.py).
@@ -21,6 +23,7 @@ from dataclasses import asdict, dataclass
 from provision_agent.drivers.images import (
     checksums,
     decompressors,
+    downloads,
     formats,
     holdback,
     signature,
@@ -33,7 +36,6 @@ from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
 
-NET_CHUNK = 1 << 20
 HEAD = 4096             # what _check_content looks at
 QCOW2_MAGIC = b"QFI\xfb"
 
@@ -86,22 +88,22 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
     top = counted = Counting(source, progress.update)
     written, held, zeroed = 0, None, 0
     try:
-        hashed = None
-        top = ReadAhead(top, NET_CHUNK, depth=8, name="image-fetch")
-        if verifier:
-            top = signature.Tee(top, verifier)
-        if expected and checksum_of == "compressed":
-            # its own thread, or hashing slows the download (benchmarks/image_write.md)
-            hashed = checksums.Hashing(top, expected[0])
-            top = ReadAhead(hashed, NET_CHUNK, depth=8, name="image-hash")
         top = net = Peek(top)
         if compression in (None, "auto"):
             compression = decompressors.detect(net.peek(8))
-        top = decompressors.open_decompressor(compression, net)
-        if expected and checksum_of == "raw":
-            top = hashed = checksums.Hashing(top, expected[0])
+        if fmt in ("raw", "disk") and compression == "none":
+            # downloaded straight into the blocks it is written from, checked beside them
+            hashed = checksums.Hashing(None, expected[0]) if expected else None
+            checks = downloads.Checks(hashed, verifier) if hashed or verifier else None
+            top = ring = BlockRing(net, BLOCK, name="image-fetch", inspect=checks)
+        else:
+            top, hashed = downloads.read_ahead(net, expected, checksum_of, verifier)
+            top = decompressors.open_decompressor(compression, top)
+            if expected and checksum_of == "raw":
+                top = hashed = checksums.Hashing(top, expected[0])
+            if fmt in ("raw", "disk"):
+                top = ring = BlockRing(top, BLOCK, name="image-decompress")
         if fmt in ("raw", "disk"):
-            top = ring = BlockRing(top, BLOCK, name="image-decompress")
             head, written, skipped, zeroed, held = _write_blocks(
                 ring, fmt, uri, compression, target_path, target_zeroed, hold=bool(verifier),
                 zero_out=zero_policy != "never")

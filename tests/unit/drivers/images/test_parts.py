@@ -197,6 +197,48 @@ def test_block_ring_raises_the_stage_error_after_the_blocks_before_it():
     ring.close()
 
 
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, 3000), sizes=st.lists(st.integers(1, 700), max_size=20))
+def test_block_ring_inspect_sees_every_block_before_the_consumer_and_the_last_once(size, sizes):
+    data = bytes(i % 251 for i in range(size))
+    seen, lasts = bytearray(), []
+
+    def inspect(view, last):
+        seen.extend(view)
+        lasts.append(last)
+
+    ring = BlockRing(_Chunks(data, sizes), 512, count=2, inspect=inspect)
+    got = bytearray()
+    while True:
+        block, n = ring.next()
+        assert len(seen) >= len(got) + n      # inspected before it was handed on
+        got += block[:n]
+        if n < 512:
+            break
+        ring.give_back(block)
+    ring.close()
+    assert bytes(got) == bytes(seen) == data
+    assert lasts == [False] * (len(lasts) - 1) + [True]
+
+
+def test_block_ring_raises_what_inspect_or_the_source_raised():
+    def refuse(view, last):
+        raise ImageError("the signature verifier stopped")
+
+    ring = BlockRing(io.BytesIO(b"x" * 2000), 512, inspect=refuse)
+    with pytest.raises(ImageError, match="verifier stopped"):
+        ring.next()
+    ring.close()
+    ring = BlockRing(_Chunks(b"x" * 600, [300], fail=ImageError("connection dropped")), 512,
+                     inspect=lambda view, last: None)
+    block, n = ring.next()
+    assert n == 512
+    ring.give_back(block)
+    with pytest.raises(ImageError, match="dropped"):
+        ring.next()
+    ring.close()
+
+
 def test_block_writer_writes_a_ring_block_as_it_writes_its_own_buffer(tmp_path):
     target = tmp_path / "t"
     ring = BlockRing(io.BytesIO(DATA), BLOCK)

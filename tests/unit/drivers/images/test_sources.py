@@ -105,16 +105,28 @@ def read_all(src, n=65536):
         parts.append(data)
 
 
+def readinto_all(src, n=1 << 20):
+    """What the raw image path does: readinto() a reused buffer, never read()."""
+    buf, parts = memoryview(bytearray(n)), []
+    while k := src.readinto(buf):
+        parts.append(bytes(buf[:k]))
+    return b"".join(parts)
+
+
+READERS = pytest.mark.parametrize("read", [read_all, readinto_all], ids=["read", "readinto"])
+
+
 DATA = os.urandom(3 << 20)
 
 
-def test_file_source_path_and_file_uri(tmp_path):
+@READERS
+def test_file_source_path_and_file_uri(tmp_path, read):
     path = tmp_path / "img"
     path.write_bytes(DATA)
     for uri in (str(path), f"file://{path}"):
         src = sources.open_source(uri)
         assert src.size == len(DATA)
-        assert read_all(src) == DATA
+        assert read(src) == DATA
 
 
 def test_missing_file_is_image_error(tmp_path):
@@ -122,39 +134,59 @@ def test_missing_file_is_image_error(tmp_path):
         sources.open_source(str(tmp_path / "nope"))
 
 
-def test_http_stream_sends_headers(http_server):
+@READERS
+def test_http_stream_sends_headers(http_server, read):
     http_server.files["a"] = DATA
     src = sources.open_source(http_server.url + "a", headers={"Authorization": "Bearer t"})
     assert src.size == len(DATA)
-    assert read_all(src) == DATA
+    assert read(src) == DATA
     assert http_server.requests[0][1].get("Authorization") == "Bearer t"
 
 
-def test_drop_mid_stream_resumes_with_range(http_server):
+@READERS
+def test_drop_mid_stream_resumes_with_range(http_server, read):
     http_server.files["a"] = DATA
     http_server.rules["a"] = {"drop_after": 1_000_000, "drops": 2}
     src = sources.open_source(http_server.url + "a")
-    assert read_all(src) == DATA
+    assert read(src) == DATA
     ranges = [h.get("Range") for _, h in http_server.requests]
     assert ranges[0] is None and ranges[1] == "bytes=1000000-"
     assert len(ranges) == 3
 
 
-def test_drop_without_range_support_fails_clearly(http_server):
+@READERS
+def test_drop_without_range_support_fails_clearly(http_server, read):
     http_server.files["a"] = DATA
     http_server.rules["a"] = {"drop_after": 1_000_000, "ranges": False}
     src = sources.open_source(http_server.url + "a")
     with pytest.raises(ImageError, match="does not support Range") as exc:
-        read_all(src)
+        read(src)
     assert http_server.url + "a" in str(exc.value)
 
 
-def test_drops_forever_give_up_after_retries(http_server):
+@READERS
+def test_drops_forever_give_up_after_retries(http_server, read):
     http_server.files["a"] = DATA
     http_server.rules["a"] = {"drop_after": 0, "drops": 100}
     with pytest.raises(ImageError):
         src = sources.open_source(http_server.url + "a", retries=3)
-        read_all(src)
+        read(src)
+
+
+def test_readinto_after_a_peek_reads_on_where_the_peek_stopped(http_server):
+    # the compression check read()s the first bytes, then the raw path readinto()s the rest
+    http_server.files["a"] = DATA
+    src = sources.open_source(http_server.url + "a")
+    assert src.read(8) == DATA[:8]
+    assert readinto_all(src) == DATA[8:]
+
+
+def test_readinto_takes_the_body_from_http_client_not_a_copied_bytes(http_server):
+    http_server.files["a"] = DATA
+    src = sources.open_source(http_server.url + "a")
+    into = sources._body_readinto(src._resp)
+    assert into.__self__ is src._resp.raw._fp      # http.client's own, under urllib3
+    src.close()
 
 
 @pytest.mark.parametrize("status", [404, 403, 500, 503])
