@@ -1,7 +1,8 @@
 """How fast does provision write an image compared with the operator's shell pipeline and with
 ironic-python-agent? (a benchmark, not a test; root; about 5 minutes)
 
-    python3 -m benchmarks.image_write [--size-mib 1024] [--runs 5] [--ipa-python PY]
+    python3 -m benchmarks.image_write [--size-mib 1024] [--runs 5] [--compression none ...]
+                                      [--ipa-python PY]
 
 Prepares (once, cached in --work) a raw ext4 image: half of it real files copied from /usr,
 the rest free space (zeros), compressed with `gzip -6` and `zstd -3`. Serves them from a
@@ -180,6 +181,9 @@ def main():
                     help="loop device without direct I/O (before 2026-11-25): its writes land in "
                          "the backing file's page cache and the final fsync flushes all of it at "
                          "once, a cost a real disk spreads over the write")
+    ap.add_argument("--compression", nargs="+", choices=("gzip", "zstd", "none"),
+                    default=["gzip", "zstd", "none"],
+                    help="the inputs to run (all three by default); 'none' is the raw image")
     ap.add_argument("--ipa-python", default=DEFAULT_IPA,
                     help="python of a venv with `pip install ironic-python-agent`")
     opts = ap.parse_args()
@@ -202,7 +206,7 @@ def main():
     with served_onto_loop(work, raw_size, backing, not opts.buffered_loop) as (port, server, dev):
         # tmpfs has no O_DIRECT: losetup then leaves direct I/O off without a word; read it back
         opts.loop_dio = Path(f"/sys/block/{Path(dev).name}/loop/dio").read_text().strip() == "1"
-        for comp in ("gzip", "zstd", "none"):
+        for comp in opts.compression:
             path = images[comp]
             url = f"http://127.0.0.1:{port}/{path.name}"
             comp_sha = "sha256:" + sha256_of(path)
