@@ -5,7 +5,8 @@ Compressed, the download is handed on in the chunks it arrived in, and the check
 in a thread of its own (read_ahead()). Uncompressed, a raw or disk image is received straight
 into the aligned blocks it is written from (pipeline.BlockRing over the source's readinto), and
 Checks sees each block in the ring's second thread: no bytes object, no copy between the
-socket and the disk (benchmarks/image_write.md: the copies cost raw a fifth of its time).
+socket and the disk (the two copies that saves were a quarter of a raw write's CPU and a sixth
+of its time: benchmarks/results/2026-11-28-image_write-raw-received-into-its-blocks.md).
 """
 
 from provision_agent.drivers.images import checksums, signature

@@ -7,10 +7,10 @@ in a third straight into a few 4 MiB aligned blocks (pipeline.BlockRing); and th
 thread hands those blocks to two writes at once (blockwrite.InFlight: O_DIRECT where possible,
 zero blocks skipped when the target is known to be zeroed). An uncompressed raw or disk image
 skips the middle: it is received straight into those blocks and checked beside them
-(downloads.py). The checksum is checked before the
-image is grown or reported: a mismatch or a truncated stream is an ImageError, never a success.
-A signed image is also fed, as downloaded, to the signature verifier (signature.py), and kept
-invisible on the target until it verifies (holdback.py).
+(downloads.py). The checksum is checked before the image is grown or reported: a mismatch or a
+truncated stream is an ImageError, never a success. A signed image is also fed, as downloaded,
+to the signature verifier (signature.py), and kept invisible on the target until it verifies
+(holdback.py).
 
 write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
 """
