@@ -1,13 +1,19 @@
 """Images onto loop devices (root): a gzip ext4 image grown to its device, a zstd tar
-extracted into a mounted ext4 with modes, owners, hard links and xattrs read back."""
+extracted into a mounted ext4 with modes, owners, hard links and xattrs read back, zero runs
+given to the device, an uncompressed image over HTTP read back as served."""
 
+import functools
 import gzip
 import hashlib
+import http.server
 import os
+import threading
 
+import pytest
 import zstandard
 
 from provision_agent.drivers.images import formats, writer
+from provision_agent.errors import ImageError
 from provision_agent.run.runner import Runner
 from tests.functional.prereq import require, sh
 
@@ -110,3 +116,32 @@ def test_zero_runs_are_zeroed_by_the_loop_device_and_read_back_as_zeros(tmp_path
         assert got[:len(image)] == image, policy
         assert got[len(image):] == b"\xa5" * ((32 << 20) - len(image)), policy
         assert report.zero_bytes_zeroed == zeroed and report.zero_bytes_skipped == 0, policy
+
+
+def test_uncompressed_image_over_http_lands_on_the_loop_device_as_served(tmp_path, loop):
+    """An uncompressed image read from the socket straight into the aligned blocks written
+    with O_DIRECT: the device reads back as the image, the checksum is the image's, and a
+    wrong checksum is an ImageError after the same download."""
+    image = tmp_path / "disk.raw"
+    data = os.urandom(3 << 20)
+    image.write_bytes(data + bytes(6 << 20) + data + b"tail" * 1000)   # not a block multiple
+    good = "sha256:" + hashlib.sha256(image.read_bytes()).hexdigest()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/disk.raw"
+    dev = loop(32 << 20)
+    runner = Runner()
+    try:
+        report = writer.write_to(url, dev, fmt="raw", checksum=good, grow=False, runner=runner)
+        with pytest.raises(ImageError, match="checksum mismatch"):
+            writer.write_to(url, dev, fmt="raw", checksum="sha256:" + "0" * 64, grow=False,
+                            runner=runner)
+    finally:
+        server.shutdown()
+        server.server_close()
+    sh("blockdev", "--flushbufs", dev)
+    with open(dev, "rb") as f:
+        assert f.read(image.stat().st_size) == image.read_bytes()
+    assert report.checksum_actual == good and report.compression == "none"
+    assert report.bytes_in == report.bytes_written == image.stat().st_size

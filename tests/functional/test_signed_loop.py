@@ -37,12 +37,16 @@ def read(dev, offset, size):
         return f.read(size)
 
 
-def ext4_image(tmp_path, size):
+def ext4_image(tmp_path, size, compression="gzip"):
+    """An ext4 image with a marker directory; uncompressed, it takes the path that receives
+    the download into the written blocks and verifies them beside the writes."""
     img = tmp_path / "root.ext4"
     with open(img, "wb") as f:
         f.truncate(size)
     sh("mkfs.ext4", "-q", "-F", str(img))
     sh("debugfs", "-w", "-R", "mkdir marker", str(img))
+    if compression == "none":
+        return img
     packed = tmp_path / "root.ext4.gz"
     packed.write_bytes(gzip.compress(img.read_bytes(), 1))
     return packed
@@ -66,8 +70,10 @@ def write(image, dev, sig, keyring, zero="never"):
                               options={"image_keyring": keyring, "image_zero_target": zero})
 
 
-def test_a_good_signature_gives_a_filesystem_that_mounts(tmp_path, loop, signing_keys):
-    image = ext4_image(tmp_path, 32 << 20)
+@pytest.mark.parametrize("compression", ["gzip", "none"])
+def test_a_good_signature_gives_a_filesystem_that_mounts(tmp_path, loop, signing_keys,
+                                                         compression):
+    image = ext4_image(tmp_path, 32 << 20, compression)
     dev = loop(SIZE)
     result = write(image, dev, signing_keys.sign(image), signing_keys.keyring)
     assert result["signature"] == "verified"
@@ -80,9 +86,11 @@ def test_a_good_signature_gives_a_filesystem_that_mounts(tmp_path, loop, signing
         sh("umount", str(mnt))
 
 
-@pytest.mark.parametrize("zero", ["never", "always"])
-def test_a_failed_ext4_image_leaves_nothing_to_mount(tmp_path, loop, signing_keys, zero):
-    image = ext4_image(tmp_path, 32 << 20)
+@pytest.mark.parametrize("zero,compression", [("never", "gzip"), ("always", "gzip"),
+                                              ("never", "none")])
+def test_a_failed_ext4_image_leaves_nothing_to_mount(tmp_path, loop, signing_keys, zero,
+                                                     compression):
+    image = ext4_image(tmp_path, 32 << 20, compression)
     dev = loop(SIZE)
     sh("mkfs.ext4", "-q", "-F", dev)     # what an earlier system left
     assert probe(dev) == "ext4"
