@@ -1,6 +1,7 @@
-"""Images in the VM bench: a zstd tar rootfs extracted onto RAID1 + LVM root, and a gzip
-whole-disk GPT image written (zero blocks skipped) to a third disk with a configdrive partition
-added after the image's own, in one provision run over HTTP; contents, owners, modes, hard
+"""Images in the VM bench: a zstd tar rootfs extracted onto RAID1 + LVM root, and an
+uncompressed whole-disk GPT image (received straight into the blocks it is written from, zero
+blocks skipped) written to a third disk with a configdrive partition added after the image's
+own, in one provision run over HTTP; contents, owners, modes, hard
 links and xattrs read back inside the VM, the written disk also from its image file outside.
 
 The gzip ext4 image written to an LV and grown is covered by test_fuel_sample.py.
@@ -39,13 +40,14 @@ def make_tar(tmp_path, served):
     return tar, hashlib.sha256((tree / "srv" / "blob").read_bytes()).hexdigest()
 
 
-def make_disk_image(tmp_path, served):
+def make_disk_image(tmp_path, served, gzipped=False):
     """64 MiB GPT disk: one ext4 partition (with a marker file) from sector 2048 on, the
-    rest zeros; gzip'd. Built in a file: the host cannot scan partitions on loop devices."""
+    rest zeros; served as it is, like a Glance raw image, or gzip'd. Built in a file: the
+    host cannot scan partitions on loop devices."""
     tree = tmp_path / "disktree"
     tree.mkdir()
     (tree / "marker").write_text("whole-disk image\n")
-    raw = tmp_path / "disk.img"
+    raw = (tmp_path if gzipped else served) / "disk.img"
     with open(raw, "wb") as f:
         f.truncate(64 * MiB)
     subprocess.run(["sgdisk", "-n1:2048:+32M", "-t1:8300", "-c1:imaged", str(raw)],
@@ -54,6 +56,8 @@ def make_disk_image(tmp_path, served):
     subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "imaged", "-d", str(tree),
                     "-E", f"offset={part['start'] * 512}", str(raw),
                     f"{part['size'] * 512 // 1024}k"], check=True, capture_output=True)
+    if not gzipped:
+        return raw
     gz = served / "disk.img.gz"
     with open(gz, "wb") as out:
         subprocess.run(["gzip", "-6", "-c", str(raw)], stdout=out, check=True)
@@ -64,7 +68,7 @@ def test_tar_onto_raid1_lvm_and_whole_disk_image(make_vm, tmp_path):
     served = tmp_path / "srv"
     served.mkdir()
     tar, blob_sha = make_tar(tmp_path, served)
-    disk_gz = make_disk_image(tmp_path, served)
+    disk_img = make_disk_image(tmp_path, served)
     doc = json.loads((REPO_ROOT / "samples" / "two-disk-raid-lvm.json").read_text())
     doc["disks"].append({"id": "disk2", "match": {"name": "/dev/vdc"}})
     # as Ironic does for whole-disk images: a partition added after the image's own
@@ -75,13 +79,13 @@ def test_tar_onto_raid1_lvm_and_whole_disk_image(make_vm, tmp_path):
         doc["images"] = [
             {"uri": srv.guest_url(tar.name), "format": "tar", "target": "/",
              "checksum": sha256_file(tar)},
-            {"uri": srv.guest_url(disk_gz.name), "format": "disk", "target": "disk2",
-             "checksum": sha256_file(disk_gz)},
+            {"uri": srv.guest_url(disk_img.name), "format": "disk", "target": "disk2",
+             "checksum": sha256_file(disk_img)},
         ]
         # virtio disks say rotational, so the default (auto) would not pre-zero them
         run = vm.provision(doc, ["--debug", "--image_zero_target", "always"])
         assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-5000:]
-        assert {"/" + tar.name, "/" + disk_gz.name} <= set(srv.requested), srv.requested
+        assert {"/" + tar.name, "/" + disk_img.name} <= set(srv.requested), srv.requested
 
     # the whole-disk image: zero blocks seeked over, table read back, backup GPT at the end
     wrote = [line for line in run.log.splitlines() if "zero bytes skipped" in line
@@ -144,7 +148,7 @@ def test_signed_whole_disk_image_bad_then_good(make_vm, tmp_path):
     try:
         served = tmp_path / "srv"
         served.mkdir()
-        disk_gz = make_disk_image(tmp_path, served)
+        disk_gz = make_disk_image(tmp_path, served, gzipped=True)
         vm = make_vm(disks=1, disk_size="1G")
         vm.put(keys.keyring, "/tmp/keyring.pgp")
         doc = {"version": 1, "disks": [{"id": "d0", "match": {"name": "/dev/vda"}}]}
