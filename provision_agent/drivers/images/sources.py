@@ -155,26 +155,21 @@ class HttpSource:
             raise ImageError(str(exc)) from exc
 
     def _read_once(self, n):
-        if self._resp is None:
-            self._connect(first=False)
-        try:
-            data = self._resp.raw.read(n, decode_content=False)
-        except Exception as exc:    # urllib3 and socket errors vary by version: all are a drop
-            data, why = None, exc
-        else:
-            why = "connection closed early"
+        data, why = self._pull(lambda resp: resp.raw.read(n, decode_content=False))
         return data if self._settle(None if data is None else len(data), why) else None
 
     def _readinto_once(self, view):
+        return self._settle(*self._pull(lambda resp: _body_readinto(resp)(view)))
+
+    def _pull(self, read):
+        """read(response) once, reconnecting (with Range) after a drop: (its result, why a
+        short one ended) or (None, the error)."""
         if self._resp is None:
             self._connect(first=False)
         try:
-            got = _body_readinto(self._resp)(view)
-        except Exception as exc:    # as in _read_once
-            got, why = None, exc
-        else:
-            why = "connection closed early"
-        return self._settle(got, why)
+            return read(self._resp), "connection closed early"
+        except Exception as exc:    # urllib3 and socket errors vary by version: all are a drop
+            return None, exc
 
     def _settle(self, got, why):
         """got: the bytes one read brought (None: it failed, for why). Returns got, or 0 at the
