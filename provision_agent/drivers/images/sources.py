@@ -138,8 +138,7 @@ class HttpSource:
         return " (the server wants credentials the image was not given)"
 
     def read(self, n):
-        data = self._retried(lambda: self._read_once(n))
-        return data if data is not None else b""
+        return self._retried(lambda: self._read_once(n))
 
     def readinto(self, view):
         """read() into view: the body goes from the socket straight into the caller's buffer
@@ -156,7 +155,7 @@ class HttpSource:
 
     def _read_once(self, n):
         data, why = self._pull(lambda resp: resp.raw.read(n, decode_content=False))
-        return data if self._settle(None if data is None else len(data), why) else None
+        return data if self._settle(None if data is None else len(data), why) else b""
 
     def _readinto_once(self, view):
         return self._settle(*self._pull(lambda resp: _body_readinto(resp)(view)))
