@@ -16,7 +16,7 @@ import pytest
 
 from tests.vmbench import VM
 from tests.vmbench.ipa import IpaVM, RamdiskAPI
-from tests.vmbench.ramdisk import REPO_ROOT, Ramdisk, cache_dir
+from tests.vmbench.ramdisk import REPO_ROOT, Ramdisk, build_key_args, cache_dir
 
 QEMU_MAC = "52:54:00:12:34:56"    # qemu's address for the VM bench's one NIC
 DISK = dict(disks=1, disk_size="4G")   # IPA wants a root disk of 4 GiB or more
@@ -83,7 +83,9 @@ def our_ramdisk():
     if prebuilt:
         return Ramdisk(Path(prebuilt))
     out = cache_dir() / "ipa-ramdisk" / "ours"
-    subprocess.run(["bash", str(REPO_ROOT / "ramdisk" / "build.sh"), "--out", str(out)],
+    # booted with ipa-api-url, it authorizes only the keys built in (sshkey= is ignored)
+    subprocess.run(["bash", str(REPO_ROOT / "ramdisk" / "build.sh"), *build_key_args(),
+                    "--out", str(out)],
                    check=True, stdout=subprocess.DEVNULL)
     return Ramdisk(out)
 

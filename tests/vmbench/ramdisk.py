@@ -45,13 +45,15 @@ class RamdiskBuildError(RuntimeError):
 def ensure_ramdisk(rebuild=False):
     """Build the ramdisk or reuse the cached layers; return it.
 
-    PROVISION_RAMDISK_DIR points at a prebuilt one instead (nothing is built then).
+    PROVISION_RAMDISK_DIR points at a prebuilt one instead (nothing is built then; the Ironic
+    lab needs it built with --authorized-key of client_key()'s .pub, build_key_args()).
     The build is cheap when only the project changed (seconds) and needs root.
     """
     prebuilt = os.environ.get("PROVISION_RAMDISK_DIR")
     if prebuilt:
         return Ramdisk(Path(prebuilt))
-    argv = ["bash", str(REPO_ROOT / "ramdisk" / "build.sh")] + (["--rebuild"] if rebuild else [])
+    argv = (["bash", str(REPO_ROOT / "ramdisk" / "build.sh"), *build_key_args()]
+            + (["--rebuild"] if rebuild else []))
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RamdiskBuildError(
@@ -60,6 +62,13 @@ def ensure_ramdisk(rebuild=False):
     for line in summary:
         print(line)
     return Ramdisk(Path(proc.stdout.strip().splitlines()[-1]))
+
+
+def build_key_args():
+    """build.sh's arguments that bake the bench's key in: booted by Ironic (the lab) the
+    ramdisk ignores sshkey= on its command line, where a node's instance_info can put words
+    (issue 52 item 6), so the conductor's key has to be in the build, as for an operator."""
+    return ["--authorized-key", str(client_key().with_suffix(".pub"))]
 
 
 def client_key():
