@@ -27,7 +27,7 @@ from ironic.common import states
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import layouts
+from ironic_driver import kernel_params, layouts
 
 PREFIX = "provision_"
 WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
@@ -89,7 +89,11 @@ def resume_lost(node, grace):
 def ramdisk_options(node):
     """Kernel parameters for the ramdisk: Ironic's own (ipa-api-url), loglevel (below), and,
     for a node whose host key is pinned statically, the word that keeps the build's key (else
-    the ramdisk makes a fresh one per boot and reports it in the heartbeat)."""
+    the ramdisk makes a fresh one per boot and reports it in the heartbeat).
+
+    Every boot into our ramdisk asks for these, so the tenant's words that Ironic would put
+    beside them are refused here too: a cleaning runs without our validate."""
+    kernel_params.check_instance_info(node.instance_info)
     options = deploy_utils.build_agent_options(node)
     # The kernel prints its whole command line at boot, at notice level, on the serial console
     # whoever watches the BMC reads; a virtual-media boot carries the agent token there.

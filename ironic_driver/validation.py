@@ -6,7 +6,7 @@ import os
 from ironic.common import exception
 from ironic.conf import CONF
 
-from ironic_driver import document, images, inventory, layouts, oci, ssh
+from ironic_driver import document, images, inventory, kernel_params, layouts, oci, ssh
 
 LOG = logging.getLogger(__name__)
 
@@ -171,6 +171,7 @@ def check_instance(task, data_driver):
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
             "set it again before every deploy)")
     check_checksum_urls(info)
+    kernel_params.check_instance_info(info)
     from provision_agent import errors
     from provision_agent.plan import api
     record = images.check_exists(task) if images.from_glance(node) else None
