@@ -81,13 +81,31 @@ def _text(obj, key, where, required=True):
     return value
 
 
+# What Linux takes as an interface name (dev_valid_name: fewer than IFNAMSIZ = 16 bytes, not
+# "." or "..", no "/", ":" or blank), narrowed to printable ASCII; a number (an interface
+# index) is one too. An IPv6 scope id must be one: ipaddress takes any text after "%", and
+# str() of the address writes it into resolv.conf, where a newline starts a `search` or
+# `options` line of the file's author's choosing, and onto the console.
+IFNAME_RE = re.compile(r"[!-~]{1,15}")
+
+
+def _scope_problem(scope):
+    if not IFNAME_RE.fullmatch(scope) or scope in (".", "..") or "/" in scope or ":" in scope:
+        return f"its scope id {scope!r} is not an interface name (1-15 printable ASCII " \
+               "characters, no '/' or ':')"
+    return None
+
+
 def _address(text, where, version=None):
     try:
         addr = ipaddress.ip_address(text)
     except ValueError:
         raise Unusable(f"{where}: {text!r} is not an IP address") from None
+    problem = _scope_problem(addr.scope_id) if getattr(addr, "scope_id", None) else None
+    if problem:
+        raise Unusable(f"{where}: {problem}")
     if version and addr.version != version:
-        raise Unusable(f"{where}: {text} is not an IPv{version} address")
+        raise Unusable(f"{where}: {text!r} is not an IPv{version} address")
     return addr
 
 
@@ -266,7 +284,12 @@ def apply(result, runner, resolv_conf=RESOLV_CONF):
 
 
 def _say(text):
-    print(f"network_data: {text}", file=sys.stderr)
+    """One console line: the file's text (a link's id, a name) and a command's stderr are
+    whoever wrote them's, so their line breaks become "; " and any other character that is
+    not printable (escape sequences, C1 controls) a "?"."""
+    text = "; ".join(str(text).splitlines())
+    print("network_data: " + "".join(c if c.isprintable() else "?" for c in text),
+          file=sys.stderr)
 
 
 def main(argv=None):

@@ -163,3 +163,73 @@ def test_main_reads_the_machines_nics_from_sysfs(tmp_path, monkeypatch, capsys):
                            str(tmp_path / "net")]) == 0
     assert capsys.readouterr().out == "ens2\n"
     assert "ip addr add 10.251.200.100/24 dev ens2" in runner.lines()
+
+
+# Issue 52 item 13: an IPv6 scope id ("%...") is text Python's ipaddress takes as it is, and
+# str() of the address carries it into resolv.conf and onto the console.
+INJECTED = "fe80::1%eth0\nsearch evil.example\noptions ndots:15 rotate"
+
+
+@pytest.mark.parametrize("scope", [
+    "eth0\nsearch evil.example", "eth0 rotate", "eth0\toptions", "a" * 16, "eth0:1",
+    ".", "..", "eth\x1b[2J", "eth\x85", "ethé"])
+def test_a_scope_id_that_is_not_an_interface_name_refuses_the_file(scope):
+    doc = _copy()
+    doc["services"][0]["address"] = f"fe80::1%{scope}"
+    with pytest.raises(netconfig.Unusable, match="scope id .* is not an interface name"):
+        netconfig.plan(doc, MACS)
+
+
+def test_a_scope_id_cannot_write_lines_into_resolv_conf(tmp_path):
+    doc = _copy()
+    doc["services"] = [{"type": "dns", "address": INJECTED}]
+    path, resolv = tmp_path / "network_data.json", tmp_path / "resolv.conf"
+    path.write_text(json.dumps(doc))
+    try:
+        netconfig.apply(netconfig.plan(netconfig.load(path), MACS), FakeRunner(),
+                        resolv_conf=resolv)
+    except netconfig.Unusable:
+        pass
+    text = resolv.read_text() if resolv.exists() else ""
+    assert [ln for ln in text.splitlines() if not ln.startswith("nameserver ")] == [], text
+
+
+@pytest.mark.parametrize("scope", ["eth0", "ens2", "enp0s31f6", "2", "a" * 15, "eth-0_1.v@x"])
+def test_a_scope_id_that_is_an_interface_name_or_index_is_kept(scope, tmp_path):
+    doc = _copy()
+    doc["services"][0]["address"] = f"fe80::1%{scope}"
+    plan = netconfig.plan(doc, MACS)
+    resolv = tmp_path / "resolv.conf"
+    netconfig.apply(plan, FakeRunner(), resolv_conf=resolv)
+    assert resolv.read_text() == f"nameserver fe80::1%{scope}\n"
+
+
+def test_control_characters_do_not_reach_the_console(capsys):
+    doc = _copy()
+    doc["links"].append({"id": "gone\x1b]0;owned\x07\x1b[2J\r\x9b31m",
+                         "ethernet_mac_address": "52:54:00:ff:ff:ff"})
+    netconfig.apply(netconfig.plan(doc, MACS), FakeRunner(), resolv_conf="/dev/null")
+    said = capsys.readouterr().err
+    assert "link gone" in said and "owned" in said
+    assert not [c for c in said if not c.isprintable() and c != "\n"], repr(said)
+    assert said.count("\n") == len(said.splitlines())     # one line per message, no more
+
+
+def test_a_failed_commands_text_reaches_the_console_cleaned(capsys):
+    class Failing(FakeRunner):
+        def run(self, argv, **kwargs):
+            from provision_agent.errors import CommandError
+            raise CommandError(argv, 2, "", "RTNETLINK\x1b[31m answers\r\nfake: line")
+    netconfig.apply(netconfig.plan(DOC, MACS), Failing(), resolv_conf="/dev/null")
+    said = capsys.readouterr().err
+    assert "RTNETLINK" in said
+    assert not [c for c in said if not c.isprintable() and c != "\n"], repr(said)
+    assert not [ln for ln in said.splitlines() if not ln.startswith("network_data: ")], said
+
+
+def test_the_unusable_files_name_is_cleaned_too(tmp_path, capsys):
+    path = tmp_path / "n\x1b[2Jd.json"
+    path.write_text("{")
+    assert netconfig.main(["--network_data", str(path), "--sysfs", str(tmp_path)]) == 1
+    said = capsys.readouterr().err
+    assert "\x1b" not in said and "is not usable" in said
