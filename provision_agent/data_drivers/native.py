@@ -205,7 +205,8 @@ def _encrypted(e, where, problems):
         tpm2_pcrs=None if tpm2 is None else list(tpm2.get("pcrs", [7])),
         tpm2_bank=(tpm2 or {}).get("bank", "sha256"),
         tang=[dict(t) for t in unlock.get("tang", [])], threshold=unlock.get("threshold", 1),
-        key_file=model.KeyFile(key_file["uri"], key_file["checksum"]) if key_file else None,
+        key_file=model.KeyFile(key_file["uri"], key_file["checksum"],
+                               key_file.get("allow_plain_root", False)) if key_file else None,
         origin=e.get("origin", where))
 
 

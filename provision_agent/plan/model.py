@@ -78,6 +78,9 @@ class KeyFile:
     # A signed URL is a credential: kept out of repr() so no log line can show it.
     uri: str = field(repr=False)
     checksum: str = ""                 # "algo:hex", mandatory
+    # The key is copied onto the installed root; on a plain one it is refused unless this says
+    # the key in clear there is meant (validate_crypt says why).
+    allow_plain_root: bool = False
 
 
 @dataclass

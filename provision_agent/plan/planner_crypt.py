@@ -11,16 +11,21 @@ DHCP_ANY = "ip=::::::dhcp"      # ip=<client>:<server>:<gw>:<mask>:<host>:<devic
 def volumes(res, on_lvs):
     """Format and open steps of the volumes on logical volumes (on_lvs) or on anything else."""
     lvs = {lv.id for _, lv in res.layout.logical_volumes()}
+    plain_root = _root_volume(res.layout) is None
     steps = []
     for e in res.layout.encrypted:
         if (e.device in lvs) != on_lvs:
             continue
         device = res.devices.get(e.device)
+        if e.key_file and plain_root:
+            # accepted only with allow_plain_root (validate_crypt): the plan says it, too
+            res.warnings.append(f"{e.origin or e.id}: the key file of {e.name} is kept in "
+                                f"clear on an unencrypted / (allow_plain_root)")
         steps.append(st.LuksFormat(
             device, e.name, e.cipher, e.key_size, list(res.layout.recovery_recipients),
             e.sector_size, clevis_config(e), e.key_file.uri if e.key_file else None,
             e.key_file.checksum if e.key_file else None,
-            description=f"LUKS2 on {device}, unlocked by {_unlock_text(e)}, "
+            description=f"LUKS2 on {device}, unlocked by {_unlock_text(e, plain_root)}, "
                         f"and a recovery key"))
         steps.append(st.LuksOpen(device, e.name, e.discard,
                                  description=f"open {device} as /dev/mapper/{e.name}"))
@@ -90,9 +95,10 @@ def _root_volume(layout):
     return None
 
 
-def _unlock_text(e):
+def _unlock_text(e, plain_root=False):
     if e.key_file:
-        return f"key file {redact.url(e.key_file.uri)}"
+        return f"key file {redact.url(e.key_file.uri)}" + (
+            " (kept in clear on an unencrypted /)" if plain_root else "")
     methods = ([f"TPM2 (PCRs {','.join(map(str, e.tpm2_pcrs))})"]
                if e.tpm2_pcrs is not None else [])
     methods += [f"Tang {redact.url(t['url'])}" for t in e.tang]

@@ -42,6 +42,7 @@ def check(layout):
                    "key and one unlock at boot, and md resyncs the ciphertext all the same)")
     under = _encrypted_under(layout, crypts, add)
     _check_boot(layout, under, add)
+    _check_key_files(layout, under, add)
     if not layout.recovery_recipients:
         problems.append(Problem("$.recovery", "encrypted volumes need recovery.age_recipients: "
                                 "each volume gets a recovery key, and it leaves the machine "
@@ -107,3 +108,27 @@ def _check_boot(layout, under, add):
         if part and part.type in ("bios_grub", "esp"):
             add(e, f"partition {e.device!r} is a {part.type} partition, which firmware "
                    "reads in the clear")
+
+
+def _check_key_files(layout, under, add):
+    """A key file is copied to /etc/cryptsetup-keys.d on the installed root. On a root that is
+    not encrypted (a plain filesystem, or a whole-disk image's own) it sits in clear beside
+    what it opens: whoever has the disks, or the machine, reads the key and then the volume,
+    which is what an operator asking for an encrypted volume means to prevent. Refused, not
+    warned about: a warning in a plan or a log nobody reads would leave the data as readable
+    as a plain volume while the layout says "encrypted". The key in clear still has uses an
+    operator may mean (a data disk that leaves the machine, e.g. for repair, without the disk
+    / is on; a volume kept only so that cleaning can crypto-erase it in an instant), so
+    `allow_plain_root` accepts it, and the plan then says where the key is."""
+    root = next((fs for fs in layout.filesystems if fs.mount == "/"), None)
+    if root is not None and root.device in under:
+        return
+    for e in layout.encrypted:
+        if e.key_file and not e.key_file.allow_plain_root:
+            add(e, f"unlock.key_file: the key would be stored in clear at "
+                   f"/etc/cryptsetup-keys.d/{e.name}.key on the installed root, and / is not "
+                   f"encrypted, so whoever has the disks reads the key and the volume; encrypt "
+                   f"/ (tpm2 or tang), unlock this volume by tpm2 or tang, or, if the key in "
+                   f"clear is meant (the volume's disk may leave without the one / is on, or "
+                   f"it is there for a crypto-erase), set "
+                   f"unlock.key_file.allow_plain_root: true")

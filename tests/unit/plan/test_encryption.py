@@ -202,3 +202,69 @@ def test_a_real_run_without_a_recovery_key_file_refuses_before_its_first_command
         apply.provision(build(encrypted_raid_lvm()), conf=SimpleNamespace(),
                         runner=NoCommands(), live_disks=[], events=events)
     assert [r[:2] for r in events.results] == [("failed", 2)]
+
+
+# Issue 52 item 15: a key file is copied to /etc/cryptsetup-keys.d on the installed root; on a
+# root that is not encrypted it sits in clear next to what it opens.
+KEY = {"uri": KEY_URL, "checksum": "sha256:" + "ab" * 32}
+
+
+def data_volume_with_a_key_file(root_encrypted, **key):
+    """two-disk-raid-lvm with /srv/data's LV encrypted by a key file, / encrypted (by TPM2,
+    the array under LVM) or plain."""
+    def change(d):
+        d.setdefault("encrypted", []).append({"id": "crypt-data", "device": "lv-data",
+                                              "unlock": {"key_file": {**KEY, **key}}})
+        d["filesystems"][3]["device"] = "crypt-data"
+        d["recovery"] = {"age_recipients": [AGE]}
+        d["images"] = [{"uri": "http://images.example/root.tar", "format": "tar",
+                        "target": "/", "allow_no_checksum": True}]
+        d["bootloader"] = {"boot_mode": "bios"}
+    base = encrypted_raid_lvm() if root_encrypted else sample("two-disk-raid-lvm")
+    return mutate(base, change)
+
+
+def test_a_key_file_on_a_plain_root_is_refused_saying_how_to_opt_in():
+    doc = data_volume_with_a_key_file(root_encrypted=False)
+    problems = problems_of(doc)
+    where = len(doc["encrypted"]) - 1
+    found = [p for p in problems if p.startswith(f"$.encrypted[{where}]")]
+    assert len(found) == 1, problems
+    assert "stored in clear at /etc/cryptsetup-keys.d/crypt-data.key" in found[0]
+    assert "/ is not encrypted" in found[0]
+    assert "unlock.key_file.allow_plain_root: true" in found[0]
+    assert "s3cr3tsig" not in found[0]
+
+
+def test_a_key_file_beside_a_whole_disk_image_is_refused_too():
+    # / is the image's own: nothing in the layout encrypts it
+    doc = {"version": 1,
+           "disks": [{"id": "disk0", "match": {"name": "/dev/vda"}},
+                     {"id": "disk1", "match": {"name": "/dev/vdb"},
+                      "partitions": [{"id": "data", "size": "remaining", "type": "linux"}]}],
+           "encrypted": [{"id": "crypt-data", "device": "data", "unlock": {"key_file": KEY}}],
+           "filesystems": [{"device": "crypt-data", "type": "xfs", "mount": "/srv/data"}],
+           "images": [{"uri": "http://images.example/disk.img", "format": "disk",
+                       "target": "disk0", "allow_no_checksum": True}],
+           "recovery": {"age_recipients": [AGE]}}
+    problems = problems_of(doc)
+    assert [p for p in problems if p.startswith("$.encrypted[0]")
+            and "/ is not encrypted" in p], problems
+    doc["encrypted"][0]["unlock"]["key_file"]["allow_plain_root"] = True
+    build(doc)
+
+
+def test_a_key_file_on_a_plain_root_is_accepted_when_asked_for_and_the_plan_says_so():
+    planned = build(data_volume_with_a_key_file(root_encrypted=False, allow_plain_root=True))
+    fmt = next(s for s in planned.steps if s.kind == "luks_format")
+    assert "kept in clear on an unencrypted /" in fmt.description
+    assert "kept in clear on an unencrypted /" in render.plan_text(planned)
+    assert any("crypt-data" in w and "in clear" in w
+               for w in render.warnings(planned.resolved)), render.warnings(planned.resolved)
+
+
+def test_a_key_file_on_an_encrypted_root_needs_no_opt_in():
+    planned = build(data_volume_with_a_key_file(root_encrypted=True))
+    fmt = [s for s in planned.steps if s.kind == "luks_format"][-1]
+    assert "in clear" not in fmt.description
+    assert not render.warnings(planned.resolved)
