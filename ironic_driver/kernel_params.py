@@ -36,6 +36,12 @@ RULES = (
      "the CD-ROM"),
     (lambda k: k == "bootif",
      "it names the NIC the ramdisk's agent reports to inspection"),
+    # The interface's loglevel=4 keeps the kernel's own print of its command line, with a
+    # virtual-media boot's agent token, off the console; on the ISO these come after it, and
+    # whoever has the token can have the conductor send it the node's document.
+    (lambda k: k in ("loglevel", "debug", "ignore-loglevel", "printk.ignore-loglevel"),
+     "it would have the kernel print its command line, with the agent token of a "
+     "virtual-media boot, on the console"),
 )
 
 

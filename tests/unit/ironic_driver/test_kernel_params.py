@@ -49,6 +49,9 @@ class TestValidate(StaticNodeCase):
                 ("ipa_api_url=http://evil.example", "ipa_api_url", "the API it reports to"),
                 ("boot_method=vmedia", "boot_method", "booted from virtual media"),
                 ("BOOTIF=01-52-54-00-12-34-56", "BOOTIF", "reports to inspection"),
+                ("loglevel=7", "loglevel", "with the agent token of a virtual-media boot"),
+                ("ignore_loglevel", "ignore_loglevel", "agent token"),
+                ("debug", "debug", "agent token"),
                 # inside a quoted value: init's and the agent's word splitting find it there
                 (f'acpi_osi="!Windows {SSHKEY}"', "sshkey", "SSH key for root"),
                 (f"console=ttyS0\t{SSHKEY}", "sshkey", "SSH key for root")]:
