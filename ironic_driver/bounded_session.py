@@ -9,6 +9,10 @@ provision_agent's StallWatch ends a stalled image download), and later requests 
 Each answer is read here, at most `max_answer` bytes once inflated (bounded_http), and a
 redirect's body is never read. Connections made through a proxy (a ProxyManager) are not
 tracked: the timeouts, each cut to the time left, still apply to them.
+
+`gate`, when given, sees every request right before it is sent (requests' own redirects
+included) and may take headers off it: oci_secret.Policy keeps the Authorization header
+from hosts the pull secret is not for.
 """
 
 import socket
@@ -29,9 +33,10 @@ class Overdue(Exception):
 
 
 class BoundedSession(requests.Session):
-    def __init__(self, like, deadline, max_answer, max_redirects):
+    def __init__(self, like, deadline, max_answer, max_redirects, gate=None):
         """like: the session the client made (its TLS verification and adapters are kept)."""
         super().__init__()
+        self.gate = gate
         self.deadline, self.max_answer = deadline, max_answer
         self.expired = False
         self._sockets = weakref.WeakSet()
@@ -63,6 +68,12 @@ class BoundedSession(requests.Session):
             resp._content, resp._content_consumed = body, True    # what .text/.json() read
             resp.close()
         return resp
+
+    def send(self, request, **kwargs):
+        # Session.request and requests' redirects both come here with the final headers.
+        if self.gate:
+            self.gate(request)
+        return super().send(request, **kwargs)
 
     def spent(self):
         """Whether the deadline has come: a failure now is the deadline's (a timeout cut to

@@ -73,6 +73,17 @@ opts = [
                     "while the image streams, and an image without one is refused at "
                     "validate unless a layout's image sets allow_unsigned. Unset: an image "
                     "with a signature is refused."),
+    cfg.ListOpt("oci_secret_registries", default=[],
+                help="Hosts (host, host:port, or .domain for every host under it) that the "
+                     "operator's registry credentials may be sent to: driver_info/"
+                     "image_pull_secret, [deploy]image_server_user/_password and the tokens "
+                     "of [oci]authentication_config. List each registry and its token realm "
+                     "(the host of the realm in its WWW-Authenticate answer). An oci:// "
+                     "image_source on a registry not listed is resolved with the deploy's "
+                     "own instance_info/image_pull_secret, or else without credentials, and "
+                     "validate says so when the registry wants some; no Authorization "
+                     "header made with the operator's credentials goes to a host not listed. "
+                     "Empty: they go to no host."),
     cfg.ListOpt("recovery_age_recipients", default=[],
                 help="age public keys (age1...) or SSH public keys the recovery keys of "
                      "encrypted volumes are sealed to, for layouts with `encrypted` volumes "

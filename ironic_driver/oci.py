@@ -1,14 +1,15 @@
 """oci:// images (Ironic 39's OCI registry sources), resolved by Ironic's own OCI code.
 
-Ironic's OciImageService.identify_specific_image does what build_instance_info_for_deploy
-does with an oci:// image_source: it signs in with the pull secret Ironic finds for the node
-(get_image_service_auth_override: instance_info, then driver_info `image_pull_secret`, then
-[deploy]image_server_user/_password), picks the artifact whose manifest's `disktype`
-annotation suits the download (raw first, then qcow2; the node's cpu_arch against the
-platform), and returns its blob's URL (image_url), the blob's digest (image_checksum), the
-disk format, the compression and the Authorization header made of the pull secret
-(image_request_authorization_secret; `Basic base64(user:pass)`, or a registry's scoped
-`Bearer` token). That dict goes into instance_info as Ironic would put it there, and the
+Ironic's OciImageService.identify_specific_image does what build_instance_info_for_deploy does
+with an oci:// image_source: it signs in with a pull secret (the deploy's own instance_info
+`image_pull_secret`; else the operator's, driver_info `image_pull_secret` or
+[deploy]image_server_user/_password, but only for a registry the operator lists: see
+oci_secret.py, whose gate keeps every Authorization header from hosts it is not for), picks the
+artifact whose manifest's `disktype` annotation suits the download (raw first, then qcow2; the
+node's cpu_arch against the platform), and returns its blob's URL (image_url), the blob's
+digest (image_checksum), the disk format, the compression and the Authorization header made of
+the pull secret (image_request_authorization_secret; `Basic base64(user:pass)`, or a registry's
+scoped `Bearer` token). That dict goes into instance_info as Ironic would put it there, and the
 ironic data driver gives the ramdisk the header for the blob's download only.
 
 build_instance_info_for_deploy itself is not called: its OCI client reads answers of any
@@ -29,7 +30,7 @@ import requests
 from ironic.common import exception, image_service
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import bounded_session
+from ironic_driver import bounded_session, oci_secret
 from provision_agent import bounded_http, redact
 
 LOG = logging.getLogger(__name__)
@@ -50,11 +51,12 @@ def identify(node):
     """Ironic's resolution of the node's oci:// image_source, bounded; InvalidParameterValue
     with a clear reason (and no secret) when it fails."""
     source = node.instance_info["image_source"]
-    auth = image_service.get_image_service_auth_override(node)
+    policy = oci_secret.Policy(node, source)
+    auth = policy.auth
     oci = image_service.OciImageService()
     # Ironic's client made its own session; it talks through ours instead.
     session = oci._client.session = bounded_session.BoundedSession(
-        oci._client.session, DEADLINE, MAX_ANSWER, MAX_REDIRECTS)
+        oci._client.session, DEADLINE, MAX_ANSWER, MAX_REDIRECTS, gate=policy.gate)
     try:
         oci.set_image_auth(source, auth)
         found = oci.identify_specific_image(
@@ -62,11 +64,15 @@ def identify(node):
             (node.properties or {}).get("cpu_arch"))
     except Exception as exc:     # Ironic's, requests', ours: each is explained
         why = f"the registry did not answer within {DEADLINE} s" if session.spent() \
-            else _why(exc, auth)
+            else _why(exc, auth, policy)
         raise exception.InvalidParameterValue(
             _scrub(f"instance_info/image_source {redact.url(source)}: {why}", auth, oci))
     finally:
         session.close()
+    if found and found.get("image_request_authorization_secret") and \
+            not policy.may_authorize(str(found.get("image_url") or "")):
+        # The ramdisk would send it with the blob's download: not to a host it is not for.
+        found = dict(found, image_request_authorization_secret=None)
     if not found or not found.get("image_url"):
         raise exception.InvalidParameterValue(
             f"instance_info/image_source {redact.url(source)}: the registry holds no disk "
@@ -102,9 +108,16 @@ def for_validation(instance_info, found):
     return resolved(instance_info, {k: found[k] for k in FOR_VALIDATION if k in found})
 
 
-def _why(exc, auth):
+def _why(exc, auth, policy):
     code = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(exc, exception.ImageServiceAuthenticationRequired) or code == 401:
+    unauthorized = isinstance(exc, exception.ImageServiceAuthenticationRequired) or code == 401
+    host, port = policy.registry
+    # A secret kept from a host is the likeliest cause of whatever failed next (Ironic's
+    # re-authentication after a refused token even ends in a TypeError).
+    withheld = policy.why_unauthorized(host + (f":{port}" if port else ""), unauthorized)
+    if withheld:
+        return withheld
+    if unauthorized:
         return ("the registry refused the pull secret (one that signs in with basic "
                 "authentication is USER:PASSWORD)" if auth else
                 "the registry wants credentials: set instance_info/image_pull_secret "
