@@ -71,8 +71,10 @@ opts = [
                     "to the ramdisk with the input document, provision verifies every "
                     "image's detached signature (instance_info/image_signature) against it "
                     "while the image streams, and an image without one is refused at "
-                    "validate unless a layout's image sets allow_unsigned. Unset: an image "
-                    "with a signature is refused."),
+                    "validate unless a layout's image sets allow_unsigned, which only the "
+                    "operator's layouts may (a named layout, a deploy template, driver_info; "
+                    "not one given inline in instance_info). Unset: an image with a "
+                    "signature is refused."),
     cfg.ListOpt("oci_secret_registries", default=[],
                 help="Hosts (host, host:port, or .domain for every host under it) that the "
                      "operator's registry credentials may be sent to: driver_info/"

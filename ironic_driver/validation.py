@@ -6,7 +6,7 @@ import os
 from ironic.common import exception
 from ironic.conf import CONF
 
-from ironic_driver import document, images, inventory, kernel_params, layouts, oci, ssh
+from ironic_driver import document, images, inventory, kernel_params, layouts, oci, ssh, tenant_rules
 
 LOG = logging.getLogger(__name__)
 
@@ -134,6 +134,7 @@ def payload(node, data_driver, step=layouts.RECORDED):
     """
     choice = layouts.choose(node, step)
     layouts.check_images(choice, CONF.provision_agent.layout_images)
+    tenant_rules.check_relaxations(choice)
     doc = document.build(node, layout=choice.layout)
     if data_driver == "native":
         if "layout" not in doc:

@@ -1,0 +1,98 @@
+"""What a layout the tenant gives with the deploy (instance_info/provision_layout, inline) may
+not do to the operator's checks (ironic_driver/tenant_rules.py), on Ironic's DB fixtures,
+through the interface's own validate and the document the ramdisk would get."""
+
+import copy
+import json
+import os
+
+from ironic.common import exception
+from ironic.conductor import task_manager
+
+from ironic_driver import validation
+from tests.unit.ironic_driver.test_layouts import SINGLE, LayoutCase
+
+KEYRING = b"\x98\x33\x04keyring bytes as gpg --export writes them"
+
+
+def _with_image(**image):
+    layout = copy.deepcopy(SINGLE)
+    layout["images"] = [dict({"uri": "http://images.example/root.img", "format": "raw",
+                              "target": "root"}, **image)]
+    return layout
+
+
+UNSIGNED = _with_image(checksum="sha256:" + "1" * 64, allow_unsigned=True)
+NO_CHECKSUM = _with_image(allow_no_checksum=True)
+
+
+class TenantCase(LayoutCase):
+    def setUp(self):
+        super().setUp()
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+        key = os.path.join(self.dir, "key")
+        with open(key, "wb") as f:
+            f.write(ed25519.Ed25519PrivateKey.generate().private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                serialization.NoEncryption()))
+        self.config(ssh_private_key_file=key, group="provision_agent")
+        self.config(default_boot_mode="bios", group="deploy")    # the sample's bootloader
+
+    def _validate(self, data_driver="ironic"):
+        self.config(data_driver=data_driver, group="provision_agent")
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            task.driver.deploy.validate(task)
+
+    def _named(self, name, layout):
+        with open(os.path.join(self.dir, name + ".json"), "w") as f:
+            json.dump(layout, f)
+
+
+class TestTenantsCannotRelaxChecks(TenantCase):
+    def _keyring(self):
+        path = os.path.join(self.dir, "keyring.pgp")
+        with open(path, "wb") as f:
+            f.write(KEYRING)
+        self.config(image_keyring=path, group="provision_agent")
+
+    def test_a_tenants_allow_unsigned_is_refused_at_validate_and_for_the_ramdisk(self):
+        self._keyring()
+        self._set(instance=UNSIGNED)
+        for data_driver in ("ironic", "native"):
+            exc = self.assertRaises(exception.InvalidParameterValue, self._validate,
+                                    data_driver)
+            self.assertIn("instance_info/provision_layout: images[0].allow_unsigned", str(exc))
+            self.assertIn("may not switch off signature verification", str(exc))
+            exc = self.assertRaises(exception.InvalidParameterValue, validation.payload,
+                                    self.node, data_driver)
+            self.assertIn("images[0].allow_unsigned", str(exc))
+
+    def test_a_tenants_allow_no_checksum_is_refused(self):
+        self._set(instance=NO_CHECKSUM)
+        exc = self.assertRaises(exception.InvalidParameterValue, self._validate)
+        self.assertIn("images[0].allow_no_checksum", str(exc))
+        self.assertIn("may not switch off the image's checksum", str(exc))
+
+    def test_the_tenants_layout_as_json_text_is_the_tenants_too(self):
+        self._keyring()
+        self._set(instance=json.dumps(UNSIGNED))
+        exc = self.assertRaises(exception.InvalidParameterValue, self._validate)
+        self.assertIn("images[0].allow_unsigned", str(exc))
+
+    def test_the_operators_layouts_may_allow_unsigned_images(self):
+        self._keyring()
+        self.config(layout_images=True, group="provision_agent")
+        self._named("unsigned", UNSIGNED)
+        self._set(instance="unsigned")      # the tenant picks the operator's file
+        self._validate()
+        self._set(instance="", driver=UNSIGNED)
+        self._validate()
+        self.assertTrue(validation.payload(self.node, "ironic")["layout"]["images"][0][
+            "allow_unsigned"])
+
+    def test_a_tenants_signed_image_passes(self):
+        self._keyring()
+        self._set(instance=_with_image(checksum="sha256:" + "1" * 64,
+                                       signature="http://images.example/root.img.sig"))
+        self._validate()
