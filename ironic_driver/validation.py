@@ -135,6 +135,10 @@ def payload(node, data_driver, step=layouts.RECORDED):
     choice = layouts.choose(node, step)
     layouts.check_images(choice, CONF.provision_agent.layout_images)
     tenant_rules.check_relaxations(choice)
+    from provision_agent.plan import api
+    for where, what in api.local_paths_of(choice.layout):
+        # whatever the data driver: the ironic one refuses them too, the native one cannot
+        raise _invalid(f"{choice.describe()}: {where}: {api.local_path_refusal(what)}")
     doc = document.build(node, layout=choice.layout)
     if data_driver == "native":
         if "layout" not in doc:
@@ -142,7 +146,6 @@ def payload(node, data_driver, step=layouts.RECORDED):
                            "template's set_layout step or driver_info/provision_layout")
         # What the ironic data driver does with the document's boot mode, done here since
         # only the layout goes to the ramdisk.
-        from provision_agent.plan import api
         problems = []
         api.apply_boot_mode(doc["layout"], doc["boot_mode"],
                                     lambda where, msg: problems.append(f"{where}: {msg}"),

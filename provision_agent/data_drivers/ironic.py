@@ -18,6 +18,7 @@ from provision_agent.data_drivers import native, shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
 from provision_agent.plan import boot_mode as boot_mode_rule
+from provision_agent.plan import local_paths
 
 # ironic-lib's defaults for the partitions it creates around a partition image.
 ESP_MIB = 200
@@ -114,6 +115,8 @@ class IronicDriver(DataDriver):
             add("layout" + p.location[1:], p.message)
         if problems:
             return doc
+        for where, what in local_paths.local_paths(doc):
+            add(f"layout.{where}", local_paths.refusal(what))
         if not doc.get("images"):
             target, whole = _root_target(doc)
             if target is None:

@@ -2,6 +2,8 @@
 (URL, format, checksum, or a checksum file's URL; an OCI artifact's digest and authorization),
 root device hints, the configdrive. Each problem names the Ironic field."""
 
+from provision_agent.plan import local_paths
+
 HINTS = {"name", "by_path", "serial", "wwn", "model", "vendor", "hctl", "size", "rotational"}
 UNSUPPORTED_HINTS = {"wwn_with_extension", "wwn_vendor_extension"}
 # Without hints Ironic takes the smallest disk of at least 4 GiB. A data driver sees no inventory,
@@ -105,9 +107,12 @@ def image(info, add, target, whole):
             f"{uri!r} has not been resolved: the deploy interface resolves an oci:// "
             "reference to its blob's URL (image_url) when it prepares the deploy")
         return None
-    if not uri or not str(uri).startswith(("http://", "https://", "file://", "/")):
+    if local_paths.is_local(uri):
+        add("instance_info.image_source", local_paths.refusal("image"))
+        return None
+    if not uri or not str(uri).startswith(("http://", "https://")):
         add("instance_info.image_source",
-            f"{uri!r} is not a URL or path; the deploy interface passes a URL (image_url)")
+            f"{uri!r} is not an http(s) URL; the deploy interface passes a URL (image_url)")
         return None
     fmt = info.get("image_disk_format") or "raw"
     if fmt in OCI_FORMATS:
@@ -128,7 +133,9 @@ def image(info, add, target, whole):
     elif auth:
         # As ironic-python-agent gets it: the header for the image's own download.
         image["authorization"] = auth
-    if info.get("image_signature"):
+    if local_paths.is_local(info.get("image_signature")):
+        add("instance_info.image_signature", local_paths.refusal("signature"))
+    elif info.get("image_signature"):
         image["signature"] = info["image_signature"]    # the native schema judges its form
     return image
 

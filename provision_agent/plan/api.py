@@ -2,7 +2,7 @@
 the same checks as `provision --dry_run` before anything boots, and nothing here touches a
 machine (the import contracts in setup.cfg keep it so)."""
 
-from provision_agent.plan import boot_mode, inventory, pipeline
+from provision_agent.plan import boot_mode, inventory, local_paths, pipeline
 
 load_layout = pipeline.load_layout
 check_layout = pipeline.check_layout
@@ -10,3 +10,6 @@ build_plan = pipeline.build_plan
 data_driver_names = pipeline.data_driver_names
 inventory_from_document = inventory.from_document
 apply_boot_mode = boot_mode.apply
+# what the conductor refuses in any layout it sends (the ironic data driver does too)
+local_paths_of = local_paths.local_paths
+local_path_refusal = local_paths.refusal

@@ -154,7 +154,7 @@ def test_an_oci_reference_the_deploy_interface_did_not_resolve_is_refused():
 
 def test_bad_instance_info_fields_are_named():
     out = problems(node(image_source="glance-uuid-1234", root_gb=0, swap_mb="lots"))
-    assert any(p.startswith("instance_info.image_source: 'glance-uuid-1234' is not a URL")
+    assert any(p.startswith("instance_info.image_source: 'glance-uuid-1234' is not an http(s) URL")
                for p in out)
     assert "instance_info.root_gb: a partition image needs root_gb (GiB) > 0" in out
     assert "instance_info.swap_mb: 'lots' is not a whole number" in out

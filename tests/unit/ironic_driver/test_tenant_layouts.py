@@ -96,3 +96,36 @@ class TestTenantsCannotRelaxChecks(TenantCase):
         self._set(instance=_with_image(checksum="sha256:" + "1" * 64,
                                        signature="http://images.example/root.img.sig"))
         self._validate()
+
+
+class TestNoRamdiskPaths(TenantCase):
+    """A layout naming a file of the ramdisk (file:// or a path) is refused at validate and
+    when the document is built, whatever the data driver and whoever wrote the layout."""
+
+    JOB = "file:///run/provision-ironic/input.json"
+
+    def test_a_tenants_file_image_is_refused(self):
+        self._set(instance=_with_image(uri=self.JOB, checksum="sha256:" + "1" * 64))
+        for data_driver in ("ironic", "native"):
+            exc = self.assertRaises(exception.InvalidParameterValue, self._validate,
+                                    data_driver)
+            self.assertIn("instance_info/provision_layout: images[0].uri: a path in the "
+                          "ramdisk", str(exc))
+            self.assertNotIn("input.json", str(exc))
+            self.assertRaises(exception.InvalidParameterValue, validation.payload,
+                              self.node, data_driver)
+
+    def test_an_operators_key_file_path_is_refused_too(self):
+        layout = copy.deepcopy(SINGLE)
+        layout["encrypted"] = [{"id": "crypt-swap", "device": "swap", "unlock": {"key_file": {
+            "uri": "/run/provision-ironic/input.json", "checksum": "sha256:" + "2" * 64}}}]
+        self._set(driver=layout)
+        exc = self.assertRaises(exception.InvalidParameterValue, self._validate, "native")
+        self.assertIn("driver_info/provision_layout: encrypted[0].unlock.key_file.uri: a path "
+                      "in the ramdisk", str(exc))
+
+    def test_instance_info_image_source_as_a_path_is_refused(self):
+        self.node.instance_info = dict(self.node.instance_info, image_source=self.JOB)
+        self.node.save()
+        exc = self.assertRaises(exception.InvalidParameterValue, self._validate)
+        self.assertIn("instance_info.image_source: a path in the ramdisk", str(exc))
