@@ -88,9 +88,10 @@ opts = [
                      "Empty: they go to no host."),
     cfg.ListOpt("recovery_age_recipients", default=[],
                 help="age public keys (age1...) or SSH public keys the recovery keys of "
-                     "encrypted volumes are sealed to, for layouts with `encrypted` volumes "
-                     "and no `recovery` of their own. The sealed keys land in the node's "
-                     "driver_internal_info/provision_recovery_keys."),
+                     "encrypted volumes are always sealed to: added to the `recovery` "
+                     "recipients of every layout with `encrypted` volumes (a layout's own, "
+                     "the tenant's too, cannot leave them out). The sealed keys land in the "
+                     "node's driver_internal_info/provision_recovery_keys."),
     cfg.MultiStrOpt("tang_server", default=[],
                     help="A Tang server, as `URL THUMBPRINT` (the thumbprint of its signing "
                          "key, `tang-show-keys` on the server); repeat the option for "

@@ -1,7 +1,8 @@
 """What the conductor's configuration adds to a layout with encrypted volumes, so that the
 layouts of a deployment need not repeat it: the recovery keys' age recipients
-([provision_agent]recovery_age_recipients) when a layout names none, and the Tang servers
-([provision_agent]tang_server) where a volume's unlock says `"tang": "conductor"`.
+([provision_agent]recovery_age_recipients), added to those a layout names (a layout, the
+tenant's too, cannot keep the operator from the recovery keys by naming its own), and the Tang
+servers ([provision_agent]tang_server) where a volume's unlock says `"tang": "conductor"`.
 
 Applied to the layout before it is validated and sent, so the conductor checks what the
 ramdisk gets; a `"conductor"` left unfilled (none configured) is refused there, located.
@@ -29,11 +30,21 @@ def apply(layout):
         return layout
     layout = copy.deepcopy(layout)
     conf = CONF.provision_agent
-    if "recovery" not in layout and conf.recovery_age_recipients:
-        layout["recovery"] = {"age_recipients": list(conf.recovery_age_recipients)}
+    add_recipients(layout, conf.recovery_age_recipients)
     servers = tang_servers()
     for entry in layout["encrypted"] if isinstance(layout["encrypted"], list) else ():
         unlock = entry.get("unlock") if isinstance(entry, dict) else None
         if isinstance(unlock, dict) and unlock.get("tang") == "conductor" and servers:
             unlock["tang"] = copy.deepcopy(servers)
     return layout
+
+
+def add_recipients(layout, recipients):
+    """recipients added to layout's recovery.age_recipients (in place, no duplicates); a
+    recovery of the wrong shape is left for the schema to refuse."""
+    recovery = layout.setdefault("recovery", {}) if recipients else None
+    if not isinstance(recovery, dict):
+        return
+    have = recovery.setdefault("age_recipients", [])
+    if isinstance(have, list):
+        have.extend(r for r in recipients if r not in have)

@@ -120,6 +120,18 @@ def choose(node, step=RECORDED):
     return Choice("classic", None, None)
 
 
+def step_choice(node, step=RECORDED):
+    """The layout the deploy template's (or the deploy request's) step chooses, whether or not
+    it is the one this deploy gets (instance_info's comes first); None without such a step.
+    step: as for choose()."""
+    if step is RECORDED:
+        rec = (node.driver_internal_info or {}).get(STEP_KEY)
+        return _recorded(node, rec) if rec else None
+    if step is not None and _given(step[1]):
+        return Choice(step[0], *resolve(step[1], step[0]))
+    return None
+
+
 def record_step(node, value):
     """What the set_layout step does: resolve its argument now and keep it for this deploy."""
     where = f"deploy step deploy.{STEP}"

@@ -139,7 +139,10 @@ def payload(node, data_driver, step=layouts.RECORDED):
     for where, what in api.local_paths_of(choice.layout):
         # whatever the data driver: the ironic one refuses them too, the native one cannot
         raise _invalid(f"{choice.describe()}: {where}: {api.local_path_refusal(what)}")
-    doc = document.build(node, layout=choice.layout)
+    template = layouts.step_choice(node, step) if tenant_rules.from_instance_info(choice) \
+        else None
+    layout = tenant_rules.keep_template_encryption(choice, template)
+    doc = document.build(node, layout=layout)
     if data_driver == "native":
         if "layout" not in doc:
             raise _invalid("data_driver native needs instance_info/provision_layout, a deploy "

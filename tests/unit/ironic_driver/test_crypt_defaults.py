@@ -1,7 +1,7 @@
 """The conductor's encryption defaults (ironic_driver/crypt_defaults.py): a layout from a deploy
-template that encrypts with `"tang": "conductor"` and no `recovery` gets the conductor's Tang
-servers and recovery recipients, validate checks the filled layout, and without servers
-configured validate refuses it, located."""
+template that encrypts with `"tang": "conductor"` gets the conductor's Tang servers and its
+recovery recipients (added to the layout's own), validate checks the filled layout, and
+without servers configured validate refuses it, located."""
 
 from ironic.common import exception
 from ironic.conductor import task_manager
@@ -49,10 +49,12 @@ class TestConductorDefaults(LayoutCase):
         self.assertIn("$.encrypted[0].unlock.tang", str(exc))
         self.assertIn("[provision_agent]tang_server", str(exc))
 
-    def test_a_layout_with_its_own_recovery_keeps_it(self):
+    def test_a_layout_with_its_own_recovery_gets_the_conductors_recipients_too(self):
+        # a layout's own recipients cannot keep the operator from the recovery keys
         self.config(recovery_age_recipients=["age1other"], group="provision_agent")
         layout = _sample("encrypted-raid1-lvm.json")
         del layout["images"], layout["bootloader"]
         self._set(instance=layout)
         sent = self._payload()
-        self.assertEqual(layout["recovery"], sent["recovery"])
+        self.assertEqual(layout["recovery"]["age_recipients"] + ["age1other"],
+                         sent["recovery"]["age_recipients"])

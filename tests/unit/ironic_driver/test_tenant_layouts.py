@@ -129,3 +129,80 @@ class TestNoRamdiskPaths(TenantCase):
         self.node.save()
         exc = self.assertRaises(exception.InvalidParameterValue, self._validate)
         self.assertIn("instance_info.image_source: a path in the ramdisk", str(exc))
+
+
+AGE_OPERATOR = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+AGE_TEMPLATE = "age1lggyhqrw2nlhcxprm67z43rta597azn8gknawjehu9d9dl0jq3yqqvfafg"
+AGE_TENANT = "age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwj"
+
+
+def _encrypted(recipient=None):
+    """The sample's encrypted RAID1 under LVM (/, swap and /srv/data on the encrypted volume
+    group), without its image and bootloader, sealed to recipient."""
+    from tests.unit.ironic_driver.test_layouts import _sample
+    layout = _sample("encrypted-raid1-lvm.json")
+    del layout["images"], layout["bootloader"]
+    if recipient:
+        layout["recovery"] = {"age_recipients": [recipient]}
+    else:
+        del layout["recovery"]
+    return layout
+
+
+def _plain_raid1():
+    """The same disks and arrays, nothing encrypted: what a tenant swaps in."""
+    layout = _encrypted()
+    del layout["encrypted"]
+    layout["volume_groups"][0]["pvs"] = ["md-os"]
+    return layout
+
+
+class TestRecoveryAndTemplateEncryption(TenantCase):
+    def _payload_at_validate(self):
+        from ironic_driver import layouts
+        with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+            return validation.payload(task.node, "native", layouts.template_step(task))
+
+    def test_the_operators_recipients_are_added_to_a_tenants_own(self):
+        self.config(recovery_age_recipients=[AGE_OPERATOR], group="provision_agent")
+        self._set(instance=_encrypted(AGE_TENANT))
+        sent = validation.payload(self.node, "native")
+        self.assertEqual([AGE_TENANT, AGE_OPERATOR], sent["recovery"]["age_recipients"])
+        self._set(instance=_encrypted(AGE_OPERATOR))      # no duplicate
+        sent = validation.payload(self.node, "native")
+        self.assertEqual([AGE_OPERATOR], sent["recovery"]["age_recipients"])
+
+    def test_a_tenants_plain_layout_cannot_replace_an_encrypting_template(self):
+        self._set(instance=_plain_raid1(), traits=["CUSTOM_RAID1_LVM"])
+        self._template(_encrypted(AGE_TEMPLATE))
+        exc = self.assertRaises(exception.InvalidParameterValue, self._payload_at_validate)
+        self.assertIn("instance_info/provision_layout: deploy template CUSTOM_RAID1_LVM "
+                      "(step deploy.set_layout) encrypts /, /srv/data, swap, which this layout "
+                      "leaves in the clear", str(exc))
+        exc = self.assertRaises(exception.InvalidParameterValue, self._validate, "native")
+        self.assertIn("may not drop the encryption a deploy template requires", str(exc))
+
+    def test_a_tenants_plain_layout_fails_at_deploy_too(self):
+        from ironic_driver import layouts
+        self._set(instance=_plain_raid1())
+        layouts.record_step(self.node, _encrypted(AGE_TEMPLATE))
+        self.node.set_driver_internal_info("deploy_steps", [
+            {"interface": "deploy", "step": layouts.STEP, "priority": 150,
+             "args": {"layout": _encrypted(AGE_TEMPLATE)}}])
+        self.node.save()
+        exc = self.assertRaises(exception.InvalidParameterValue, validation.payload,
+                                self.node, "native")
+        self.assertIn("may not drop the encryption", str(exc))
+
+    def test_a_tenants_encrypting_layout_keeps_the_templates_recipients(self):
+        self._set(instance=_encrypted(AGE_TENANT), traits=["CUSTOM_RAID1_LVM"])
+        self._template(_encrypted(AGE_TEMPLATE))
+        sent = self._payload_at_validate()
+        self.assertEqual([AGE_TENANT, AGE_TEMPLATE], sent["recovery"]["age_recipients"])
+        self.assertEqual("crypt-os", sent["encrypted"][0]["id"])
+
+    def test_without_a_tenants_layout_the_template_applies_as_before(self):
+        self._set(traits=["CUSTOM_RAID1_LVM"])
+        self._template(_encrypted(AGE_TEMPLATE))
+        sent = self._payload_at_validate()
+        self.assertEqual([AGE_TEMPLATE], sent["recovery"]["age_recipients"])
