@@ -1,5 +1,6 @@
 """docs/ironic.md stays in step with the code: its option table is generated from
-ironic_driver/config.py, and its runnable blocks (run by tox -e ironic) are well formed."""
+ironic_driver/config.py (and so is etc/ironic-provision.conf.sample), and its runnable blocks
+(run by tox -e ironic) are well formed."""
 
 import importlib.util
 import os
@@ -27,6 +28,14 @@ def test_option_table_is_generated_from_the_code():
     from ironic_driver import config
     for opt in config.opts:
         assert f"| `{opt.dest}` |" in text
+
+
+def test_the_conductors_sample_config_is_current(tmp_path):
+    from oslo_config import generator
+    out = tmp_path / "ironic-provision.conf.sample"
+    generator.main(["--namespace", "ironic_driver", "--output-file", str(out)])
+    with open(os.path.join(ROOT, "etc", "ironic-provision.conf.sample")) as f:
+        assert out.read_text() == f.read(), "regenerate it: tox -e genconfig"
 
 
 def test_runnable_blocks_are_found():
