@@ -34,8 +34,11 @@ def env(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("oci-ironic"))
     registry = realregistry.Registry(workdir).start()
     blob_digest, _ = registry.push("images/disk", "v1", BLOB)
-    ironic = realenv.Ironic(workdir, realenv.dry_run_options(ramdisk, workdir, INVENTORY),
-                            extra_conf=realregistry.ironic_conf())
+    # The operator's credentials (driver_info/image_pull_secret) are for this registry when
+    # named 127.0.0.1:PORT, and the same registry named localhost:PORT is another host.
+    opts = dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY),
+                oci_secret_registries=registry.host)
+    ironic = realenv.Ironic(workdir, opts, extra_conf=realregistry.ironic_conf())
     try:
         ironic.start()
         ironic.remote_dir = os.path.join(workdir, "remote")
@@ -45,13 +48,15 @@ def env(ramdisk, tmp_path_factory):
         registry.stop()
 
 
-def _enroll(ironic, ramdisk, name, source, secret):
+def _enroll(ironic, ramdisk, name, source, secret, operators=None):
     info = {"image_source": source}
     if secret is not None:
         info["image_pull_secret"] = secret
-    return ironic.enroll(name, {"provision_ssh_address": "127.0.0.1",
-                                "provision_ssh_port": ramdisk.port,
-                                "provision_host_key": ramdisk.host_key}, info)
+    driver_info = {"provision_ssh_address": "127.0.0.1", "provision_ssh_port": ramdisk.port,
+                   "provision_host_key": ramdisk.host_key}
+    if operators is not None:
+        driver_info["image_pull_secret"] = operators
+    return ironic.enroll(name, driver_info, info)
 
 
 def _secrets(registry):
@@ -165,3 +170,26 @@ def test_a_bad_oci_reference_is_refused_before_power_on(env, ramdisk, source, se
     node = ironic.node(uuid)
     assert node["provision_state"] == "available"
     assert "provision_phase" not in node["driver_internal_info"]
+
+
+def test_the_operators_secret_signs_in_only_to_a_listed_registry(env, ramdisk):
+    """driver_info/image_pull_secret is the operator's: a tenant's image_source on a host
+    [provision_agent]oci_secret_registries does not list is refused at validate, with the
+    credentials sent nowhere; on the listed host the same secret resolves the image."""
+    registry, ironic, _ = env
+    operators = f"{registry.user}:{registry.password}"
+    other = f"localhost:{registry.port}"
+    uuid = _enroll(ironic, ramdisk, "oci-operator-unlisted", f"oci://{other}/images/disk:v1",
+                   None, operators=operators)
+    resp = ironic.set_state(uuid, "active", ok=False)
+    assert resp.status_code == 400, resp.text
+    message = json.loads(json.loads(resp.text)["error_message"])["faultstring"]
+    assert ("the registry wants credentials, and the node's pull secret (driver_info/"
+            "image_pull_secret") in message, message
+    assert f"which does not list {other}" in message, message
+    assert _shows_none(registry, resp.text) == []
+    uuid = _enroll(ironic, ramdisk, "oci-operator-listed",
+                   f"oci://{registry.host}/images/disk:v1", None, operators=operators)
+    ironic.set_state(uuid, "active")
+    node = ironic.wait_state(uuid, ["active", "deploy failed"], 120)
+    assert node["provision_state"] == "active", node["last_error"]
