@@ -38,6 +38,6 @@ def local_paths(layout):
 
 
 def refusal(what):
-    return (f"a path in the ramdisk: through Ironic a {what} must come over http(s), since a "
+    return (f"a path in the ramdisk: through Ironic the {what} must come over http(s), since a "
             "file of the ramdisk (its job files, the registry's Authorization header) would "
             "be copied onto the disk")
