@@ -80,7 +80,7 @@ def test_our_agent_answers_ironics_inspection_and_validate_plans_against_it(iron
                                            "partitions": [{"id": "root", "size": 1024}]}],
                   "filesystems": [{"device": "root", "type": "ext4", "mount": "/"}],
                   "images": [{"uri": "http://127.0.0.1:9/img.tar", "format": "tar",
-                              "target": "/", "allow_no_checksum": True}],
+                              "target": "/", "checksum": "sha256:" + "0" * 64}],
                   "bootloader": {"type": "none"}}
         ironic.request("PATCH", f"/v1/nodes/{uuid}", [
             {"op": "add", "path": "/instance_info/provision_layout", "value": layout}])
