@@ -6,7 +6,16 @@ import os
 from ironic.common import exception
 from ironic.conf import CONF
 
-from ironic_driver import document, images, inventory, kernel_params, layouts, oci, ssh, tenant_rules
+from ironic_driver import (
+    document,
+    images,
+    inventory,
+    kernel_params,
+    layouts,
+    oci,
+    ssh,
+    tenant_rules,
+)
 
 LOG = logging.getLogger(__name__)
 
