@@ -23,7 +23,7 @@ import subprocess
 import time
 from typing import NamedTuple
 
-from provision_agent.drivers.images import decompressors, writer
+from provision_agent.drivers.images import decompressors, holdback, writer
 from provision_agent.drivers.images.blockwrite import BLOCK
 from provision_agent.drivers.images.pipeline import BlockRing
 
@@ -142,7 +142,8 @@ def write(raw, dev):
     with open(raw, "rb", buffering=0) as f:
         ring = BlockRing(f, BLOCK, name="limit-read")
         try:
-            writer._write_blocks(ring, "raw", str(raw), "none", dev, False)
+            writer._write_blocks(ring, "raw", str(raw), "none", dev, False, holdback.Taken(),
+                                 False, "auto")
         finally:
             ring.close()
 

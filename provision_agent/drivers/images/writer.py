@@ -9,8 +9,8 @@ zero blocks skipped when the target is known to be zeroed). An uncompressed raw 
 skips the middle: it is received straight into those blocks and checked beside them
 (downloads.py). The checksum is checked before the image is grown or reported: a mismatch or a
 truncated stream is an ImageError, never a success. A signed image is also fed, as downloaded,
-to the signature verifier (signature.py), and kept invisible on the target until it verifies
-(holdback.py).
+to the signature verifier (signature.py). An image with a checksum or a signature is kept
+invisible on the target until it verifies, and wiped from it when anything fails (holdback.py).
 
 write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
 """
@@ -75,18 +75,19 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
              events=None, tmp_dir=None, grow=True, stall=None, verifier=None,
              zero_policy="auto", table_follows=False):
-    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar). verifier:
-    a signature.Verifier fed the downloaded bytes; the image is made visible only once it says
-    yes, and wiped when anything fails. table_follows: the configdrive's partition is added to
-    a disk image's table next (its sgdisk call moves GPT's backup header, re-reads the table)."""
+    """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar); verifier:
+    a signature.Verifier fed the downloaded bytes. One with a checksum or a verifier is visible
+    only once both say yes, taken back when anything fails. table_follows: the configdrive's
+    partition is added to a disk image's table next (sgdisk moves GPT's backup, re-reads)."""
     expected = _expected(uri, fmt, checksum, checksum_of, allow_no_checksum,
                          target_path if fmt != "tar" else mount_dir)
+    guarded = bool(verifier)
     start = time.monotonic()
     source = sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
                                  headers=headers, **(stall or {}))
     progress = Progress(events, total=source.size, label=f"image {uri}")
     top = counted = Counting(source, progress.update)
-    written, held, zeroed = 0, None, 0
+    taken, zeroed = holdback.Taken(), 0
     try:
         top = net = Peek(top)
         if compression in (None, "auto"):
@@ -104,33 +105,32 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
             if fmt in ("raw", "disk"):
                 top = ring = BlockRing(top, BLOCK, name="image-decompress")
         if fmt in ("raw", "disk"):
-            head, written, skipped, zeroed, held = _write_blocks(
-                ring, fmt, uri, compression, target_path, target_zeroed, hold=bool(verifier),
-                zero_out=zero_policy != "never")
+            head, skipped, zeroed = _write_blocks(ring, fmt, uri, compression, target_path,
+                                                  target_zeroed, taken, guarded, zero_policy)
         else:
             top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
             head = data.read_full(BLOCK)
             _check_content(fmt, head, uri, compression)
-            written, skipped = _extract(fmt, head, data, target_path, mount_dir, runner,
-                                        (expected, hashed, verifier), uri, tmp_dir)
+            taken.written, skipped = _extract(fmt, head, data, target_path, mount_dir, runner,
+                                              (expected, hashed, verifier), uri, tmp_dir)
         progress.finish()
         actual = f"{hashed.algo}:{hashed.hexdigest()}" if hashed else None
         if fmt in ("raw", "disk"):
             _verify(expected, hashed, uri, verifier)
-            if held:
-                held.release(target_path)
+            if taken.held:
+                taken.held.release(target_path)
         _fit(runner, fmt, head, target_path, fs_type, grow, table_follows)
     except BaseException:
-        if verifier:
-            _unwrite(runner, fmt, target_path, mount_dir, written, zero_policy)
+        if guarded:
+            holdback.take_back(runner, fmt, target_path, mount_dir, taken, zero_policy)
         raise
     finally:
         top.close()
         if verifier:
             verifier.close()
-        if held:
-            held.close()
-    seconds = time.monotonic() - start
+        if taken.held:
+            taken.held.close()
+    seconds, written = time.monotonic() - start, taken.written
     return WriteReport(bytes_in=counted.count, bytes_written=written,
                        seconds=round(seconds, 3), mb_per_s=round(written / 1e6 / seconds, 1),
                        checksum_actual=actual, zero_bytes_skipped=skipped,
@@ -171,18 +171,6 @@ def _verify(expected, hashed, uri, verifier=None):
         verifier.verdict()
 
 
-def _unwrite(runner, fmt, target, mount_dir, written, zero_policy):
-    """A signed image failed (its signature, or anything before it held): take back what
-    reached the target, so that nothing unverified is left to boot or mount."""
-    try:
-        if fmt == "tar":
-            holdback.empty(mount_dir)
-        elif fmt in ("raw", "disk"):
-            holdback.wipe(runner, target, written, zero_policy)
-    except Exception:   # the image's own failure is the one to report
-        LOG.exception("could not wipe %s after the failed image", target or mount_dir)
-
-
 class _Rest:
     """The already-read head followed by the rest of the stream."""
 
@@ -196,16 +184,17 @@ class _Rest:
         return self._src.read_full(n)
 
 
-def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False, zero_out=True):
+def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero_policy):
     """raw and disk: each decompressed block is written from the ring's block it was inflated
-    into. zero_out: the image's zero runs go to the device's write-zeroes (BlockWriter).
-    Returns (head, bytes written, zero bytes skipped, zero bytes the device zeroed, the
-    held-back start or None)."""
+    into; the image's zero runs go to the device's write-zeroes (BlockWriter) unless
+    zero_policy is never.
+    taken gets the bytes written and, with hold, the held-back start (as soon as it is
+    taken). Returns (head, zero bytes skipped, zero bytes the device zeroed)."""
     block, n = ring.next()
     head = bytes(block[:min(n, HEAD)])
     _check_content(fmt, head, uri, compression)
-    held = holdback.Held(block, n) if hold else None
-    writer = BlockWriter(target, target_zeroed=zeroed, zero_out=zero_out)
+    held = taken.held = holdback.Held(block, n) if hold else None
+    writer = BlockWriter(target, target_zeroed=zeroed, zero_out=zero_policy != "never")
     writes = InFlight(writer)
     try:
         while True:
@@ -218,6 +207,7 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False, zero_
     finally:
         writes.close()
         writer.close()
+        taken.written = writer.offset
     skipped, zeroed = writer.zero_bytes_skipped, writer.zero_bytes_zeroed
     if held and held.size >= ZERO_GRAIN:
         # the zeros in its place were left out (seeked over or zeroed); it is written later
@@ -227,8 +217,8 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, hold=False, zero_
             zeroed -= ZERO_GRAIN
     LOG.info("wrote %s bytes to %s (%s zero bytes skipped, %s zeroed by the device, O_DIRECT "
              "%s%s)", writer.offset, target, skipped, zeroed, "on" if writer.direct else "off",
-             f"; the first {held.size} held back until the signature verifies" if held else "")
-    return head, writer.offset, skipped, zeroed, held
+             f"; the first {held.size} held back until the image verifies" if held else "")
+    return head, skipped, zeroed
 
 
 def _extract(fmt, head, data, target, mount_dir, runner, checks, uri, tmp_dir):
