@@ -1,10 +1,12 @@
-"""Whole-disk images that fail (a bad signature, a stream cut midway) onto loop devices
-(root), read back: no partition table anywhere (MBR, GPT primary, the GPT backup at the image's
-end or at the device's end), and no filesystem superblock at any partition's start the image's
-table named, although those partitions lie beyond the held-back first MiB."""
+"""Whole-disk images that fail (a bad signature, a wrong checksum, a stream cut midway) onto
+loop devices (root), read back: no partition table anywhere (MBR, GPT primary, the GPT backup at
+the image's end or at the device's end), and no filesystem superblock at any partition's start
+the image's table named, although those partitions lie beyond the held-back first MiB. A raw
+filesystem image or a tar that fails its checksum is taken back as a failed signature is."""
 
 import gzip
 import json
+import os
 import subprocess
 
 import pytest
@@ -14,7 +16,7 @@ from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
 from provision_agent.run.runner import Runner
 from tests import signing_keys as keys
 from tests.functional.prereq import require, sh
-from tests.functional.test_signed_loop import PARTITION_LINE, probe, read
+from tests.functional.test_signed_loop import PARTITION_LINE, ext4_image, probe, read
 
 pytestmark = [require("losetup", "mkfs.ext4", "debugfs", "sgdisk", "sfdisk", "blkid",
                       "mount", "tar")]
@@ -23,6 +25,7 @@ signing_keys = keys.signing_keys
 MiB = 1 << 20
 DEVICE = 64 * MiB
 EXT4_MAGIC = b"\x53\xef"            # s_magic, 0x438 bytes into an ext2/3/4 filesystem
+WRONG = "sha256:" + "0" * 64
 
 
 def fs_at(dev, offset):
@@ -118,7 +121,19 @@ def test_a_failed_signature_leaves_no_partition_of_the_image(tmp_path, loop, sig
     assert_nothing_left(dev, offsets)
 
 
-@pytest.mark.parametrize("signed", [pytest.param(True, marks=keys.require())])
+@pytest.mark.parametrize("zero", ["never", "always"])
+@pytest.mark.parametrize("label,size,table_size", SHAPES)
+def test_a_wrong_checksum_leaves_no_partition_of_the_image(tmp_path, loop, label, size,
+                                                           table_size, zero):
+    image, offsets = disk_image(tmp_path, size, label, table_size)
+    dev = loop(DEVICE)
+    with pytest.raises(ImageError, match="checksum mismatch") as caught:
+        write(image, dev, zero, WRONG)
+    assert caught.value.exit_code == EXIT_IMAGE_ERROR
+    assert_nothing_left(dev, offsets)
+
+
+@pytest.mark.parametrize("signed", [pytest.param(True, marks=keys.require()), False])
 def test_a_stream_cut_midway_leaves_no_partition_of_the_image(tmp_path, loop, request, signed):
     """The first 4 MiB block (the table, partition 1's superblock) is on the disk when the
     gzip stream ends early: the wipe still knows the table it held back."""
@@ -144,3 +159,39 @@ def test_a_good_checksum_gives_the_partitions(tmp_path, loop, label, size, table
     assert probe(dev) == label
     for offset in offsets:
         assert fs_at(dev, offset) == "ext4"
+
+
+@pytest.mark.parametrize("zero", ["never", "always"])
+def test_a_raw_image_with_a_wrong_checksum_leaves_nothing_to_mount(tmp_path, loop, zero):
+    image = ext4_image(tmp_path, 32 * MiB, "none")
+    dev = loop(DEVICE)
+    sh("mkfs.ext4", "-q", "-F", dev)     # what an earlier system left
+    with pytest.raises(ImageError, match="checksum mismatch"):
+        write(image, dev, zero, WRONG, fmt="raw")
+    assert probe(dev) == ""
+    assert read(dev, 0, MiB) == bytes(MiB)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    assert subprocess.run(["mount", "-o", "ro", dev, str(mnt)],
+                          capture_output=True).returncode != 0
+
+
+def test_a_tar_with_a_wrong_checksum_is_taken_out_of_its_filesystem(tmp_path, loop):
+    tree = tmp_path / "tree"
+    (tree / "boot").mkdir(parents=True)
+    (tree / "boot" / "vmlinuz-6.1").write_bytes(b"kernel")
+    image = tmp_path / "root.tar"
+    sh("tar", "-cf", str(image), "-C", str(tree), ".")
+    dev = loop(DEVICE)
+    sh("mkfs.ext4", "-q", "-F", dev)
+    root = tmp_path / "target"
+    (root / "srv").mkdir(parents=True)
+    sh("mount", dev, str(root / "srv"))
+    try:
+        args = {"uri": str(image), "format": "tar", "mount_point": "/srv", "checksum": WRONG}
+        with pytest.raises(ImageError, match="checksum mismatch"):
+            writer.write_image(args, runner=Runner(), events=None, target_root=str(root),
+                               options={})
+        assert sorted(os.listdir(root / "srv")) == ["lost+found"]
+    finally:
+        sh("umount", str(root / "srv"))

@@ -81,7 +81,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
     partition is added to a disk image's table next (sgdisk moves GPT's backup, re-reads)."""
     expected = _expected(uri, fmt, checksum, checksum_of, allow_no_checksum,
                          target_path if fmt != "tar" else mount_dir)
-    guarded = bool(verifier)
+    guarded = bool(expected or verifier)
     start = time.monotonic()
     source = sources.open_source(uri, tls_verify=tls_verify, ca_bundle=ca_bundle,
                                  headers=headers, **(stall or {}))
