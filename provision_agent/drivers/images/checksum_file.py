@@ -5,9 +5,13 @@ Read in the ramdisk, like IPA, right before the image itself: the ramdisk is whe
 server must be reachable anyway (the conductor need not be), and a file that is updated
 along with its image ("latest") is read when the image is. Which entry counts follows
 Ironic's and IPA's rules: a file of one line without blanks is the digest itself; otherwise
-the entry whose file name is the image URL's basename (`HEX  NAME`, `HEX *NAME` from
-sha256sum, or BSD's `SHA256 (NAME) = HEX`), `#` lines ignored. The algorithm is the one given
-(instance_info image_os_hash_algo) or follows from the digest's length.
+the entry whose file name is exactly the image URL's basename (`HEX  NAME`, `HEX *NAME` from
+sha256sum, or BSD's `SHA256 (NAME) = HEX`), `#` lines ignored. A file is a list of other
+files' names too, some of them chosen by whoever named those files: a line is read as
+sha256sum -c reads it (GNU's form first, the name to the line's end, blanks and a leading `*`
+included), never as a BSD line hidden in a GNU name, and two entries for the image's name
+are refused rather than one picked. The algorithm is the one given (instance_info
+image_os_hash_algo), a BSD line's own, or follows from the digest's length.
 
 The download is bounded: at most MAX_BYTES, DEADLINE seconds for everything (retries
 included; a body still dripping in at the deadline is cut), MAX_REDIRECTS redirects whose
@@ -34,6 +38,9 @@ ATTEMPTS = 3
 _TRANSIENT = {408, 429, 500, 502, 503, 504}
 _LENGTHS = {n: algo for algo, n in ALGORITHMS.items()}
 _SHOWN_NAMES = 5
+_TAG_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_ESCAPES = {"\\": "\\", "n": "\n", "r": "\r"}
 
 
 def resolve(url, image_uri, algo=None, *, tls_verify=True, ca_bundle=None, headers=None,
@@ -118,24 +125,39 @@ def _text(body, shown):
 
 
 def pick(text, image_uri, algo=None, where="checksum file"):
-    """(algo, hex) of image_uri's entry in a checksum file's text."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """(algo, hex) of image_uri's entry in a checksum file's text: the one line whose file
+    name is exactly the URL's file name; none, or more than one, is an ImageError."""
+    name = os.path.basename(urllib.parse.urlsplit(image_uri).path)
+    return find(text, name, algo, where)
+
+
+def find(text, name, algo=None, where="checksum file"):
+    """(algo, hex) of the entry for the file called name (see pick)."""
+    # lines end at \n only (a \r before it goes too): str.splitlines() would also break a
+    # name at \x85 or \u2028, where sha256sum -c sees one line
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    lines = [line for line in lines if line.strip()]
     if not lines:
         raise ImageError(f"{where} is empty")
     if len(lines) == 1 and len(lines[0].split()) == 1:
-        return _digest(lines[0], algo, where)
-    name = os.path.basename(urllib.parse.urlsplit(image_uri).path)
-    names = []
+        return _digest(lines[0].strip(), algo, where)
+    names, found = [], []
     for line in lines:
-        if line.startswith("#"):
+        if line.lstrip().startswith("#"):
             continue
         entry = _entry(line)
         if entry is None:
             continue
-        named, digest = entry
-        if named == name:
-            return _digest(digest, algo, where)
-        names.append(named)
+        if entry[0] == name:
+            found.append(entry)
+        else:
+            names.append(entry[0])
+    if len(found) > 1:
+        raise ImageError(f"{where} has {len(found)} entries for {name!r}, the image URL's file "
+                         "name: which one counts is not clear (give one entry per file)")
+    if found:
+        _, digest, tag = found[0]
+        return _digest(digest, _tagged(tag, algo, where), where)
     listed = ", ".join(repr(n[:64]) for n in names[:_SHOWN_NAMES])
     more = f" and {len(names) - _SHOWN_NAMES} more" if len(names) > _SHOWN_NAMES else ""
     raise ImageError(f"{where} has no entry for {name!r}, the image URL's file name "
@@ -143,16 +165,61 @@ def pick(text, image_uri, algo=None, where="checksum file"):
 
 
 def _entry(line):
-    """(file name, digest) of a GNU (`HEX  NAME`, `HEX *NAME`) or BSD (`ALGO (NAME) = HEX`)
-    line, else None."""
-    head, sep, digest = line.rpartition(" = ")
-    if sep and head.endswith(")") and " (" in head:
-        return head.split(" (", 1)[1][:-1], digest.strip()
-    parts = line.split(None, 1)
-    if len(parts) != 2:
+    """(file name, digest, BSD algorithm tag or None) of a line, else None. GNU's form comes
+    first: `HEX  NAME` or `HEX *NAME` (`*`: read in binary mode), the name everything after
+    those two characters, blanks included, as sha256sum -c takes it. Only a line that is not
+    GNU's and starts `ALGO (` is BSD's (`ALGO (NAME) = HEX`, the name up to the last `) = `,
+    HEX all hex digits): a GNU file's name that holds ` (NAME) = HEX` names no other file. A
+    line starting with a backslash has its name escaped (`\\\\`, `\\n`, `\\r`), as
+    coreutils writes it."""
+    text = line.lstrip(" \t")
+    escaped = text.startswith("\\")
+    if escaped:
+        text = text[1:]
+    digest, sep, rest = text.partition(" ")
+    if sep and digest and rest[:1] in (" ", "*"):
+        named, tag = rest[1:], None
+    else:
+        tag, sep, rest = text.partition(" (")
+        if not sep or not tag or any(c not in _TAG_CHARS for c in tag):
+            return None
+        named, sep, digest = rest.rpartition(") = ")
+        digest = digest.rstrip(" \t")
+        if not sep or not digest or any(c not in _HEX for c in digest):
+            return None
+    if escaped:
+        named = _unescape(named)
+    if not named:
         return None
-    # sha256sum writes '*' before the name of a file it read in binary mode
-    return parts[1].strip().lstrip("*"), parts[0]
+    return named, digest, tag
+
+
+def _unescape(name):
+    """A name as coreutils escapes it (`\\\\` for a backslash, `\\n`, `\\r`); None for any
+    other escape."""
+    out, chars = [], iter(name)
+    for c in chars:
+        if c == "\\":
+            c = _ESCAPES.get(next(chars, ""))
+            if c is None:
+                return None
+        out.append(c)
+    return "".join(out)
+
+
+def _tagged(tag, algo, where):
+    """The algorithm of an entry: a BSD line names its own, which must be one of ours and
+    agree with the one given."""
+    if tag is None:
+        return algo
+    named = tag.lower()
+    if named not in ALGORITHMS:
+        raise ImageError(f"{where}: the entry is a {tag[:16]!r} digest; only "
+                         f"{', '.join(a.upper() for a in ALGORITHMS)} are taken")
+    if algo and algo != named:
+        raise ImageError(f"{where}: the entry is a {tag} digest, not the {algo} given "
+                         "(image_os_hash_algo)")
+    return named
 
 
 def _digest(value, algo, where):

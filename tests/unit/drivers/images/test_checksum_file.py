@@ -8,6 +8,8 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from provision_agent.data_drivers.ironic import IronicDriver
 from provision_agent.drivers.images import checksum_file, writer
@@ -40,6 +42,70 @@ def pick(text, uri=URL, algo=None):
 ])
 def test_the_entry_for_the_image_urls_file_name_is_used(text):
     assert pick(text) == ("sha256", SHA256)
+
+
+@pytest.mark.parametrize("text", [
+    f"{OTHER}  x (disk.raw) = {OTHER}\n{SHA256}  disk.raw\n",     # BSD's form in a GNU name
+    f"{OTHER}  disk.raw \n{SHA256}  disk.raw\n",                  # another name: a blank
+    f"{OTHER}  disk.raw\t\n{SHA256}  disk.raw\n",
+    f"{OTHER}   disk.raw\n{SHA256}  disk.raw\n",                  # ... a leading one
+    f"{OTHER}  *disk.raw\n{SHA256}  disk.raw\n",                  # ... a '*' in text mode
+    f"{OTHER} **disk.raw\n{SHA256} *disk.raw\n",
+    f"{OTHER}  a\x85{OTHER}  disk.raw\n{SHA256}  disk.raw\n",     # no line break in a name
+    f"{OTHER}  a\u2028{OTHER}  disk.raw\n{SHA256}  disk.raw\n",
+    f"SHA256 (x) = {OTHER} (disk.raw) = {OTHER}\n{SHA256}  disk.raw\n",
+    f"SHA256 (disk.raw) = {OTHER}  disk.raw\n{SHA256}  disk.raw\n",
+    f"{OTHER} disk.raw\n{SHA256}  disk.raw\n",                    # neither form
+    f"\\{OTHER}  disk\\\\.raw\n\\{SHA256}  disk.raw\n",   # coreutils' escaped names
+])
+def test_a_line_for_another_file_never_counts_for_the_image(text):
+    assert pick(text) == ("sha256", SHA256)
+
+
+@pytest.mark.parametrize("text", [
+    f"{SHA256}  disk.raw\n{OTHER}  disk.raw\n",
+    f"{SHA256}  disk.raw\n{SHA256} *disk.raw\n",
+    f"SHA256 (disk.raw) = {SHA256}\n{OTHER}  disk.raw\n",
+])
+def test_two_entries_for_the_image_are_refused(text):
+    with pytest.raises(ImageError, match="has 2 entries for 'disk.raw'.*not clear"):
+        pick(text)
+
+
+def test_a_bsd_line_names_its_own_algorithm():
+    assert pick(f"SHA512 (disk.raw) = {'d' * 128}\n# x\n") == ("sha512", "d" * 128)
+    with pytest.raises(ImageError, match="64 hex digits, not the 32 of a md5"):
+        pick(f"MD5 (disk.raw) = {SHA256}\n# x\n")
+    with pytest.raises(ImageError, match="'SHA1' digest; only MD5, SHA256, SHA512"):
+        pick(f"SHA1 (disk.raw) = {'a' * 40}\n# x\n")
+    with pytest.raises(ImageError, match="a SHA256 digest, not the sha512 given"):
+        pick(f"SHA256 (disk.raw) = {SHA256}\n# x\n", algo="sha512")
+
+
+_NAME = st.text(st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)),
+                min_size=1, max_size=30).filter(lambda n: n.strip() and not n.endswith(" "))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_NAME, st.tuples(st.sampled_from(["text", "binary", "bsd"]),
+                                        st.binary(min_size=32, max_size=32)),
+                       min_size=2, max_size=8),
+       _NAME, st.randoms(use_true_random=False))
+def test_each_name_gets_its_own_digest_and_no_other(entries, stranger, rnd):
+    """sha256sum's and BSD's lines for any names (blanks, '*', ' (x) = ', \\x85 in them): each
+    name finds exactly its own line's digest; a name not listed finds none."""
+    lines = []
+    for name, (form, digest) in entries.items():
+        hexed = digest.hex()
+        lines.append({"text": f"{hexed}  {name}", "binary": f"{hexed} *{name}",
+                      "bsd": f"SHA256 ({name}) = {hexed}"}[form])
+    rnd.shuffle(lines)
+    text = "\n".join(lines) + "\n"
+    for name, (_, digest) in entries.items():
+        assert checksum_file.find(text, name) == ("sha256", digest.hex())
+    if stranger not in entries:
+        with pytest.raises(ImageError, match="has no entry for"):
+            checksum_file.find(text, stranger)
 
 
 @pytest.mark.parametrize("digest,algo", [("a" * 32, "md5"), ("c" * 64, "sha256"),
