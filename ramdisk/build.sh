@@ -56,6 +56,8 @@ if [ "$rebuild" = 1 ] || [ ! -f "$base/base.cpio.zst" ]; then
   # A minute or two with little output: say it is still going.
   ( while sleep 20; do echo "base: still building ($(( $(date +%s) - ${t0%.*} )) s)" >&2; done ) &
   ticker=$!
+  # a failed base build exits through set -e: the ticker must not outlive it
+  trap 'kill "$ticker" 2>/dev/null || true' EXIT
   "$here/build-base.sh" "$base.tmp" "$mirror" "$suite" 2>&1 | grep -v 'filename containing newline' >&2
   kill "$ticker" 2>/dev/null || true
   echo "$(date +%s.%N) - $t0" > "$base.tmp/build-time"
