@@ -9,13 +9,19 @@
 #
 # Usage: sudo ramdisk/build.sh [--authorized-key FILE]... [--mirror URL|SOURCES_FILE]
 #                              [--suite bookworm] [--out DIR] [--rebuild] [--no-host-key]
+#                              [--module PATH]... [--firmware-package PKG]... [--no-firmware]
+#   --module kernel/drivers/...      keep another kernel module file or directory (a NIC or HBA
+#                                    driver this ramdisk leaves out); its dependencies come along
+#   --firmware-package PKG           take the firmware files the kept modules name from one more
+#                                    Debian package (ramdisk/README.md, "Hardware")
+#   --no-firmware                    no firmware packages and no non-free-firmware source
 # Output: $PROVISION_AGENT_CACHE/ramdisk/current/{vmlinuz,initramfs,manifest.json,
 #         ssh_host_ed25519_key.pub} unless --out; the path is printed last on stdout.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 here=$REPO_ROOT/ramdisk
 
-keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1
+keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1 modules=() fwpkgs=() nofw=""
 while [ $# -gt 0 ]; do
   case $1 in
     --authorized-key) keys+=("$(realpath "$2")"); shift 2 ;;
@@ -24,7 +30,10 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --rebuild) rebuild=1; shift ;;
     --no-host-key) hostkey=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --module) modules+=("$2"); shift 2 ;;
+    --firmware-package) fwpkgs+=("$2"); shift 2 ;;
+    --no-firmware) nofw=1; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +56,9 @@ mirror_id=$mirror
 [ -f "$mirror" ] && mirror_id=$(grep -v '^\s*#' "$mirror")
 
 sha() { sha256sum | cut -c1-16; }
-base_key=$( { cat "$here/build-base.sh" "$here/packages.txt"; echo "$mirror_id" "$suite"; } | sha)
+export EXTRA_MODULES="${modules[*]}" EXTRA_FIRMWARE_PACKAGES="${fwpkgs[*]}" NO_FIRMWARE=$nofw
+base_key=$( { cat "$here/build-base.sh" "$here/packages.txt" "$here/firmware-packages.txt"
+              echo "$mirror_id" "$suite" "$EXTRA_MODULES" "$EXTRA_FIRMWARE_PACKAGES" "$NO_FIRMWARE"; } | sha)
 base=$cache/base-$base_key
 
 t0=$(date +%s.%N)

@@ -49,7 +49,10 @@ def test_manifest_matches_artefacts(ramdisk):
         entry = manifest["artefacts"][name]
         assert entry["bytes"] == path.stat().st_size
         assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert manifest["artefacts"]["initramfs"]["bytes"] <= 100 * (1 << 20)
+    # 100 MiB until 2026-11-28; every Ethernet driver (~8 MB) and the firmware they name
+    # (~7 MB) took it to 114.8 MiB: a server whose NIC the ramdisk cannot drive never
+    # heartbeats, which costs more than the seconds the larger initramfs adds to a PXE load.
+    assert manifest["artefacts"]["initramfs"]["bytes"] <= 120 * (1 << 20)
     for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv",
                 "cryptsetup-bin", "clevis-luks", "clevis-tpm2", "age"):
         assert pkg in manifest["packages"], pkg
