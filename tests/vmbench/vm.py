@@ -103,7 +103,8 @@ class VM(GuestQueries):
     def __init__(self, disks=3, disk_size="4G", *, serials=None, disk_images=None, bus="virtio",
                  name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
-                 extra_args=(), tpm=None, console_input=False, nvram=None):
+                 extra_args=(), tpm=None, console_input=False, nvram=None,
+                 nic="virtio-net-pci"):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -115,6 +116,7 @@ class VM(GuestQueries):
         self.firmware = firmware
         self.append = append
         self.extra_args = list(extra_args)     # more qemu arguments, e.g. a second NIC
+        self.nic = nic                  # qemu's NIC model for the first NIC: e1000, vmxnet3, ...
         self.tpm = tpm                  # a tpm.SoftTPM: the VM's TPM 2.0
         # UEFI: the variable store to start from (a copy of it), e.g. another VM's
         # nvram_file after it ran: its boot entries; default: the firmware's empty one
@@ -197,7 +199,7 @@ class VM(GuestQueries):
                 "-smp", str(self.cpus), "-m", str(self.memory), "-nographic", "-nodefaults",
                 *self._serial_args(), "-no-reboot",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
-                "-device", "virtio-net-pci,netdev=n0"]
+                "-device", f"{self.nic},netdev=n0"]
         if "sata" in self.buses():
             # q35's ICH9 AHCI sits at 0000:00:1f.2, the by-path names Fuel documents use
             argv += ["-machine", "q35"]
