@@ -156,5 +156,6 @@ def forget(node):
     for key in list(node.driver_internal_info):
         if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
                                                   PREFIX + "events_count", layouts.STEP_KEY,
-                                                  layouts.RAID_MEMBERS_KEY):
+                                                  layouts.RAID_MEMBERS_KEY,
+                                                  layouts.RAID_PICKED_KEY):
             node.del_driver_internal_info(key)

@@ -38,8 +38,10 @@ from ironic_driver import named_layouts, raid_layout
 STEP = "set_layout"
 RAID_STEP = "apply_configuration"
 STEP_KEY = "provision_layout_step"
-# the member disks raid.create_configuration picked (raid.py)
+# the member disks raid.create_configuration picked (raid.py), and whether it took them from
+# the inventory (no physical_disks); a record without it is taken as picked, the safe side
 RAID_MEMBERS_KEY = "provision_raid_members"
+RAID_PICKED_KEY = "provision_raid_members_picked"
 # ProvisionDeploy.deploy's priority; a unit test keeps the two equal.
 DEPLOY_STEP_PRIORITY = 100
 FIELD = "provision_layout"
@@ -112,7 +114,8 @@ def choose(node, step=RECORDED):
     members = (node.driver_internal_info or {}).get(RAID_MEMBERS_KEY)
     if members and node.raid_config:
         where = "node raid_config (raid.create_configuration)"
-        return Choice(where, None, raid_choice(node, node.raid_config, members, where))
+        picked = (node.driver_internal_info or {}).get(RAID_PICKED_KEY, True)
+        return Choice(where, None, raid_choice(node, node.raid_config, members, where, picked))
     dinfo = node.driver_info or {}
     if _given(dinfo.get(FIELD)):
         where = "driver_info/" + FIELD
@@ -150,17 +153,19 @@ def record_raid_step(task, raid_config):
     _check_step_order(node, RAID_STEP, where, interface="raid")
     try:
         disks = raid_layout.logical_disks(raid_config, "raid_config")
-        members = raid_layout.member_hints(disks, _inventory(task), "raid_config")
+        members = raid_layout.member_hints(disks, _inventory(task), skip_hints(node),
+                                           "raid_config")
     except raid_layout.Refused as exc:
         raise exception.InstanceDeployFailure(f"{where}: {exc}")
-    layout = raid_choice(node, raid_config, members, where)
+    layout = raid_choice(node, raid_config, members, where, raid_layout.from_inventory(disks))
     node.set_driver_internal_info(STEP_KEY, {"source": where, "name": None,
                                              "sha256": digest(layout), "layout": layout})
     return Choice(where, None, layout)
 
 
-def raid_choice(node, raid_config, members, where):
-    """The layout a software RAID configuration makes for this node's deploy."""
+def raid_choice(node, raid_config, members, where, picked):
+    """The layout a software RAID configuration makes for this node's deploy. picked: the
+    members were taken from the inventory (raid_layout.from_inventory)."""
     from ironic_driver import document
     info = node.instance_info or {}
     caps = info.get("capabilities")
@@ -168,7 +173,7 @@ def raid_choice(node, raid_config, members, where):
     try:
         return raid_layout.build(raid_config, members, document.boot_mode_of(node),
                                  label if label in ("gpt", "msdos") else "gpt",
-                                 info.get("image_fs_type") or "ext4", where)
+                                 info.get("image_fs_type") or "ext4", where, picked)
     except raid_layout.Refused as exc:
         raise _invalid(where, str(exc))
 
@@ -176,6 +181,11 @@ def raid_choice(node, raid_config, members, where):
 def _inventory(task):
     from ironic_driver import inventory
     return inventory.stored_disks(task)
+
+
+def skip_hints(node):
+    """The node's skip_block_devices: the disks an erase leaves alone, and arrays too."""
+    return (node.properties or {}).get("skip_block_devices")
 
 
 def _check_step_order(node, name, where, interface="deploy"):
@@ -266,7 +276,8 @@ def template_step(task):
 def _template_raid(task, raid_config, where):
     try:
         disks = raid_layout.logical_disks(raid_config, "raid_config")
-        members = raid_layout.member_hints(disks, _inventory(task), "raid_config")
+        members = raid_layout.member_hints(disks, _inventory(task), skip_hints(task.node),
+                                           "raid_config")
     except raid_layout.Refused as exc:
         raise _invalid(where, str(exc))
-    return raid_choice(task.node, raid_config, members, where)
+    return raid_choice(task.node, raid_config, members, where, raid_layout.from_inventory(disks))

@@ -8,7 +8,8 @@ deploy's layout (raid_layout.py), made by provision with the partitions, filesys
 bootloader, so
 
   create_configuration (clean step)   checks target_raid_config, picks the member disks
-                                      (hints, or the inspected inventory) and records it as
+                                      (hints, or the inspected inventory's disks an erase
+                                      would clear: raid_layout.py) and records it as
                                       node.raid_config: the next deploys build it
   delete_configuration (clean step)   forgets it (the disks' metadata go with the deploy
                                       interface's erase_devices_metadata step, as in IPA)
@@ -46,7 +47,8 @@ class ProvisionRAID(base.RAIDInterface):
         super().validate_raid_config(task, raid_config)
         try:
             disks = raid_layout.logical_disks(raid_config, "target_raid_config")
-            raid_layout.member_hints(disks, _inventory(task), "target_raid_config")
+            raid_layout.member_hints(disks, _inventory(task), layouts.skip_hints(task.node),
+                                     "target_raid_config")
         except raid_layout.Refused as exc:
             raise _invalid(str(exc))
 
@@ -69,10 +71,12 @@ class ProvisionRAID(base.RAIDInterface):
             raise exception.MissingParameterValue("target_raid_config is not set on the node")
         try:
             disks = raid_layout.logical_disks(config, "target_raid_config")
-            members = raid_layout.member_hints(disks, _inventory(task), "target_raid_config")
+            members = raid_layout.member_hints(disks, _inventory(task),
+                                               layouts.skip_hints(node), "target_raid_config")
         except raid_layout.Refused as exc:
             raise _invalid(str(exc))
         node.set_driver_internal_info(CLEANED_KEY, members)
+        node.set_driver_internal_info(layouts.RAID_PICKED_KEY, raid_layout.from_inventory(disks))
         # What Ironic shows as the node's RAID and uses for scheduling (raid_level capability)
         ironic_raid.update_raid_info(node, _current(config, members))
 
@@ -81,6 +85,7 @@ class ProvisionRAID(base.RAIDInterface):
         """Forget the arrays; the next deploys build none unless asked again."""
         node = task.node
         node.del_driver_internal_info(CLEANED_KEY)
+        node.del_driver_internal_info(layouts.RAID_PICKED_KEY)
         node.raid_config = {}
         node.save()
 

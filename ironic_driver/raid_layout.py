@@ -5,9 +5,10 @@ What IPA accepts, and so do we: every logical disk's controller is `software`; o
 logical disks; the first is RAID-1 and holds the instance's root filesystem; the second may be
 RAID 0, 1, 1+0, 5 or 6; `size_gb` is a number of GiB, or `MAX` for the last one; the member
 disks are the logical disks' `physical_disks` (root device hints, the same list for both), or
-without them every disk of the node's inspected inventory. On each member disk: an ESP (UEFI:
-550 MiB, the ESPs mirrored with md metadata 1.0, as IPA has done since Victoria) or a
-bios_grub partition (BIOS on GPT), then one partition per logical disk.
+without them every disk of the node's inspected inventory that an erase would clear (not
+those the node's skip_block_devices names, nor removable or read-only ones). On each member
+disk: an ESP (UEFI: 550 MiB, the ESPs mirrored with md metadata 1.0, as IPA has done since
+Victoria) or a bios_grub partition (BIOS on GPT), then one partition per logical disk.
 
 What differs: the deploy's image is written onto the first array as its root filesystem (a
 partition image), as with every layout here, and grub is installed from it onto each member;
@@ -70,8 +71,18 @@ def logical_disks(raid_config, where):
     return disks
 
 
-def member_hints(disks, inventory, where):
-    """Root device hints of each member disk, in order."""
+def from_inventory(disks):
+    """Whether the member disks are picked from the inventory (no physical_disks given)."""
+    return disks[0].get("physical_disks") is None
+
+
+def member_hints(disks, inventory, skip, where):
+    """Root device hints of each member disk, in order. skip: the node's skip_block_devices.
+
+    Without physical_disks, "every disk" is every disk an erase would clear: not those
+    skip_block_devices names, nor read-only or removable ones (a USB stick, virtual media).
+    The medium the ramdisk boots from shows only there; its preflight refuses it (and any
+    removable disk: these hints do not count as the operator naming one, see build())."""
     given = disks[0].get("physical_disks")
     if given is not None:
         if not isinstance(given, list) or not all(isinstance(h, dict) and h for h in given):
@@ -82,7 +93,36 @@ def member_hints(disks, inventory, where):
         raise Refused(f"{where}: no physical_disks, and the node has no inspected inventory "
                       "to take every disk from: name the member disks with physical_disks "
                       "hints, or inspect the node")
-    return [_hints_for(d, inventory) for d in inventory]
+    left = _left_out(inventory, skip)
+    members = [d for d in inventory if d["name"] not in left]
+    if not members:
+        raise Refused(f"{where}: no physical_disks, and every inventoried disk is left out ("
+                      + "; ".join(f"{name}: {why}" for name, why in left.items())
+                      + "): name the member disks with physical_disks hints")
+    return [_hints_for(d, inventory) for d in members]
+
+
+def _left_out(inventory, skip):
+    """{disk name: why it is no member of arrays built on every disk}."""
+    from provision_agent.plan import api
+    if skip is None:
+        skip = []
+    if not isinstance(skip, list) or not all(isinstance(h, dict) and h for h in skip):
+        raise Refused("node property skip_block_devices: must be a list of root device hints "
+                      "(objects)")
+    left = {}
+    for i, hint in enumerate(skip):
+        try:
+            found = api.match_hints(inventory, hint)
+        except ValueError as exc:
+            raise Refused(f"node property skip_block_devices[{i}]: {exc}") from None
+        for disk in found:
+            left.setdefault(disk["name"], f"skip_block_devices[{i}] matches it")
+    for disk in inventory:
+        why = api.left_alone(disk)
+        if why and disk["name"] not in left:
+            left[disk["name"]] = why
+    return left
 
 
 def _hints_for(disk, inventory):
@@ -95,9 +135,10 @@ def _hints_for(disk, inventory):
     return {"name": disk["name"]}
 
 
-def build(raid_config, hints, boot_mode, table, root_fs_type, where):
+def build(raid_config, hints, boot_mode, table, root_fs_type, where, picked=False):
     """The native layout (a dict, without images: the ironic data driver adds the deploy's).
-    hints: member_hints()."""
+    hints: member_hints(); picked: from_inventory(), marked on each disk so that the ramdisk
+    does not take a serial found in an inventory as the operator naming a removable disk."""
     disks = logical_disks(raid_config, where)
     count = len(hints)
     layout = {"version": 1, "disks": [], "raids": [], "filesystems": []}
@@ -118,8 +159,11 @@ def build(raid_config, hints, boot_mode, table, root_fs_type, where):
             size = "remaining" if ld["size_gb"] == "MAX" else math.ceil(
                 ld["size_gb"] * 1024 / _data_members(levels[n], count))
             parts.append({"id": f"md{n}-{i}", "size": size, "type": "raid", "origin": origin})
-        layout["disks"].append({"id": f"raid-disk{i}", "match": match, "table": table,
-                                "partitions": parts, "origin": f"{origin} (member {i})"})
+        disk = {"id": f"raid-disk{i}", "match": match, "table": table, "partitions": parts,
+                "origin": f"{origin} (member {i})"}
+        if picked:
+            disk["from_inventory"] = True
+        layout["disks"].append(disk)
     if boot_mode == "uefi":
         layout["raids"].append({"id": "esp", "name": "esp", "level": 1, "metadata": "1.0",
                                 "members": [f"esp{i}" for i in range(count)], "origin": origin})

@@ -154,7 +154,8 @@ def build_layout(doc):
 def _disk(d, where, problems):
     disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
                       fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
-                      wipe=d.get("wipe", True), origin=d.get("origin", where))
+                      wipe=d.get("wipe", True), origin=d.get("origin", where),
+                      from_inventory=d.get("from_inventory", False))
     for j, p in enumerate(d.get("partitions", [])):
         pwhere = f"{where}.partitions[{j}]"
         disk.partitions.append(model.Partition(

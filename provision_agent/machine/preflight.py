@@ -28,9 +28,11 @@ NAMING_HINTS = ("name", "serial", "wwn", "by_path", "by_id")
 
 
 def _named(layout, disk_id):
+    """Whether the input names this disk. Hints a program picked from an inventory (the RAID
+    interface's "every disk") name nothing: a USB stick in that inventory has a serial too."""
     for disk in layout.disks:
         if disk.id == disk_id:
-            return any(disk.hints.get(h) for h in NAMING_HINTS)
+            return not disk.from_inventory and any(disk.hints.get(h) for h in NAMING_HINTS)
     return False
 
 

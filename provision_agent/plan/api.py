@@ -9,6 +9,8 @@ check_layout = pipeline.check_layout
 build_plan = pipeline.build_plan
 data_driver_names = pipeline.data_driver_names
 inventory_from_document = inventory.from_document
+match_hints = inventory.match
+left_alone = inventory.left_alone
 apply_boot_mode = boot_mode.apply
 # what the conductor refuses in any layout it sends (the ironic data driver does too)
 local_paths_of = local_paths.local_paths

@@ -73,6 +73,18 @@ def normalize(disk):
     return d
 
 
+def left_alone(disk):
+    """Why no program may pick this disk by itself (it is read-only, or removable: a USB
+    stick, a card, virtual media), or None. What `provision erase` leaves alone without being
+    told, and what the RAID interface leaves out of arrays built on "every disk". The transport
+    is for ironic-python-agent's inventories, which give it (`tran`) but no removable flag."""
+    if disk.get("read_only"):
+        return "read-only"
+    if disk.get("removable") or str(disk.get("tran") or "").lower() == "usb":
+        return "removable (a USB stick, a card, virtual media)"
+    return None
+
+
 def _matches_by_id(disk, link):
     if not link.startswith("/dev/"):
         link = "/dev/disk/by-id/" + link

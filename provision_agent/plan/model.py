@@ -39,6 +39,7 @@ class Disk:
     partitions: list = field(default_factory=list)
     wipe: bool = True
     origin: str = ""
+    from_inventory: bool = False       # hints a program picked: they name no removable disk
 
 
 @dataclass

@@ -78,10 +78,9 @@ def choose(disks, hints, runner, mounted, swaps):
         name = disk["name"]
         if name in skipped:
             continue
-        if disk.get("read_only"):
-            skipped[name] = "read-only"
-        elif disk.get("removable"):
-            skipped[name] = "removable (a USB stick, a card, virtual media)"
+        why = inventory.left_alone(disk)
+        if why:
+            skipped[name] = why
         else:
             reasons = preflight.in_use(runner, name, mounted, swaps)
             if reasons:

@@ -27,10 +27,11 @@ IPA_EXAMPLE = {"logical_disks": [
 TRAIT = "CUSTOM_SOFTWARE_RAID"
 
 
-def _build(config=IPA_EXAMPLE, boot_mode="bios", table="gpt", inventory=None):
+def _build(config=IPA_EXAMPLE, boot_mode="bios", table="gpt", inventory=None, skip=None):
     disks = raid_layout.logical_disks(config, "target_raid_config")
-    members = raid_layout.member_hints(disks, inventory, "target_raid_config")
-    return raid_layout.build(config, members, boot_mode, table, "ext4", "target_raid_config")
+    members = raid_layout.member_hints(disks, inventory, skip, "target_raid_config")
+    return raid_layout.build(config, members, boot_mode, table, "ext4", "target_raid_config",
+                             raid_layout.from_inventory(disks))
 
 
 def test_ipas_two_arrays_on_two_disks_with_bios_grub():
@@ -65,6 +66,49 @@ def test_member_sizes_follow_the_level():
     # without physical_disks every inventoried disk, named by its unique serial
     assert [d["match"] for d in layout["disks"]] == [
         {"serial": "disk0"}, {"serial": "disk1"}, {"serial": "disk2"}]
+
+
+NO_HINTS = {"logical_disks": [{"size_gb": 1, "raid_level": "1", "controller": "software"}]}
+# what else an inspected inventory holds (issue 52 item 3): a USB stick as this project's
+# inspection describes it, one as ironic-python-agent's does (its transport, no flag), and a
+# read-only disk
+OTHERS = [
+    {"name": "/dev/sdd", "size": 8 << 30, "serial": "stick", "removable": True},
+    {"name": "/dev/sde", "size": 8 << 30, "serial": "ipa-stick", "tran": "usb"},
+    {"name": "/dev/sdf", "size": 8 << 30, "serial": "locked", "read_only": True}]
+
+
+def test_every_disk_is_every_disk_an_erase_would_clear():
+    inventory = INVENTORY["inventory"]["disks"] + OTHERS
+    layout = _build(NO_HINTS, inventory=inventory, skip=[{"serial": "disk2"}])
+    assert [d["match"] for d in layout["disks"]] == [{"serial": "disk0"}, {"serial": "disk1"}]
+    # picked, not named: the ramdisk refuses any of them that turns out removable
+    assert all(d["from_inventory"] for d in layout["disks"])
+    assert "from_inventory" not in _build()["disks"][0]        # physical_disks name them
+    with pytest.raises(raid_layout.Refused, match="/dev/sdd: removable.*/dev/sdf: read-only"):
+        _build(NO_HINTS, inventory=OTHERS)
+    with pytest.raises(raid_layout.Refused, match=r"skip_block_devices\[0\]"):
+        _build(NO_HINTS, inventory=inventory, skip=[{"size": "bigger"}])
+
+
+def test_a_picked_member_that_is_removable_here_is_refused_before_writing():
+    """An ironic-python-agent inventory may not say a disk is removable; the ramdisk sees it
+    does, and a serial the conductor picked is not the operator naming it."""
+    from provision_agent.errors import MachineMismatch
+    from provision_agent.machine import preflight
+    from provision_agent.plan import inventory, pipeline
+    from tests.unit.fakes import FakeRunner
+    disks = inventory.from_document(INVENTORY)
+    doc = {"node_uuid": "n", "boot_mode": "bios", "properties": {},
+           "layout": _build(NO_HINTS, inventory=disks[:2]),
+           "instance_info": {"image_source": "http://h/root.img", "image_checksum": "0" * 64,
+                             "image_disk_format": "raw"}}
+    planned = pipeline.build_plan(pipeline.load_layout(doc, "ironic"), disks)
+    live = [dict(d, removable=d["name"] == "/dev/vdb") for d in disks]
+    tree = {"blockdevices": [{"name": "vdb", "path": "/dev/vdb", "type": "disk"}]}
+    r = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": "{}"})
+    with pytest.raises(MachineMismatch, match="/dev/vdb is removable"):
+        preflight.check(planned, live, r, mounted={}, swaps=[])
 
 
 @pytest.mark.parametrize("change,why", [
@@ -136,6 +180,21 @@ class TestCleaningSteps(RaidCase):
             task.driver.raid.delete_configuration(task)
         self.node.refresh()
         self.assertNotIn("layout", self._payload())     # back to Ironic's classic layout
+
+    def test_create_configuration_leaves_out_what_the_node_skips(self):
+        self.node.properties = dict(self.node.properties,
+                                    skip_block_devices=[{"name": "/dev/vdc"}])
+        self.node.target_raid_config = {"logical_disks": [
+            {"size_gb": 2, "raid_level": "1", "controller": "software"}]}
+        self.node.save()
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            task.driver.raid.create_configuration(task)
+            task.node.save()
+        self.node.refresh()
+        layout = self._payload()["layout"]
+        self.assertEqual([{"serial": "disk0"}, {"serial": "disk1"}],
+                         [d["match"] for d in layout["disks"]])
+        self.assertTrue(all(d["from_inventory"] for d in layout["disks"]))
 
     def test_hardware_raid_is_refused_at_validate(self):
         self.node.target_raid_config = {"logical_disks": [

@@ -217,8 +217,9 @@ def test_preflight_lets_the_wipe_free_a_vg_name_held_by_planned_disks_only():
     assert r.writes() == []
 
 
-def _layout_with(hints):
-    layout = SimpleNamespace(disks=[SimpleNamespace(id="d0", origin="disks[0]", hints=hints)])
+def _layout_with(hints, from_inventory=False):
+    layout = SimpleNamespace(disks=[SimpleNamespace(id="d0", origin="disks[0]", hints=hints,
+                                                    from_inventory=from_inventory)])
     return SimpleNamespace(resolved=SimpleNamespace(layout=layout,
                                                     disks={"d0": {"name": "/dev/sdb",
                                                                   "size": 1 << 30}}),
@@ -234,6 +235,16 @@ def test_a_removable_disk_is_refused_unless_named():
     with pytest.raises(MachineMismatch, match="/dev/sdb is removable"):
         preflight.check(_layout_with({"size": ">= 1"}), live, r, mounted={}, swaps=[])
     preflight.check(_layout_with({"serial": "USB123"}), live, r, mounted={}, swaps=[])
+
+
+def test_a_serial_picked_from_the_inventory_does_not_name_a_removable_disk():
+    """Ironic's RAID interface names every inventoried disk by its serial; that is not the
+    operator naming the USB stick among them (issue 52 item 3)."""
+    live = [{"name": "/dev/sdb", "size": 1 << 30, "removable": True}]
+    r = FakeRunner({"lsblk --json": json.dumps(EMPTY), "pvs --reportformat": "{}"})
+    with pytest.raises(MachineMismatch, match="/dev/sdb is removable"):
+        preflight.check(_layout_with({"serial": "USB123"}, from_inventory=True), live, r,
+                        mounted={}, swaps=[])
 
 
 def test_the_virtual_media_the_ramdisk_booted_from_is_refused():
