@@ -137,7 +137,7 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
         if mode != "metadata":
             try:
                 tick = functools.partial(events.progress, None, None, index, True)
-                methods[name] = _erase_device(runner, step, name, mode, passes, tick)
+                methods[name] = _erase_device(runner, step, name, mode, passes, tick, chosen)
             except errors.CommandError as exc:
                 failed.append(exc)
     udev.settle(runner)
@@ -149,11 +149,13 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     return report
 
 
-def _erase_device(runner, step, name, mode, passes, tick=None):
-    """The whole disk erased (mode "full" or "express"); the method that did it."""
+def _erase_device(runner, step, name, mode, passes, tick=None, erasing=None):
+    """The whole disk erased (mode "full" or "express"); the method that did it. erasing:
+    every disk this erase clears, beyond which no method may reach (an NVMe format can)."""
     from provision_agent.run import secure_erase
     step("erase_device", "start", description=f"erase {name} ({mode})")
-    chosen, notes = secure_erase.erase_disk(runner, name, mode, passes, tick=tick)
+    chosen, notes = secure_erase.erase_disk(runner, name, mode, passes, tick=tick,
+                                            erasing=erasing)
     said = f"erase {name}: {chosen}" + (f" ({'; '.join(notes)})" if notes else "")
     if mode == "full" and chosen == "metadata":
         # even the overwrite failed: a full erase that did not happen is a failed cleaning

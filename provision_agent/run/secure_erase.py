@@ -3,7 +3,9 @@ erase_devices_express ("express"), per disk with the strongest method the hardwa
 after the metadata erase (run/erase.py) has taken down what stood on the disk.
 
 Strongest first:
-- nvme_crypto, nvme_user_data: Format NVM with a Secure Erase Setting (drivers/nvme.py);
+- nvme_crypto, nvme_user_data: Format NVM with a Secure Erase Setting (drivers/nvme.py),
+  unless the controller applies it to every namespace of its subsystem and one of them is
+  not being erased (one the operator skipped, one in use, one the host does not see);
 - ata_enhanced, ata: ATA SECURITY ERASE UNIT (drivers/ata.py), unless frozen or locked;
 - discard: the whole disk discarded, then read back at SAMPLES places: kept only if the disk
   returns zeros there (many do not promise it);
@@ -34,7 +36,9 @@ TICK = 60                   # seconds between progress events while a method run
 def candidates(nvme_caps, ata_state, discards, mode):
     """(the methods to try in order, why stronger ones are not offered). Pure."""
     methods, why = [], []
-    if nvme_caps and nvme_caps["format"]:
+    if nvme_caps and nvme_caps["format"] and nvme_caps.get("spares"):
+        why.append(nvme_caps["spares"])         # the later methods act on this disk alone
+    elif nvme_caps and nvme_caps["format"]:
         methods.append("nvme_crypto" if nvme_caps["crypto"] else "nvme_user_data")
     elif nvme_caps is not None:
         why.append("the NVMe controller has no Format NVM")
@@ -96,12 +100,17 @@ def ticking(tick, interval=TICK):
         thread.join(timeout=5)
 
 
-def erase_disk(runner, disk, mode, passes=1, probe=None, zero_check=reads_zero, tick=None):
+def erase_disk(runner, disk, mode, passes=1, probe=None, zero_check=reads_zero, tick=None,
+               erasing=None):
     """Erase disk by the first method of candidates() that works; returns (method, notes).
     probe: (nvme caps, ata state, discard bytes) for tests; read from the disk otherwise.
-    tick: called every TICK seconds while a method runs (a progress event)."""
+    tick: called every TICK seconds while a method runs (a progress event).
+    erasing: every disk this erase clears (default: disk alone); a Format NVM that would
+    reach a namespace outside it is not used."""
     caps, state, discards = probe or (nvme.capabilities(runner, disk),
                                       ata.security(runner, disk), discard_bytes(disk))
+    if caps and caps["format"]:
+        caps = dict(caps, spares=nvme.format_spares(runner, disk, caps, erasing or [disk]))
     methods, notes = candidates(caps, state, discards, mode)
     for method in methods:
         try:

@@ -1,5 +1,7 @@
 """Which method erases each disk (run/secure_erase.py) and what `provision erase` asks for."""
 
+import json
+
 import pytest
 
 from provision_agent.errors import InputError
@@ -88,7 +90,7 @@ def test_erase_full_reports_the_method_of_each_disk_in_its_events(monkeypatch, t
     from tests.unit.run.test_erase import DISKS, runner
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     monkeypatch.setattr(secure_erase, "erase_disk",
-                        lambda r, name, mode, passes, tick: ("discard", ["no ATA"]))
+                        lambda r, name, mode, passes, tick, erasing: ("discard", ["no ATA"]))
     path = tmp_path / "events.jsonl"
     events = Events([open(path, "w")])
     report = erase.erase({"method": "full", "skip_block_devices": [{"serial": "keepme"}]},
@@ -107,7 +109,8 @@ def test_a_full_erase_that_could_not_erase_a_disk_fails_the_run(monkeypatch):
     from tests.unit.run.test_erase import DISKS, runner
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     monkeypatch.setattr(secure_erase, "erase_disk",
-                        lambda r, name, mode, passes, tick: ("metadata", ["overwrite failed"]))
+                        lambda r, name, mode, passes, tick, erasing: ("metadata",
+                                                                      ["overwrite failed"]))
     with pytest.raises(CommandError, match="was not erased"):
         erase.erase({"method": "full"}, runner(), Events([]), disks=DISKS[:1], mounted={},
                     swaps=[])
@@ -136,3 +139,61 @@ def test_discard_support_is_read_from_the_disks_block_queue(tmp_path):
     assert secure_erase.discard_bytes("/dev/vdb", str(sysfs)) == 2147483136
     assert secure_erase.discard_bytes("/dev/vdb1", str(sysfs)) == 2147483136   # its disk's
     assert secure_erase.discard_bytes("/dev/vdz", str(sysfs)) == 0
+
+
+NVME_DISKS = [{"name": "/dev/nvme0n1", "size": 1 << 30, "serial": "ctrl0"},
+              {"name": "/dev/nvme0n2", "size": 1 << 30, "serial": "ctrl0"}]
+
+
+def _nvme_runner(fna):
+    """Two namespaces on one controller whose Identify Controller reports fna."""
+    from tests.unit.run.test_erase import DiskRunner
+    return DiskRunner({"pvs --reportformat": json.dumps({"report": [{"pv": []}]}),
+                       "nvme id-ctrl": json.dumps({"oacs": 0x1e, "fna": fna, "cmic": 0}),
+                       "nvme list-ns /dev/nvme0 --all": "[   0]:0x1\n[   1]:0x2\n",
+                       "nvme get-ns-id /dev/nvme0n1": "nvme0n1: namespace-id:1\n",
+                       "nvme get-ns-id /dev/nvme0n2": "nvme0n2: namespace-id:2\n"})
+
+
+@pytest.mark.parametrize("fna", [0x1, 0x2, 0x3, 0x7])
+def test_a_format_that_reaches_a_skipped_namespace_is_not_used(monkeypatch, tmp_path, fna):
+    """Issue 52 item 2: with FNA bit 0 or 1 the controller formats (or secure-erases) every
+    namespace, the one the operator skipped too; that namespace's erase falls through to
+    the methods that act on it alone, and says why."""
+    from provision_agent.drivers import wipe
+    from provision_agent.run.events import Events
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    monkeypatch.setattr(secure_erase, "discard_bytes", lambda disk: 0)
+    r = _nvme_runner(fna)
+    path = tmp_path / "events.jsonl"
+    events = Events([open(path, "w")])
+    report = erase.erase({"method": "express",
+                          "skip_block_devices": [{"name": "/dev/nvme0n2"}]},
+                         r, events, disks=NVME_DISKS, mounted={}, swaps=[])
+    events.close()
+    assert report["erased"] == ["/dev/nvme0n1"]
+    assert not [c for c in r.lines() if c.startswith("nvme format")], r.lines()
+    assert report["methods"] == {"/dev/nvme0n1": "metadata"}
+    said = [json.loads(line)["description"] for line in path.read_text().splitlines()
+            if '"erase_device"' in line and '"done"' in line]
+    assert "applies to every namespace of its subsystem" in said[0], said
+    assert "namespace ID 2 there is not being erased" in said[0], said
+
+
+def test_a_format_that_reaches_only_namespaces_being_erased_is_used(monkeypatch):
+    from provision_agent.drivers import wipe
+    from provision_agent.run.events import Events
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    monkeypatch.setattr(secure_erase, "discard_bytes", lambda disk: 0)
+    r = _nvme_runner(0x3)
+    report = erase.erase({"method": "express"}, r, Events([]), disks=NVME_DISKS, mounted={},
+                         swaps=[])
+    assert report["methods"] == {"/dev/nvme0n1": "nvme_user_data",
+                                 "/dev/nvme0n2": "nvme_user_data"}
+    # and a controller whose format names one namespace formats it while another is skipped
+    r = _nvme_runner(0x0)
+    report = erase.erase({"method": "express", "skip_block_devices": [{"name": "/dev/nvme0n2"}]},
+                         r, Events([]), disks=NVME_DISKS, mounted={}, swaps=[])
+    assert report["methods"] == {"/dev/nvme0n1": "nvme_user_data"}
+    assert [c for c in r.lines() if c.startswith("nvme format")] == [
+        "nvme format /dev/nvme0n1 --ses=1 --force --timeout=3600000"]
