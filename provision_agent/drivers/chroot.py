@@ -15,8 +15,12 @@ of the ramdisk, a hostile image can change. So the target gets:
   ramdisk's, no ramdisk process can be seen or signalled, and whatever the command leaves
   running dies with it (--kill-child also when the runner's timeout stops it). /proc/mdstat,
   /proc/partitions and /proc/self/mountinfo read as before.
+- no tree of the ramdisk to climb back to: each command runs in a private mount namespace
+  whose `/` is the target itself (enter_target.py, run by the ramdisk's python), not chrooted
+  into the ramdisk's tree, so leaving the chroot (`..` from a working directory outside it)
+  ends in the target again.
 
-This is not a sandbox: root keeps its capabilities in the chroot (docs/security.md says what
+This is not a sandbox: root keeps its capabilities in the target (docs/security.md says what
 it can still reach). The binds and the tmpfs are always undone, also when the body fails, so
 the target can be unmounted afterwards.
 """
@@ -26,6 +30,7 @@ import logging
 import os
 import shutil
 import stat
+import sys
 
 from provision_agent.drivers import target
 
@@ -36,6 +41,7 @@ UDEV_DB = "/run/udev"
 UDEV_PARTS = ("data", "tags", "links")
 # made in the target's /run: tools expect the usual layout (lvm's locks live in /run/lock)
 RUN_DIRS = ("/run/lock", "/run/udev")
+ENTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "enter_target.py")
 
 
 @contextlib.contextmanager
@@ -92,10 +98,13 @@ class Chroot:
         return False
 
     def argv(self, argv):
-        """The command line that runs argv in the target, in a PID namespace of its own."""
+        """The command line that runs argv in the target: in a PID namespace of its own, and
+        a private mount namespace whose root is the target (-I: no PYTHONPATH, no user site
+        of the environment decides what the helper imports)."""
         proc = target.resolve(self.root, "/proc")
-        return ["unshare", "--pid", "--fork", "--kill-child", f"--mount-proc={proc}",
-                "chroot", self.root, *argv]
+        return ["unshare", "--mount", "--propagation", "private", "--pid", "--fork",
+                "--kill-child", f"--mount-proc={proc}", sys.executable, "-I", ENTER,
+                self.root, *argv]
 
     def run(self, argv, **kw):
         return self.runner.run(self.argv(argv), **kw)

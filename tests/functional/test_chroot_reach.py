@@ -1,8 +1,11 @@
 """The chroot helper for real on the host (root): a command run in the target sees a /run of
 its own (not the machine's, where the conductor's job files live), a /proc of its own PID
 namespace (its /proc/1/root is the target's root, no process of the machine shows), the udev
-database copied in, and what it leaves running dies with it. The
-target is the host's /usr bound read-only under a temporary root."""
+database copied in, and what it leaves running dies with it; a command that breaks out of
+the chroot (the double chroot: chroot into a subdirectory without entering it, climb `..`
+from the working directory left outside, chroot there) finds only the target again, never
+the machine's tree with the job's input and exit code (issue 52 item 16). The target is the
+host's /usr bound read-only under a temporary root."""
 
 import os
 import shutil
@@ -77,3 +80,39 @@ def test_a_command_in_the_target_reaches_neither_run_nor_proc_of_the_machine(
     mounts = sh("findmnt", "-rn", "-o", "TARGET")
     assert [m for m in mounts.splitlines() if m.startswith(f"{target}/") and
             not m.endswith("/usr")] == []
+
+
+# The classic chroot escape, as root in the target: chroot into a subdirectory while the
+# working directory stays outside it, climb `..` from there, and chroot where it ends.
+ESCAPE = r"""
+use strict;
+my ($job) = @ARGV;
+mkdir "/run/esc";
+chroot "/run/esc" or die "chroot: $!";
+chdir ".." for 1 .. 64;
+chroot "." or die "chroot .: $!";
+chdir "/";
+my $input = "absent";
+if (open my $f, "<", "$job/input.json") { local $/; ($input = <$f>) =~ s/\n//g; }
+my $wrote = "no";
+if (open my $w, ">", "$job/exit_code") { print $w "0\n"; close $w; $wrote = "yes"; }
+opendir my $d, "/";
+print "input=$input\n", "wrote=$wrote\n";
+print "top=", join(" ", sort grep { !/^\.\.?$/ } readdir $d), "\n";
+"""
+
+
+def test_a_command_that_breaks_out_of_the_chroot_finds_only_the_target(
+        tmp_path, target, conductor_job):
+    node, job = conductor_job
+    with open(os.path.join(job, "input.json"), "w") as f:
+        f.write('{"pull_secret": "OPERATORS"}\n')
+    with chroot.bound(Runner(), str(target), udev_db=str(tmp_path / "no-udev")) as ch:
+        out = ch.run(["perl", "-e", ESCAPE, f"/run/provision-ironic/{node}"],
+                     timeout=60).stdout
+    seen = dict(line.split("=", 1) for line in out.strip().splitlines())
+    assert seen["input"] == "absent" and seen["wrote"] == "no", seen
+    # where the climb ended: the target's own root, not the machine's
+    assert sorted(seen["top"].split()) == sorted(os.listdir(target)), seen
+    with open(os.path.join(job, "exit_code")) as f:
+        assert f.read() == "CONDUCTOR-READS-THIS\n"

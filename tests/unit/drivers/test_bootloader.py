@@ -72,11 +72,11 @@ def test_initramfs_tool_detected(tmp_path):
         initramfs.regenerate(ch)
     _exe(tmp_path, "usr/bin/dracut")
     initramfs.regenerate(ch)
-    inside = r.calls[-1][r.calls[-1].index("chroot"):]
-    assert inside[:3] == ["chroot", str(tmp_path), "dracut"]
+    inside = r.calls[-1][r.calls[-1].index(chroot.ENTER):]
+    assert inside[:3] == [chroot.ENTER, str(tmp_path), "dracut"]
     _exe(tmp_path, "usr/sbin/update-initramfs")
     initramfs.regenerate(ch)
-    assert r.calls[-1][r.calls[-1].index("chroot") + 2] == "update-initramfs"
+    assert r.calls[-1][r.calls[-1].index(chroot.ENTER) + 2] == "update-initramfs"
     # longer than the runner's default: minutes per kernel on a slow machine
     assert r.timeouts[-2:] == [initramfs.REBUILD_TIMEOUT] * 2 and initramfs.REBUILD_TIMEOUT > 600
 
@@ -148,7 +148,7 @@ def test_esp_copies_get_the_esp_in_uefi_mode_only(tmp_path, mode):
     assert mounts and mounts[0][3] == "/dev/vdb1"
     staging = mounts[0][4]
     assert copies == [["cp", "-rL", f"{tmp_path}/boot/efi/.", staging]]
-    order = [c[c.index("chroot") + 2] if "chroot" in c else c[0] for c in r.calls]
+    order = [c[c.index(chroot.ENTER) + 2] if chroot.ENTER in c else c[0] for c in r.calls]
     assert order.index("cp") > max(i for i, c in enumerate(order) if c.startswith("grub-"))
     assert ["umount", staging] in r.calls
 
@@ -176,7 +176,7 @@ def test_the_initramfs_is_rebuilt_unless_the_plan_keeps_the_images_own(tmp_path,
     if choice:
         args["initramfs"] = choice
     bootloader.install(r, str(tmp_path), args)
-    tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
+    tools = [c[c.index(chroot.ENTER) + 2] for c in r.calls if chroot.ENTER in c]
     assert ("update-initramfs" in tools) == rebuilt
     assert "grub-install" in tools and "grub-mkconfig" in tools
 
@@ -193,7 +193,7 @@ def test_kept_only_when_every_kernel_has_its_initramfs(tmp_path, files):
     r = FakeRunner()
     bootloader.install(r, str(tmp_path), {"boot_mode": "bios", "targets": ["/dev/vda"],
                                           "initramfs": "keep"})
-    tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
+    tools = [c[c.index(chroot.ENTER) + 2] for c in r.calls if chroot.ENTER in c]
     assert "update-initramfs" in tools
 
 
@@ -215,5 +215,5 @@ def test_on_md_and_lvm_kept_only_when_its_initramfs_carries_mdadm_and_lvm(tmp_pa
     bootloader.install(r, str(tmp_path), {"boot_mode": "bios", "targets": ["/dev/vda"],
                                           "initramfs": "keep",
                                           "initramfs_needs": ["mdadm", "lvm"]})
-    tools = [c[c.index("chroot") + 2] for c in r.calls if "chroot" in c]
+    tools = [c[c.index(chroot.ENTER) + 2] for c in r.calls if chroot.ENTER in c]
     assert ("update-initramfs" in tools) == rebuilt

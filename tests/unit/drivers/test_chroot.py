@@ -6,6 +6,7 @@ runs it for real."""
 
 import os
 import socket
+import sys
 
 from provision_agent.drivers import bootloader, chroot
 from tests.unit.fakes import FakeRunner
@@ -47,10 +48,12 @@ def test_every_command_in_the_target_runs_in_its_own_pid_namespace_and_proc(tmp_
         (root / tool).chmod(0o755)
     r = FakeRunner()
     bootloader.install(r, str(root), {"boot_mode": "bios", "targets": ["/dev/vda"]})
-    inside = [c for c in r.calls if "chroot" in c]
-    assert [c[c.index("chroot") + 2] for c in inside] == [
+    inside = [c for c in r.calls if chroot.ENTER in c]
+    assert [c[c.index(chroot.ENTER) + 2] for c in inside] == [
         "update-initramfs", "grub-install", "grub-mkconfig"]
     for argv in inside:
-        assert argv[:argv.index("chroot") + 2] == [
-            "unshare", "--pid", "--fork", "--kill-child", f"--mount-proc={root}/proc",
-            "chroot", str(root)]
+        # and a mount namespace of its own whose root is the target (enter_target.py)
+        assert argv[:argv.index(chroot.ENTER) + 2] == [
+            "unshare", "--mount", "--propagation", "private", "--pid", "--fork",
+            "--kill-child", f"--mount-proc={root}/proc", sys.executable, "-I", chroot.ENTER,
+            str(root)]
