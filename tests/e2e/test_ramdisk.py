@@ -56,3 +56,76 @@ def test_manifest_matches_artefacts(ramdisk):
     for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv",
                 "cryptsetup-bin", "clevis-luks", "clevis-tpm2", "age"):
         assert pkg in manifest["packages"], pkg
+
+
+# As root in a chroot: chroot into a subdirectory while the working directory stays outside
+# it, climb `..` from there, and chroot where the climb ends (tests/functional's, in python:
+# the target here is the ramdisk's own /usr, which has it).
+ESCAPE = r"""
+import os, sys
+job = sys.argv[1]
+os.makedirs("/run/esc", exist_ok=True)
+os.chroot("/run/esc")
+for _ in range(64):
+    os.chdir("..")
+os.chroot(".")
+os.chdir("/")
+try:
+    with open(job + "/input.json") as f:
+        seen = f.read().strip()
+except OSError:
+    seen = "absent"
+try:
+    with open(job + "/exit_code", "w") as f:
+        f.write("0\n")
+    wrote = "yes"
+except OSError:
+    wrote = "no"
+print("input=" + seen)
+print("wrote=" + wrote)
+print("top=" + " ".join(sorted(os.listdir("/"))))
+"""
+DRIVE = """
+import sys
+from provision_agent.drivers import chroot
+from provision_agent.run.runner import Runner
+root, job, escape = sys.argv[1:]
+with chroot.bound(Runner(), root) as ch:
+    print(ch.run(["python3", "-c", escape, job], timeout=300).stdout)
+"""
+
+
+def _seen(out):
+    return dict(line.split("=", 1) for line in out.strip().splitlines() if "=" in line)
+
+
+def test_a_command_that_leaves_the_chroot_finds_only_the_target(shared_vm):
+    """Issue 52 item 16, in the ramdisk, whose / is the initramfs itself (rootfs): there
+    pivot_root is refused, and a plain chroot (the control) lets the climb reach the job's
+    input and exit code; the chroot helper's commands find only the target."""
+    vm = shared_vm
+    job = "/run/provision-ironic/escape-node"
+    root = "/tmp/escape/root"
+    vm.ssh(f"mkdir -p {job} {root}/usr {root}/run {root}/proc && echo '{{\"pull_secret\": \"OPS\"}}' > "
+           f"{job}/input.json && echo CONDUCTOR-READS-THIS > {job}/exit_code && "
+           f"for d in bin lib lib64 sbin; do [ -L /$d ] && ln -sfn \"$(readlink /$d)\" "
+           f"{root}/$d; done; mount --bind -o ro /usr {root}/usr")
+    try:
+        refused = vm.ssh("unshare --mount sh -c 'mkdir -p /tmp/pr && mount -t tmpfs t /tmp/pr "
+                         "&& mkdir /tmp/pr/old && pivot_root /tmp/pr /tmp/pr/old'", check=False)
+        assert refused.returncode != 0 and "Invalid argument" in refused.stderr, refused
+        control = _seen(vm.ssh(["unshare", "--pid", "--fork", "--kill-child",
+                                f"--mount-proc={root}/proc", "chroot", root,
+                                "python3", "-c", ESCAPE, job], check=False).stdout)
+        assert control["input"] == '{"pull_secret": "OPS"}' and control["wrote"] == "yes", \
+            control
+        vm.ssh(f"echo CONDUCTOR-READS-THIS > {job}/exit_code")
+
+        vm.write_text("/tmp/escape/drive.py", DRIVE)
+        seen = _seen(vm.ssh(["python3", "/tmp/escape/drive.py", root, job, ESCAPE]).stdout)
+        assert seen["input"] == "absent" and seen["wrote"] == "no", seen
+        listed = vm.ssh(f"ls -A {root}").stdout.split()
+        assert sorted(seen["top"].split()) == sorted(listed), (seen, listed)
+        assert vm.ssh(["cat", f"{job}/exit_code"]).stdout == "CONDUCTOR-READS-THIS\n"
+    finally:
+        vm.ssh(f"umount {root}/usr; rm -rf /tmp/escape {job}", check=False)
