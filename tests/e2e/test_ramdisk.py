@@ -106,8 +106,9 @@ def test_a_command_that_leaves_the_chroot_finds_only_the_target(shared_vm):
     vm = shared_vm
     job = "/run/provision-ironic/escape-node"
     root = "/tmp/escape/root"
-    vm.ssh(f"mkdir -p {job} {root}/usr {root}/run {root}/proc && echo '{{\"pull_secret\": \"OPS\"}}' > "
-           f"{job}/input.json && echo CONDUCTOR-READS-THIS > {job}/exit_code && "
+    vm.ssh(f"mkdir -p {job} {root}/usr {root}/run {root}/proc && "
+           f"echo '{{\"pull_secret\": \"OPS\"}}' > {job}/input.json && "
+           f"echo CONDUCTOR-READS-THIS > {job}/exit_code && "
            f"for d in bin lib lib64 sbin; do [ -L /$d ] && ln -sfn \"$(readlink /$d)\" "
            f"{root}/$d; done; mount --bind -o ro /usr {root}/usr")
     try:
