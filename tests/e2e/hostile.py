@@ -4,13 +4,16 @@ rebuilds the image's initramfs and runs its own grub): the test OS tar with
 - etc/fstab a link to an absolute path (/etc/fstab.real): provision must not follow it out of
   the target (it used to write the ramdisk's own file);
 - an initramfs-tools hook that, run by update-initramfs in provision's chroot as root, tries
-  to read and overwrite the conductor's job file in the ramdisk's /run, directly and through
-  /proc/1/root, and to read a file of the ramdisk's root, and records what it saw in the
-  target's /var/log/provision-chroot-probe.
+  to read and overwrite the conductor's job file in the ramdisk's /run, directly, through
+  /proc/1/root and by leaving the chroot (the double chroot, in the image's perl), and to
+  read a file of the ramdisk's root, and records what it saw in the target's
+  /var/log/provision-chroot-probe.
 
-Derived from root.tar.zst, so it is cached next to it under the same key.
+Derived from root.tar.zst, so it is cached next to it under the same key and the hook's
+digest.
 """
 
+import hashlib
 import pathlib
 import shutil
 import subprocess
@@ -20,15 +23,22 @@ JOB_FILE = f"/run/provision-ironic/{NODE}/exit_code"
 JOB_TEXT = "CONDUCTOR-READS-THIS"
 RAMDISK_MARKER = "/etc/provision-ramdisk-marker"
 PROBE_LOG = "/var/log/provision-chroot-probe"
+# chroot into a subdirectory while the working directory stays outside, climb `..`, chroot
+# there; then read the job file and overwrite it
+ESCAPE = ('mkdir "/run/esc"; chroot "/run/esc" or die; chdir ".." for 1 .. 64; '
+          'chroot "." or die; my $t = "absent"; if (open(my $f, "<", $ARGV[0])) { $t = <$f>; '
+          'chomp $t; } if (open(my $w, ">", $ARGV[0])) { print $w "TAMPERED\\n"; } print $t;')
 HOOK = f"""#!/bin/sh
 # what an image's initramfs hook reaches of the ramdisk that provisions it
 case "$1" in prereqs) exit 0 ;; esac
+ESCAPE='{ESCAPE}'
 {{
   echo "job=$(cat {JOB_FILE} 2>/dev/null || echo absent)"
   echo "via-pid1=$(cat /proc/1/root{JOB_FILE} 2>/dev/null || echo absent)"
   echo "ramdisk-root=$(cat /proc/1/root{RAMDISK_MARKER} 2>/dev/null || echo absent)"
   echo "pid1=$(cat /proc/1/comm)"
   echo "udev-entries=$(ls /run/udev/data 2>/dev/null | wc -l)"
+  echo "escape=$(perl -e "$ESCAPE" {JOB_FILE} 2>/dev/null || echo perl-failed)"
 }} > {PROBE_LOG}
 echo TAMPERED > {JOB_FILE} 2>/dev/null
 echo TAMPERED > /proc/1/root{JOB_FILE} 2>/dev/null
@@ -37,7 +47,7 @@ exit 0
 
 
 def tar(test_os):
-    out = test_os / "root-hostile.tar.zst"
+    out = test_os / f"root-hostile-{hashlib.sha256(HOOK.encode()).hexdigest()[:12]}.tar.zst"
     if out.exists():
         return out
     plain = test_os / "root-hostile.tar.part"

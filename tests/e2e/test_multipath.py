@@ -173,6 +173,7 @@ def _contained(seen, ramdisk_console):
     assert seen["probe"].get("pid1"), f"the image's hook did not run: {seen}"
     assert seen["probe"]["job"] == seen["probe"]["via-pid1"] == "absent", seen
     assert seen["probe"]["ramdisk-root"] == "absent", seen
+    assert seen["probe"]["escape"] == "absent", seen       # leaving the chroot ends in it
     assert int(seen["probe"]["udev-entries"]) > 0, seen      # the tools still get udev's view
     assert seen["job file"] == hostile.JOB_TEXT, seen
     said = next(ln for ln in ramdisk_console.splitlines() if "provision-ramdisk: kernel" in ln)
