@@ -155,7 +155,8 @@ def _disk(d, where, problems):
     disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
                       fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
                       wipe=d.get("wipe", True), origin=d.get("origin", where),
-                      from_inventory=d.get("from_inventory", False))
+                      from_inventory=d.get("from_inventory", False), pick=d.get("pick"),
+                      exclude=[dict(h) for h in d.get("exclude", [])])
     for j, p in enumerate(d.get("partitions", [])):
         pwhere = f"{where}.partitions[{j}]"
         disk.partitions.append(model.Partition(

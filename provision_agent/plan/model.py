@@ -40,6 +40,8 @@ class Disk:
     wipe: bool = True
     origin: str = ""
     from_inventory: bool = False       # hints a program picked: they name no removable disk
+    pick: str | None = None            # "smallest": several matches are no error (Ironic's rule)
+    exclude: list = field(default_factory=list)   # hint sets of disks this never is
 
 
 @dataclass

@@ -90,10 +90,19 @@ def _match(disks, disk, taken, res, problems):
     none, several, or one already taken."""
     where = disk.origin or disk.id
     try:
+        disks, excluded = _without_excluded(disks, disk)
         hints, found, tie = _find(disks, disk)
     except ValueError as exc:
         problems.append(Problem(where, f"bad disk hint: {exc}"))
         return None
+    picked = None
+    if disk.pick == "smallest" and found:
+        found, picked = _smallest(found)
+        if not found:
+            problems.append(Problem(where, f"every disk {_hint_text(hints)} matches is one no "
+                                           f"program picks by itself ({picked}); name the disk "
+                                           f"with a root device hint"))
+            return None
     path = inventory.path_named(disks, hints)
     if path:
         name, mp = path
@@ -103,8 +112,9 @@ def _match(disks, disk, taken, res, problems):
                                        f"disk: name {mp['name']}, or give its wwn or serial"))
         return None
     if not found:
+        left = f" ({excluded} left out)" if excluded else ""
         problems.append(Problem(where, f"no disk matches {_all_hints(disk)}; the machine has "
-                                       f"{_disk_list(disks)}"))
+                                       f"{_disk_list(disks)}{left}"))
         return None
     if len(found) > 1:
         names = ", ".join(d["name"] for d in found)
@@ -119,6 +129,10 @@ def _match(disks, disk, taken, res, problems):
         return None
     taken[dev["name"]] = disk
     res.matched_by[disk.id] = _hint_text(hints)
+    if picked:
+        res.matched_by[disk.id] += f", {picked}"
+    if excluded:
+        res.matched_by[disk.id] += f" ({excluded} left out)"
     if tie:
         res.matched_by[disk.id] += f", tie broken by {_hint_text(tie[1])}"
         res.warnings.append(f"{where}: {_hint_text(hints)} matches {len(tie[0])} disks "
@@ -168,6 +182,35 @@ def _size_volume_groups(layout, res, problems):
         res.vg_extents[vg.id] = extents
         res.sizes[vg.id] = extents * EXTENT
         problems += _place_lvs(vg, extents, res)
+
+
+def _without_excluded(disks, disk):
+    """(the disks none of disk.exclude's hint sets match, "NAME: exclude[i], ..." or "")."""
+    out = {}
+    for i, hints in enumerate(disk.exclude):
+        for d in inventory.match(disks, hints):
+            out.setdefault(d["name"], f"exclude[{i}]")
+    return ([d for d in disks if d["name"] not in out],
+            ", ".join(f"{name}: {why}" for name, why in out.items()))
+
+
+def _smallest(found):
+    """([the smallest disk], why) of the disks hints found, leaving out those no program picks
+    by itself (read-only, removable): Ironic's rule for a root disk without root device hints
+    (ironic-python-agent's guess_root_disk sorts by size, then by name, so that firmware that
+    boots only the first disk finds it). ([], what was left out) when none is left.
+    Where we differ: ironic-python-agent would pick a removable disk, a USB stick smaller than
+    the machine's disks first of all (docs/ironic-format.md)."""
+    left = [f"{d['name']} {inventory.left_alone(d)}" for d in found if inventory.left_alone(d)]
+    usable = sorted((d for d in found if not inventory.left_alone(d)),
+                    key=lambda d: (d["size"], d["name"]))
+    if not usable:
+        return [], "; ".join(left)
+    why = (f"the smallest of {len(usable)} ({_disk_list(usable)}), as Ironic picks a root disk "
+           "without root device hints")
+    if left:
+        why += f"; left out: {'; '.join(left)}"
+    return usable[:1], why
 
 
 def _find(disks, disk):
