@@ -65,6 +65,13 @@ opts = [
                      "at validate, so that a tenant's image is never silently replaced; a "
                      "layout given with the deploy itself (instance_info/provision_layout) "
                      "may always carry images."),
+    cfg.BoolOpt("root_device_hints_required", default=False,
+                help="Refuse a node with several disks and no root device hints "
+                     "(instance_info/root_device or properties/root_device), as this "
+                     "interface did before. Off (Ironic's rule): the root disk is the "
+                     "smallest disk of at least 4 GiB, the first by name among equal sizes, "
+                     "never a read-only or removable one nor one of "
+                     "properties/skip_block_devices; the plan names it and why."),
     cfg.StrOpt("image_keyring",
                help="OpenPGP keyring file on the conductor (certificates, binary or "
                     "armoured, as gpg --export writes them). Set: its content is uploaded "

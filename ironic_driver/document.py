@@ -4,13 +4,18 @@ This is the contract with the ironic data driver; keep both sides in step:
 
     {"node_uuid": str,
      "instance_info": node.instance_info (image_source, checksums, root_gb, swap_mb, ...),
-     "properties": {"root_device": node.properties["root_device"]}   (key absent without hints),
+     "properties": {"root_device": node.properties["root_device"],   (key absent without hints)
+                    "skip_block_devices": [...]},                    (key absent without one)
+     "root_device_default": "refuse"   (only with [provision_agent]root_device_hints_required;
+                                        absent: Ironic's smallest disk of at least 4 GiB),
      "boot_mode": "bios" | "uefi",
      "secure_boot": bool: Ironic turns Secure Boot on for the instance (its capabilities),
      "layout": the layout chosen for this deploy (layouts.py)            (key absent: classic)}
 """
 
 import copy
+
+from ironic.conf import CONF
 
 from ironic_driver import crypt_defaults
 
@@ -49,9 +54,12 @@ def build(node, layout=None):
            "properties": {},
            "boot_mode": boot_mode_of(node),
            "secure_boot": secure_boot_requested(node)}
-    hints = (node.properties or {}).get("root_device")
-    if hints:
-        doc["properties"]["root_device"] = copy.deepcopy(hints)
+    for key in ("root_device", "skip_block_devices"):
+        value = (node.properties or {}).get(key)
+        if value:
+            doc["properties"][key] = copy.deepcopy(value)
+    if CONF.provision_agent.root_device_hints_required:
+        doc["root_device_default"] = "refuse"
     if layout:
         doc["layout"] = crypt_defaults.apply(copy.deepcopy(layout))
     return doc

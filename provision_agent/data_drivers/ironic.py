@@ -1,6 +1,8 @@
 """Ironic's node data (what the Ironic deploy interface serialises) → the native format.
 
-    {"node_uuid": ..., "instance_info": {...}, "properties": {"root_device": {...}},
+    {"node_uuid": ..., "instance_info": {...},
+     "properties": {"root_device": {...}, "skip_block_devices": [{...}]},
+     "root_device_default": "smallest" (absent) | "refuse": without root device hints,
      "boot_mode": "bios" | "uefi", "secure_boot": bool (absent: false),
      "layout": {optional native document}}
 
@@ -36,8 +38,10 @@ _STR = {"type": ["string", "null"], "maxLength": 8192}
 _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
     "boot_mode": _STR, "secure_boot": {"type": ["boolean", "null"]},
     "layout": {"type": ["object", "null"]},
+    "root_device_default": {"enum": ["smallest", "refuse", None]},
     "properties": {"type": ["object", "null"], "properties": {
-        "root_device": {"type": ["object", "null"]}}},
+        "root_device": {"type": ["object", "null"]},
+        "skip_block_devices": {"type": ["array", "null"], "maxItems": 128}}},
     # instance_info's own type: native_document says what is missing in its own words.
     "instance_info": {"properties": dict(
         {key: _STR for key in ("image_source", "image_url", "image_os_hash_algo",
@@ -49,6 +53,7 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
         # a detached OpenPGP signature of the image: a URL, or the armour itself
         image_signature={"type": ["string", "null"], "maxLength": 65536},
         capabilities={"type": ["object", "string", "null"]},
+        root_device={"type": ["object", "null"]},
         configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
 
 
@@ -135,8 +140,17 @@ class IronicDriver(DataDriver):
     # --- Ironic's classic layouts ----------------------------------------------------------
 
     def _classic(self, data, info, boot_mode, add):
-        disk = {"id": ROOT_DISK, "match": fields.hints(data, add),
-                "origin": "properties.root_device"}
+        hints, origin = fields.hints(data, add)
+        disk = {"id": ROOT_DISK, "match": hints, "origin": origin or "root disk"}
+        if origin is None and data.get("root_device_default") != "refuse":
+            # Ironic's root disk without hints: the smallest of at least 4 GiB. An operator's
+            # [provision_agent]root_device_hints_required sends "refuse" instead.
+            disk["pick"] = "smallest"
+            disk["origin"] = ("root disk (no root device hints: the smallest disk of at least "
+                              "4 GiB, as Ironic picks)")
+        skips = fields.skip_list(data, add)
+        if skips:
+            disk["exclude"] = skips
         doc = {"version": 1, "disks": [disk], "filesystems": []}
         if whole_disk(info):
             image = fields.image(info, add, ROOT_DISK, True)

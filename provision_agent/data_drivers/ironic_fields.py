@@ -27,16 +27,25 @@ def whole_number(info, key, add):
 
 
 def hints(data, add):
+    """(the root device hints, the field they came from, or None without any): Ironic's
+    rule (deploy_utils.get_root_device_for_deploy) is instance_info/root_device, else
+    properties/root_device."""
+    info = data.get("instance_info") or {}
     props = data.get("properties") or {}
-    hints = props.get("root_device") if isinstance(props, dict) else None
-    if not hints:
-        return dict(DEFAULT_HINTS)
+    for origin, hints in (("instance_info.root_device", info.get("root_device")),
+                          ("properties.root_device", props.get("root_device"))):
+        if hints:
+            return _hints(hints, origin, add), origin
+    return dict(DEFAULT_HINTS), None
+
+
+def _hints(hints, origin, add):
     if not isinstance(hints, dict):
-        add("properties.root_device", "must be an object of root device hints")
+        add(origin, "must be an object of root device hints")
         return dict(DEFAULT_HINTS)
     result = {}
     for key, value in hints.items():
-        where = f"properties.root_device.{key}"
+        where = f"{origin}.{key}"
         if key in UNSUPPORTED_HINTS or key not in HINTS:
             add(where, f"root device hint {key!r} is not supported (supported: "
                        f"{', '.join(sorted(HINTS))})")
@@ -49,6 +58,21 @@ def hints(data, add):
         else:
             result[key] = str(value)
     return result or dict(DEFAULT_HINTS)
+
+
+def skip_list(data, add):
+    """properties/skip_block_devices: the disks Ironic never writes (each a hint set; IPA takes
+    `name` and `volume_name`: a RAID volume's name, which no disk here has, is left out)."""
+    skips = (data.get("properties") or {}).get("skip_block_devices") or []
+    if not isinstance(skips, list) or not all(isinstance(h, dict) for h in skips):
+        add("properties.skip_block_devices", "must be a list of objects of root device hints")
+        return []
+    out = []
+    for i, h in enumerate(skips[:128]):
+        hints = {k: v for k, v in h.items() if k != "volume_name"}
+        if hints:
+            out.append(_hints(hints, f"properties.skip_block_devices[{i}]", add))
+    return out
 
 
 def checksum(info, add):

@@ -170,13 +170,77 @@ def test_root_device_hints_map_and_unsupported_ones_are_refused():
                for p in problems(doc))
 
 
-def test_without_hints_a_single_disk_of_at_least_4_gib_is_required():
+def _disks(*specs):
+    """An inventory: (name, GiB, extra fields)."""
+    return inv_mod.from_document({"disks": [
+        dict({"name": name, "size": gib << 30, "serial": f"s-{name}"}, **extra)
+        for name, gib, extra in specs]})
+
+
+def _picked(doc, disks):
+    planned = pipeline.build_plan(IronicDriver(doc).layout(), disks)
+    return planned.resolved.devices["root-disk"], planned.resolved.matched_by["root-disk"]
+
+
+def test_without_hints_the_smallest_disk_of_at_least_4_gib_as_ironic_picks():
+    """ironic-python-agent's guess_root_disk: sorted by size, then name; the first >= 4 GiB.
+    This refused the node (exit 3) when several disks matched."""
     doc = node()
     del doc["properties"]
-    assert native(doc)["disks"][0]["match"] == {"size": ">= 4"}
+    out = native(doc)["disks"][0]
+    assert out["match"] == {"size": ">= 4"} and out["pick"] == "smallest"
+    disks = _disks(("sda", 960, {}), ("sdb", 3, {}), ("nvme0n1", 480, {}), ("sdc", 480, {}))
+    name, why = _picked(doc, disks)
+    assert name == "/dev/nvme0n1"       # 480 GiB twice: the first by name; sdb is under 4 GiB
+    assert "the smallest of 3" in why and "as Ironic picks" in why
+    name, _ = _picked(doc, inv_mod.from_document(inventory("three-disks")))
+    assert name == "/dev/vda"           # three equal disks: the first by name
+
+
+def test_without_hints_a_usb_stick_or_read_only_disk_is_never_picked():
+    """ironic-python-agent would take the 8 GiB USB stick before the 480 GiB disk."""
+    doc = node()
+    del doc["properties"]
+    disks = _disks(("sda", 480, {}), ("sdb", 8, {"tran": "usb"}), ("sdc", 16, {"removable": True}),
+                   ("sdd", 32, {"read_only": True}))
+    name, why = _picked(doc, disks)
+    assert name == "/dev/sda"
+    assert "left out: /dev/sdb removable" in why and "/dev/sdd read-only" in why
+    with pytest.raises(MachineMismatch) as exc:
+        _picked(doc, _disks(("sdb", 8, {"tran": "usb"})))
+    assert "no program picks by itself" in str(exc.value.problems[0])
+
+
+def test_skip_block_devices_are_never_the_root_disk():
+    doc = node()
+    doc["properties"] = {"skip_block_devices": [{"name": "/dev/sdb"}, {"volume_name": "r1"}]}
+    disks = _disks(("sda", 960, {}), ("sdb", 100, {}), ("sdc", 480, {}))
+    name, why = _picked(doc, disks)
+    assert name == "/dev/sdc" and "/dev/sdb: exclude[0] left out" in why
+    # with hints too: a hint that finds only a skipped disk finds none
+    doc["properties"]["root_device"] = {"name": "/dev/sdb"}
+    with pytest.raises(MachineMismatch) as exc:
+        _picked(doc, disks)
+    assert "left out" in str(exc.value.problems[0])
+
+
+def test_instance_info_root_device_comes_before_the_nodes_own():
+    """Ironic's deploy_utils.get_root_device_for_deploy: instance_info, then properties."""
+    doc = node(root_device={"serial": "s-sdc"})
+    name, why = _picked(doc, _disks(("sda", 8, {}), ("sdb", 8, {}), ("sdc", 8, {})))
+    assert name == "/dev/sdc" and why == "serial='s-sdc'"
+    assert native(doc)["disks"][0]["origin"] == "instance_info.root_device"
+
+
+def test_an_operator_can_keep_refusing_a_node_without_hints():
+    """[provision_agent]root_device_hints_required: the document says "refuse"."""
+    doc = node()
+    del doc["properties"]
+    doc["root_device_default"] = "refuse"
+    assert "pick" not in native(doc)["disks"][0]
     with pytest.raises(MachineMismatch) as exc:
         plan(doc)          # three 4 GiB disks: ambiguous, refused
-    assert exc.value.problems[0].location == "properties.root_device"
+    assert "3 disks match" in str(exc.value.problems[0])
 
 
 def test_given_layout_is_used_and_completed_from_instance_info():

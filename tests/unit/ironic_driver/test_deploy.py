@@ -47,6 +47,16 @@ class TestWithNode(dbcase.NodeTestCase):
         self.assertNotIn("layout", doc)
         self.assertEqual("bios", doc["boot_mode"])
 
+    def test_document_carries_skipped_disks_and_the_operators_choice_without_hints(self):
+        """The ramdisk picks the root disk as Ironic does (the smallest of at least 4 GiB, never
+        one of skip_block_devices) unless the operator asks for hints everywhere."""
+        self.node.properties = {"skip_block_devices": [{"name": "/dev/sdb"}]}
+        doc = document.build(self.node)
+        self.assertEqual({"skip_block_devices": [{"name": "/dev/sdb"}]}, doc["properties"])
+        self.assertNotIn("root_device_default", doc)
+        self.config(root_device_hints_required=True, group="provision_agent")
+        self.assertEqual("refuse", document.build(self.node)["root_device_default"])
+
     def test_properties_listed(self):
         props = deploy.ProvisionDeploy().get_properties()
         self.assertIn("Optional", props["provision_ssh_address"])
