@@ -57,6 +57,23 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
         configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
 
 
+def _root_disk(data, add):
+    """The native disk Ironic's classic layouts go on: the root device hints, else Ironic's
+    root disk without hints, the smallest of at least 4 GiB (an operator's
+    [provision_agent]root_device_hints_required sends "refuse" instead); never one of the
+    node's skip_block_devices."""
+    hints, origin = fields.hints(data, add)
+    disk = {"id": ROOT_DISK, "match": hints, "origin": origin or "root disk"}
+    if origin is None and data.get("root_device_default") != "refuse":
+        disk["pick"] = "smallest"
+        disk["origin"] = ("root disk (no root device hints: the smallest disk of at least "
+                          "4 GiB, as Ironic picks)")
+    skips = fields.skip_list(data, add)
+    if skips:
+        disk["exclude"] = skips
+    return disk
+
+
 def whole_disk(info):
     """Ironic's answer (common/images.py is_whole_disk_image): image_type when set, which is
     how an image that is no Glance image is named a partition image, else an image without
@@ -140,17 +157,7 @@ class IronicDriver(DataDriver):
     # --- Ironic's classic layouts ----------------------------------------------------------
 
     def _classic(self, data, info, boot_mode, add):
-        hints, origin = fields.hints(data, add)
-        disk = {"id": ROOT_DISK, "match": hints, "origin": origin or "root disk"}
-        if origin is None and data.get("root_device_default") != "refuse":
-            # Ironic's root disk without hints: the smallest of at least 4 GiB. An operator's
-            # [provision_agent]root_device_hints_required sends "refuse" instead.
-            disk["pick"] = "smallest"
-            disk["origin"] = ("root disk (no root device hints: the smallest disk of at least "
-                              "4 GiB, as Ironic picks)")
-        skips = fields.skip_list(data, add)
-        if skips:
-            disk["exclude"] = skips
+        disk = _root_disk(data, add)
         doc = {"version": 1, "disks": [disk], "filesystems": []}
         if whole_disk(info):
             image = fields.image(info, add, ROOT_DISK, True)
