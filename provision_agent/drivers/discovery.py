@@ -31,6 +31,16 @@ def _links(device, prefix):
     return sorted(link for link in device.device_links if link.startswith(prefix))
 
 
+def _block_sizes(device):
+    """The disk's logical and physical block sizes in bytes. sysfs `size` counts 512-byte
+    units whatever the logical size; the tables are written in logical sectors."""
+    out = {}
+    for key in ("logical_block_size", "physical_block_size"):
+        value = _attr(device, f"queue/{key}")
+        out[key] = int(value) if value and value.isdigit() and int(value) else 512
+    return out
+
+
 def describe(device):
     """One disk dict (IPA field names) from a pyudev Device, or None to leave it out."""
     name = device.sys_name
@@ -57,6 +67,7 @@ def describe(device):
         "hctl": parent.sys_name if parent is not None else None,
         "by_path": by_path[0] if by_path else None,
         "by_id": _links(device, "/dev/disk/by-id/"),
+        **_block_sizes(device),
     }
 
 
@@ -92,6 +103,7 @@ def describe_multipath(device, paths):
         "hctl": None,
         "by_path": None,
         "by_id": sorted(by_id),
+        **_block_sizes(device),
         "multipath": {"wwid": uuid.removeprefix("mpath-"), "dm": f"/dev/{device.sys_name}",
                       "paths": [{"name": d["name"], "by_path": d["by_path"], "hctl": d["hctl"]}
                                 for d in sorted(described, key=lambda d: d["name"])]},

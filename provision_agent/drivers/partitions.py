@@ -1,13 +1,16 @@
 """Partition tables: sgdisk for GPT, parted (+ sfdisk for MBR type bytes) for msdos.
 
-Geometry is decided by the planner (sectors of 512 bytes, inclusive ranges); these functions
-only carry it out. Partitions to keep are never deleted or recreated.
+Geometry is decided by the planner, in bytes; these functions only carry it out, in the
+disk's own logical sectors (a step's `sector_size`, which must be the disk's), since sgdisk,
+sfdisk and parted count in those. Partitions to keep are never deleted or recreated.
 """
 
 import json
 import logging
+import os
+import stat
 
-from provision_agent.errors import ImageError
+from provision_agent.errors import ImageError, MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_number
 from provision_agent.plan.parttypes import GPT_TYPES, MBR_TYPES
 
@@ -15,6 +18,44 @@ LOG = logging.getLogger(__name__)
 
 # GPT attribute bit 2: "legacy BIOS bootable", what the msdos boot flag means on GPT.
 GPT_LEGACY_BOOT_BIT = 2
+
+
+def logical_sector_size(disk, sys_block="/sys/class/block"):
+    """The logical block size the kernel gives disk, 512 for an image file (which the tools
+    address in 512-byte sectors), None when neither says."""
+    try:
+        with open(os.path.join(sys_block, os.path.basename(os.path.realpath(disk)), "queue",
+                               "logical_block_size")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        pass
+    try:
+        return 512 if stat.S_ISREG(os.stat(disk).st_mode) else None
+    except OSError:
+        return None
+
+
+def check_sector_size(disk, parts, sys_block="/sys/class/block"):
+    """Refuse, before anything is written, a table planned for other sectors than the disk's
+    (a plan made against an inventory of another machine, or of this one before its disks
+    were reformatted): its offsets would land elsewhere or not on sector boundaries."""
+    have = logical_sector_size(disk, sys_block)
+    for args in parts:
+        if have is not None and args["sector_size"] != have:
+            raise MachineMismatch([Problem(disk, f"the plan writes partition {args['number']} "
+                                                 f"in {args['sector_size']}-byte sectors, the "
+                                                 f"disk's logical sectors are {have} bytes: plan "
+                                                 f"again against this machine's inventory")])
+
+
+def sectors(args):
+    """(first, last) logical sector of a partition step, inclusive, from its bytes."""
+    sector, offset, size = args["sector_size"], args["offset"], args["size"]
+    if offset % sector or size % sector or size <= 0:
+        raise MachineMismatch([Problem(args["disk"], f"partition {args['number']} at byte "
+                                                     f"{offset}, {size} bytes long, is not in "
+                                                     f"whole {sector}-byte sectors")])
+    return offset // sector, (offset + size) // sector - 1
 
 
 def read_table(runner, disk):
@@ -43,7 +84,8 @@ def new_msdos_table(runner, disk, keep=()):
 
 def _gpt_options(args):
     n = args["number"]
-    options = [f"--new={n}:{args['start']}:{args['end']}", f"--typecode={n}:{args['type']}"]
+    start, end = sectors(args) if "offset" in args else (args["start"], args["end"])
+    options = [f"--new={n}:{start}:{end}", f"--typecode={n}:{args['type']}"]
     if args.get("name"):
         options.append(f"--change-name={n}:{args['name']}")
     if args.get("guid"):
@@ -66,6 +108,7 @@ def write_gpt(runner, disk, parts, keep=()):
     partitions cost six seconds of sleeping, on real hardware as in the VM. sgdisk applies the
     options in order in memory and writes the table once, or not at all when one fails.
     """
+    check_sector_size(disk, parts)
     keep = set(keep)
     if keep:
         table = read_table(runner, disk)
@@ -83,7 +126,8 @@ def msdos_script(parts):
     container among them): each line names its partition, so the numbers are the plan's."""
     lines = ["label: dos", "unit: sectors", ""]
     for args in parts:
-        fields = [f"start={args['start']}", f"size={args['end'] - args['start'] + 1}",
+        start, end = sectors(args)
+        fields = [f"start={start}", f"size={end - start + 1}",
                   f"type={args['type'].removeprefix('0x')}"]
         if "boot" in args.get("flags", []):
             fields.append("bootable")
@@ -94,13 +138,15 @@ def msdos_script(parts):
 def write_msdos(runner, disk, parts):
     """A new msdos table with all of parts in one sfdisk call (parted and sfdisk --part-type
     each cost 0.65 s a call in the VM: 15 calls for six partitions)."""
+    check_sector_size(disk, parts)
     runner.run(["sfdisk", "--quiet", disk], input=msdos_script(parts), log_input=True)
 
 
 def msdos_argvs(args):
     disk, n = args["disk"], args["number"]
+    start, end = sectors(args)
     argvs = [["parted", "-s", "-a", "none", disk, "unit", "s", "mkpart", args["kind"],
-              f"{args['start']}s", f"{args['end']}s"]]
+              f"{start}s", f"{end}s"]]
     if args["kind"] != "extended":
         argvs.append(["sfdisk", "--part-type", disk, str(n), args["type"].removeprefix("0x")])
     if "boot" in args.get("flags", []):
@@ -109,6 +155,7 @@ def msdos_argvs(args):
 
 
 def create(runner, args, label):
+    check_sector_size(args["disk"], [args])
     argvs = [gpt_argv(args)] if label == "gpt" else msdos_argvs(args)
     for argv in argvs:
         runner.run(argv)
@@ -117,13 +164,16 @@ def create(runner, args, label):
 def check_kept(table, args):
     """Problem text if the kept partition args['number'] is not where the plan says, else None."""
     n = args["number"]
+    sector = (table or {}).get("sectorsize", 512)
     for p in (table or {}).get("partitions", []):
         if partition_number(p["node"]) != n:
             continue
-        start, end = p["start"], p["start"] + p["size"] - 1
-        if (start, end) != (args["start"], args["end"]):
-            return (f"partition {n} to keep is at sectors {start}-{end}, the layout puts it at "
-                    f"{args['start']}-{args['end']}")
+        offset, size = p["start"] * sector, p["size"] * sector
+        if (offset, size) != (args["offset"], args["size"]):
+            return (f"partition {n} to keep is at bytes {offset}-{offset + size - 1} "
+                    f"({sector}-byte sectors {p['start']}-{p['start'] + p['size'] - 1}), the "
+                    f"layout puts it at bytes {args['offset']}-"
+                    f"{args['offset'] + args['size'] - 1}")
         return None
     return f"partition {n} to keep does not exist"
 
@@ -172,7 +222,8 @@ def append_at_end(runner, disk, size_bytes, disk_bytes, name=None):
                         number, last - start + 1, size_bytes // sector)
         parts = table["partitions"]
     else:
-        create(runner, args, "msdos")
+        create(runner, dict(args, offset=start * sector, size=(last - start + 1) * sector,
+                            sector_size=sector), "msdos")
     LOG.info("%s: added partition %d (sectors %d-%d) after the image's partitions", disk,
              number, start, last)
     k = sector // 512       # sysfs counts 512-byte sectors

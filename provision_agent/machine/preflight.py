@@ -10,6 +10,7 @@ import os
 from provision_agent.drivers import blockinfo, bootloader, lvm, partitions
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.machine import crypt_needs
+from provision_agent.plan import geometry, inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
         if have["size"] < want["size"]:
             problems.append(Problem(where, f"{name} has {have['size']} bytes, the plan was made "
                                            f"for {want['size']}"))
+        problems += [Problem(where, p) for p in _block_sizes(name, want, have)]
         if want.get("serial") and have.get("serial") and want["serial"] != have["serial"]:
             problems.append(Problem(where, f"{name} has serial {have['serial']}, the plan was "
                                            f"made for serial {want['serial']}"))
@@ -100,6 +102,22 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
+
+
+def _block_sizes(name, want, have):
+    """The tables are written in the disk's logical sectors and aligned to its physical
+    blocks: a plan made for other ones (a recorded inventory of another disk) is refused."""
+    (logical, physical, recorded), (live, live_physical, _) = (inventory.block_sizes(want),
+                                                                inventory.block_sizes(have))
+    said = "" if recorded else " (assumed: its inventory did not record them)"
+    if live != logical:
+        return [f"{name} has {live}-byte logical sectors, the plan was made for {logical}{said}: "
+                f"plan again against this machine's inventory"]
+    if geometry.alignment(logical, physical) % live_physical:
+        return [f"{name} has {live_physical}-byte physical blocks, the plan aligns partitions "
+                f"to {geometry.alignment(logical, physical)} bytes{said}: plan again against "
+                f"this machine's inventory"]
+    return []
 
 
 def _kept_partitions(steps, runner):

@@ -5,6 +5,11 @@ The format is ironic-python-agent's (what Ironic stores from inspection): either
 model, serial, wwn, vendor, rotational, by_path, hctl, and optionally by_id (a list of links)
 and, for a multipath disk, multipath: {"wwid", "paths": [{"name", "by_path", "hctl"}]}.
 A disk listed as one path of a multipath disk is not a disk of its own here.
+
+logical_block_size and physical_block_size (bytes, as sysfs queue/ says) are what partitions
+are aligned to and the tables written in; `provision inventory` records them. An inventory
+that does not (ironic-python-agent's, or one recorded by an older version) is read as 512 and
+512, and the plan says that it assumed so.
 """
 
 import json
@@ -16,7 +21,8 @@ from provision_agent.plan import hints as ironic_hints
 
 LOG = logging.getLogger(__name__)
 
-SECTOR = 512
+DEFAULT_BLOCK_SIZE = 512
+LOGICAL_SIZES = (512, 1024, 2048, 4096)
 
 
 def load(path):
@@ -44,12 +50,38 @@ def from_document(doc, where="inventory"):
                 or not isinstance(d.get("size"), int) or isinstance(d.get("size"), bool):
             problems.append(Problem(f"{where}: disks[{i}]", "needs a name and a size in bytes"))
             continue
+        bad = _block_size_problem(d)
+        if bad:
+            problems.append(Problem(f"{where}: disks[{i}]", bad))
+            continue
         result.append(normalize(d))
     if problems:
         raise InputError(problems)
     # an inventory that lists the paths next to their multipath device (fuel-agent's did)
     paths = {p for d in result for p in path_names(d)}
     return [d for d in result if d["name"] not in paths]
+
+
+def _block_size_problem(disk):
+    logical = disk.get("logical_block_size", DEFAULT_BLOCK_SIZE)
+    physical = disk.get("physical_block_size", logical)
+    for key, value in (("logical_block_size", logical), ("physical_block_size", physical)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return f"{key} must be a number of bytes, not {value!r}"
+    if logical not in LOGICAL_SIZES:
+        return (f"logical_block_size {logical} is not one partition tables are written for "
+                f"({', '.join(map(str, LOGICAL_SIZES))})")
+    if physical % logical:
+        return f"physical_block_size {physical} is not a multiple of logical_block_size {logical}"
+    return None
+
+
+def block_sizes(disk):
+    """(logical, physical, recorded): the disk's block sizes in bytes, and whether the
+    inventory recorded them (False: 512 and 512 assumed)."""
+    recorded = "logical_block_size" in disk
+    logical = disk.get("logical_block_size", DEFAULT_BLOCK_SIZE)
+    return logical, disk.get("physical_block_size", logical), recorded
 
 
 def path_names(disk):

@@ -76,7 +76,7 @@ def _tables(res):
         steps.append(st.PartitionTable(dev(disk.id), disk.table, description=f"new {disk.table} "
                                        f"partition table on {dev(disk.id)}"))
     for disk in tabled:
-        steps += [_partition_step(layout, disk, dev(disk.id), p)
+        steps += [_partition_step(layout, disk, dev(disk.id), p, res.block_sizes[disk.id][0])
                   for p in res.placed.get(disk.id, [])]
     part_devices = [p.device for ps in res.placed.values() for p in ps if p.kind != "extended"]
     if part_devices:
@@ -86,10 +86,10 @@ def _tables(res):
     return steps
 
 
-def _partition_step(layout, disk, name, p):
+def _partition_step(layout, disk, name, p, sector_size):
     part = _part(layout, p.part_id) if p.part_id else None
     return st.Partition(
-        name, p.number, p.device, p.start, p.end,
+        name, p.number, p.device, p.offset, p.size, sector_size,
         parttypes.type_code(disk.table, part.type if part else "extended",
                             part.type_guid if part else None),
         name=part.name if part else None,

@@ -14,9 +14,10 @@ def layout_dict(res):
             "id": d.id, "device": res.devices.get(d.id), "size": res.sizes.get(d.id),
             "serial": res.disks.get(d.id, {}).get("serial"), "table": d.table,
             "matched_by": res.matched_by.get(d.id),
+            **_block_sizes(res, d.id),
             "partitions": [{
-                "id": p.part_id, "number": p.number, "device": p.device, "start": p.start,
-                "end": p.end, "size": p.size, "kind": p.kind,
+                "id": p.part_id, "number": p.number, "device": p.device, "offset": p.offset,
+                "size": p.size, "kind": p.kind,
                 "type": parts[p.part_id].type if p.part_id else "extended",
                 "keep": bool(p.part_id and parts[p.part_id].keep),
             } for p in res.placed.get(d.id, [])],
@@ -41,6 +42,22 @@ def layout_dict(res):
         "images": [{"uri": im.uri, "format": im.format, "target": im.target}
                    for im in lay.images],
     }
+
+
+def _block_sizes(res, disk_id):
+    if disk_id not in res.block_sizes:
+        return {}
+    logical, physical, recorded = res.block_sizes[disk_id]
+    return {"logical_block_size": logical, "physical_block_size": physical,
+            "block_sizes_recorded": recorded}
+
+
+def _sectors_text(res, disk_id):
+    if disk_id not in res.block_sizes:
+        return ""
+    logical, physical, recorded = res.block_sizes[disk_id]
+    text = f"{logical}-byte sectors" + (f" ({physical} physical)" if physical != logical else "")
+    return "  " + text + ("" if recorded else " (assumed: the inventory does not record them)")
 
 
 def warnings(res):
@@ -77,7 +94,8 @@ def plan_text(planned):
     for d in lay.disks:
         table = d.table if d.partitions else "whole disk"
         lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {table}"
-                     f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"
+                     + (_sectors_text(res, d.id) if d.partitions else "")
+                     + f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"
                      + (f"  → {tail(d.id)}" if tail(d.id) else ""))
         placed = res.placed.get(d.id, [])
         for i, p in enumerate(placed):

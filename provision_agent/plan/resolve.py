@@ -29,6 +29,9 @@ class Resolved:
     matched_by: dict = field(default_factory=dict)  # disk id -> the hints that found the disk
     # disk id -> what its partitions' device names derive from (partition_base)
     partition_bases: dict = field(default_factory=dict)
+    # disk id -> (logical, physical, recorded): block sizes in bytes, recorded False when the
+    # inventory did not say and 512 was assumed
+    block_sizes: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)    # shown with the plan
 
 
@@ -145,14 +148,17 @@ def _match(disks, disk, taken, res, problems):
     res.devices[disk.id] = dev["name"]
     res.sizes[disk.id] = dev["size"]
     res.partition_bases[disk.id] = partition_base(dev)
+    res.block_sizes[disk.id] = inventory.block_sizes(dev)
     return dev
 
 
 def _place(disk, dev, res, problems):
     if sum(p.size.remaining for p in disk.partitions) > 1:
         return      # validation reports it; there is no single way to place them
+    logical, physical, _ = res.block_sizes[disk.id]
     placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions,
-                                  partitions_of=res.partition_bases[disk.id])
+                                  partitions_of=res.partition_bases[disk.id], sector=logical,
+                                  physical=physical)
     problems += [Problem(disk.origin or disk.id, e) for e in errs]
     res.placed[disk.id] = placed
     for p in placed:

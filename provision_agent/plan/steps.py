@@ -1,8 +1,8 @@
 """The plan's vocabulary: one dataclass per step kind, its fields the step's arguments.
 
 The planner builds these, the executor dispatches each through its handler table, and the
-printed plan is these fields (`args`): fully resolved (device paths, sector ranges, sizes in
-bytes), so that the plan is exactly what runs. Values only knowable at run time (filesystem
+printed plan is these fields (`args`): fully resolved (device paths, partition offsets and
+sizes in bytes), so that the plan is exactly what runs. Values only knowable at run time (filesystem
 UUIDs of written images, for example) are read by the executor from the device named in the
 step. The JSON plan is a public contract (Ironic shows it, programs read it): its schema is
 `schema/plan-v1.json`, generated from these classes (docs/plan-format.md) and checked against
@@ -42,14 +42,16 @@ class PartitionTable(Step):
 
 @dataclass
 class Partition(Step):
-    """Sectors are 512-byte units, inclusive; `type` a GPT type GUID or an MBR type byte
-    ("0x83"); `kind` primary | extended | logical (msdos) or None (gpt)."""
+    """`offset` and `size` in bytes, multiples of `sector_size`, the disk's logical block
+    size the table is written in; `type` a GPT type GUID or an MBR type byte ("0x83"); `kind`
+    primary | extended | logical (msdos) or None (gpt)."""
     kind: ClassVar[str] = "partition"
     disk: str
     number: int
     device: str
-    start: int
-    end: int
+    offset: int
+    size: int
+    sector_size: int
     type: str
     name: str | None = None
     flags: list = field(default_factory=list)

@@ -51,6 +51,7 @@ class Executor:
         self.new_parts = {}         # disk -> its new partitions' step args, in plan order
         self.in_table = set()       # partition devices already written with their table
         self.tables = {}            # disk -> {number: (start, size)}: the planned table
+                                    # (512-byte units)
         self.table_follows = set()  # disks a later step writes a table onto and re-reads:
                                     # a partition_table, or a disk or qcow2 image written whole
         self.wiped = set()          # disks a wipe step clears
@@ -108,8 +109,9 @@ class Executor:
                 self.wiped.add(step.disk)
             if step.kind != "partition":
                 continue
+            # as sysfs shows the kernel's partitions: in 512-byte units at any sector size
             self.tables.setdefault(step.disk, {})[step.number] = (
-                step.start, None if step.kind_ == "extended" else step.end - step.start + 1)
+                step.offset // 512, None if step.kind_ == "extended" else step.size // 512)
             if step.keep:
                 self.keep_numbers.setdefault(step.disk, []).append(step.number)
             else:

@@ -139,21 +139,22 @@ def check_plan(plan):
     layout = plan["layout"]
     devices = set()
     for disk in layout["disks"]:
-        sectors = disk["size"] // 512
-        last = sectors - 1 - (33 if disk["table"] == "gpt" else 0)
+        sector = disk.get("logical_block_size", 512)
+        end = disk["size"] - (33 * sector if disk["table"] == "gpt" else 0)
         primaries = [p for p in disk["partitions"] if p["kind"] != "logical"]
         logicals = [p for p in disk["partitions"] if p["kind"] == "logical"]
         for group in (primaries, logicals):
-            spans = sorted((p["start"], p["end"]) for p in group)
+            spans = sorted((p["offset"], p["offset"] + p["size"]) for p in group)
             for (s1, e1), (s2, _) in zip(spans, spans[1:]):
-                assert e1 < s2, f"overlapping partitions on {disk['device']}: {spans}"
+                assert e1 <= s2, f"overlapping partitions on {disk['device']}: {spans}"
         extended = [p for p in primaries if p["kind"] == "extended"]
         for p in disk["partitions"]:
-            assert 1 <= p["start"] <= p["end"] <= last, (disk["device"], p)
-            assert p["size"] == (p["end"] - p["start"] + 1) * 512, p
+            assert sector <= p["offset"] < p["offset"] + p["size"] <= end, (disk["device"], p)
+            assert p["offset"] % sector == p["size"] % sector == 0, p
             if p["kind"] == "logical":
-                assert extended and extended[0]["start"] < p["start"] <= p["end"] <= \
-                    extended[0]["end"], p
+                ext = extended[0] if extended else None
+                assert ext and ext["offset"] < p["offset"] and \
+                    p["offset"] + p["size"] <= ext["offset"] + ext["size"], p
             devices.add(p["device"])
         devices.add(disk["device"])
     for raid in layout["raids"]:

@@ -91,3 +91,17 @@ def test_multipath_disk_listed_once_with_its_paths(tmp_path):
          "hctl": "2:0:0:0"},
         {"name": "/dev/sdb", "by_path": "/dev/disk/by-path/pci-0000:00:04.0-scsi-0:0:0:0",
          "hctl": "3:0:0:0"}]
+
+
+def test_block_sizes_are_recorded_as_sysfs_says():
+    """sysfs `size` counts 512-byte units at any sector size; the block sizes are recorded so
+    that a plan made from the inventory writes the table in the disk's own sectors."""
+    fourkn, e512 = disk("sda", sectors="8388608"), disk("sdb")
+    fourkn.attributes.update({"queue/logical_block_size": b"4096",
+                              "queue/physical_block_size": b"4096"})
+    e512.attributes.update({"queue/logical_block_size": b"512",
+                            "queue/physical_block_size": b"4096"})
+    sda, sdb = discovery.discover_disks(FakeContext([fourkn, e512]))
+    assert sda["size"] == 4 << 30
+    assert (sda["logical_block_size"], sda["physical_block_size"]) == (4096, 4096)
+    assert (sdb["logical_block_size"], sdb["physical_block_size"]) == (512, 4096)

@@ -5,14 +5,14 @@ import json
 import pytest
 
 from provision_agent.drivers import fstab, lvm, md, mkfs, partitions
-from provision_agent.errors import ImageError
+from provision_agent.errors import ImageError, MachineMismatch
 from provision_agent.plan.devnames import partition_number
 from tests.unit.fakes import FakeRunner
 
 
 def test_gpt_partition_argv_carries_geometry_type_name_guid_and_boot_flag():
     argv = partitions.gpt_argv({
-        "disk": "/dev/vda", "number": 2, "start": 4096, "end": 528383,
+        "disk": "/dev/vda", "number": 2, "offset": 2097152, "size": 268435456, "sector_size": 512,
         "type": "A19D880F-05FC-4D3B-A006-743F0F84911E", "name": "boot",
         "guid": "11111111-2222-3333-4444-555555555555", "flags": ["boot"]})
     assert argv == ["sgdisk", "--new=2:4096:528383",
@@ -23,8 +23,9 @@ def test_gpt_partition_argv_carries_geometry_type_name_guid_and_boot_flag():
 
 
 def test_msdos_logical_partition_gets_type_byte_and_boot_flag():
-    argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 5, "start": 6144,
-                                    "end": 210943, "type": "0x82", "kind": "logical",
+    argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 5, "offset": 3145728,
+                                    "size": 104857600, "sector_size": 512,
+                                    "type": "0x82", "kind": "logical",
                                     "flags": ["boot"]})
     assert argvs == [
         ["parted", "-s", "-a", "none", "/dev/sda", "unit", "s", "mkpart", "logical",
@@ -34,8 +35,9 @@ def test_msdos_logical_partition_gets_type_byte_and_boot_flag():
 
 
 def test_msdos_extended_partition_has_no_type_change():
-    argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 4, "start": 4096,
-                                    "end": 9999, "type": "0x0f", "kind": "extended",
+    argvs = partitions.msdos_argvs({"disk": "/dev/sda", "number": 4, "offset": 2097152,
+                                    "size": 3022848, "sector_size": 512,
+                                    "type": "0x0f", "kind": "extended",
                                     "flags": []})
     assert len(argvs) == 1 and argvs[0][-3:] == ["extended", "4096s", "9999s"]
 
@@ -104,9 +106,10 @@ def test_partition_number(dev, n):
 
 def test_check_kept_partition_position():
     table = {"partitions": [{"node": "/dev/vda3", "start": 2048, "size": 1000}]}
-    ok = {"number": 3, "start": 2048, "end": 3047}
+    ok = {"number": 3, "offset": 1048576, "size": 512000, "sector_size": 512}
     assert partitions.check_kept(table, ok) is None
-    assert "sectors 2048-3047" in partitions.check_kept(table, dict(ok, start=4096))
+    assert "bytes 1048576-1560575 (512-byte sectors 2048-3047)" in \
+        partitions.check_kept(table, dict(ok, offset=2 * 1048576))
     assert "does not exist" in partitions.check_kept(table, dict(ok, number=4))
     assert "does not exist" in partitions.check_kept(None, ok)
 
@@ -194,3 +197,51 @@ def test_same_volume_id_only_for_a_fat_volume_id_not_already_chosen():
     assert mkfs.same_volume_id("EC01-A28D", ["-i", "12345678"]) == []
     assert mkfs.same_volume_id("0b9f1c2e-5d7a-4c1e-9a63-3f1f6b0e2a11") == []
     assert mkfs.same_volume_id(None) == []
+
+
+# The issue's ESP (512 MiB at 1 MiB) in each sector size: the tools count in the disk's own.
+ESP = {"disk": "/dev/vdz", "number": 1, "offset": 1 << 20, "size": 512 << 20, "type": "T",
+       "kind": "primary", "flags": []}
+
+
+@pytest.mark.parametrize("sector,first,last", [(512, 2048, 1050623), (4096, 256, 131327)])
+def test_bytes_become_the_disks_own_sectors(sector, first, last):
+    args = dict(ESP, sector_size=sector)
+    assert partitions.sectors(args) == (first, last)
+    assert partitions.gpt_argv(args)[1] == f"--new=1:{first}:{last}"
+    assert f"start={first}, size={last - first + 1}" in partitions.msdos_script([
+        dict(args, device="/dev/vdz1", type="0x83")])
+    assert partitions.msdos_argvs(args)[0][-2:] == [f"{first}s", f"{last}s"]
+
+
+@pytest.mark.parametrize("offset,size", [((1 << 20) + 512, 512 << 20), (1 << 20, 4095), (0, 0)])
+def test_bytes_that_are_not_whole_sectors_are_refused(offset, size):
+    with pytest.raises(MachineMismatch) as exc:
+        partitions.sectors(dict(ESP, sector_size=4096, offset=offset, size=size))
+    assert "is not in whole 4096-byte sectors" in str(exc.value)
+
+
+def test_a_table_planned_for_other_sectors_than_the_disks_is_not_written(tmp_path):
+    """The last guard after the preflight: the disk's logical block size from sysfs."""
+    (tmp_path / "null" / "queue").mkdir(parents=True)
+    (tmp_path / "null" / "queue" / "logical_block_size").write_text("4096\n")
+    r = FakeRunner()
+    with pytest.raises(MachineMismatch) as exc:
+        partitions.check_sector_size("/dev/null", [dict(ESP, sector_size=512)],
+                                     sys_block=str(tmp_path))
+    assert "in 512-byte sectors, the disk's logical sectors are 4096 bytes" in str(exc.value)
+    partitions.check_sector_size("/dev/null", [dict(ESP, sector_size=4096)],
+                                 sys_block=str(tmp_path))
+    assert partitions.logical_sector_size(str(tmp_path / "null" / "queue" /
+                                              "logical_block_size")) == 512     # a file
+    assert r.writes() == []
+
+
+def test_a_kept_partition_is_compared_in_bytes_on_a_4kn_disk():
+    table = {"sectorsize": 4096, "partitions": [{"node": "/dev/sda2", "start": 131328,
+                                                 "size": 262144}]}
+    kept = {"number": 2, "offset": 513 << 20, "size": 1 << 30, "sector_size": 4096}
+    assert partitions.check_kept(table, kept) is None
+    # the same sector numbers read as 512-byte sectors are other bytes: not the same place
+    assert "(512-byte sectors 131328-393471)" in partitions.check_kept(
+        dict(table, sectorsize=512), kept)

@@ -129,14 +129,15 @@ def test_preflight_reads_every_disk_with_one_lsblk_and_finds_use_on_the_second()
 
 def test_preflight_checks_kept_partitions_against_the_disk():
     step = Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
-                              "start": 2048, "end": 4095, "type": "0x83", "keep": True})
+                              "offset": 1048576, "size": 1048576, "sector_size": 512,
+                              "type": "0x83", "keep": True})
     table = {"partitiontable": {"partitions": [{"node": "/dev/vda1", "start": 4096,
                                                 "size": 2048}]}}
     found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, [step]),
                      answers={"lsblk --json": json.dumps({"blockdevices": []}),
                               "sfdisk --json": json.dumps(table)})
-    assert found == ["/dev/vda: partition 1 to keep is at sectors 4096-6143, the layout puts "
-                     "it at 2048-4095"]
+    assert found == ["/dev/vda: partition 1 to keep is at bytes 2097152-3145727 (512-byte "
+                     "sectors 4096-6143), the layout puts it at bytes 1048576-2097151"]
 
 
 def test_clear_new_takes_down_what_udev_assembled_from_old_contents():
@@ -194,7 +195,8 @@ def test_preflight_refuses_a_vg_name_taken_on_a_disk_outside_the_plan():
 
 def test_preflight_asks_lvm_about_names_only_when_the_plan_makes_a_volume_group():
     steps = [Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
-                                "start": 2048, "end": 4095, "type": "0x83"})]
+                                "offset": 1048576, "size": 1048576, "sector_size": 512,
+                                "type": "0x83"})]
     r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})})
     preflight.check(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, steps), LIVE, r,
                     mounted={}, swaps=[])
@@ -320,3 +322,30 @@ def test_preflight_refuses_secure_boot_when_auto_finds_a_bios_machine(monkeypatc
     preflight.check(planned(disks, [step]), LIVE,
                     FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
                     mounted={}, swaps=[])
+
+
+@pytest.mark.parametrize("want,have,said", [
+    # a plan for 512-byte sectors on a disk reformatted to 4Kn
+    ({"logical_block_size": 512, "physical_block_size": 512},
+     {"logical_block_size": 4096, "physical_block_size": 4096},
+     "/dev/vda has 4096-byte logical sectors, the plan was made for 512: plan again"),
+    # an old inventory that does not record them: 512 assumed, and said so
+    ({}, {"logical_block_size": 4096, "physical_block_size": 4096},
+     "the plan was made for 512 (assumed: its inventory did not record them)"),
+    ({"logical_block_size": 4096, "physical_block_size": 4096},
+     {"logical_block_size": 512, "physical_block_size": 512},
+     "/dev/vda has 512-byte logical sectors, the plan was made for 4096"),
+])
+def test_preflight_refuses_a_plan_for_other_sectors_than_the_disks(want, have, said):
+    found = problems(planned({"d0": {"name": "/dev/vda", "size": 4 << 30, **want}}),
+                     live=[{"name": "/dev/vda", "size": 4 << 30, **have}])
+    assert len(found) == 1 and said in found[0], found
+
+
+def test_preflight_takes_a_512e_disk_for_a_plan_that_assumed_512():
+    """1 MiB alignment is whole 4096-byte physical blocks: a plan from an inventory that did
+    not record block sizes runs on a 512e disk unchanged."""
+    r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})})
+    preflight.check(planned({"d0": {"name": "/dev/vda", "size": 4 << 30}}),
+                    [{"name": "/dev/vda", "size": 4 << 30, "logical_block_size": 512,
+                      "physical_block_size": 4096}], r, mounted={}, swaps=[])

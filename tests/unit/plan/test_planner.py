@@ -22,7 +22,7 @@ def test_gpt_partition_args():
     assert [p.args["device"] for p in parts] == ["/dev/vda1", "/dev/vda2", "/dev/vda3"]
     bios = parts[0].args
     assert bios["type"] == "21686148-6449-6E6F-744E-656564454649"
-    assert (bios["start"], bios["end"]) == (2048, 4095)
+    assert (bios["offset"], bios["size"], bios["sector_size"]) == (MiB, MiB, 512)
     assert parts[1].args["type"] == "0657FD6D-A4AB-43C4-84E5-0933C84B4F4F"
     assert parts[2].args["name"] == "root" and parts[2].args["kind"] is None
 
@@ -69,11 +69,11 @@ def test_configdrive_gets_an_implied_partition_at_the_end():
         "configdrive", {"meta_data": {"uuid": "x"}}))
     parts = steps(doc, "partition")
     assert parts[-1].args["device"] == "/dev/vda4"
-    assert (parts[-1].args["end"] - parts[-1].args["start"] + 1) * 512 == 64 * MiB
+    assert parts[-1].args["size"] == 64 * MiB
     cd = steps(doc, "configdrive")[0]
     assert cd.args["device"] == "/dev/vda4" and cd.args["format"] == "config-2"
     # The 'remaining' root partition shrank to make room; the disk still fits.
-    assert parts[2].args["end"] < parts[3].args["start"]
+    assert parts[2].args["offset"] + parts[2].args["size"] <= parts[3].args["offset"]
 
 
 def test_images_raw_before_mount_and_tar_after_and_no_mkfs_under_raw_image():
@@ -167,10 +167,10 @@ def test_an_implied_configdrive_partition_keeps_mirror_members_equal():
     doc = sample("two-disk-raid-lvm")
     doc["configdrive"] = {"content": CONFIGDRIVE}
     parts = steps(doc, "partition")
-    sizes = {p.args["device"]: p.args["end"] - p.args["start"] + 1 for p in parts}
+    sizes = {p.args["device"]: p.args["size"] for p in parts}
     members = sorted((d, n) for d, n in sizes.items() if d.endswith("3"))
     assert len(members) == 2 and members[0][1] == members[1][1], sizes
     # the first disk holds the configdrive, the second an unused partition of its size
-    assert sizes["/dev/vda4"] == sizes["/dev/vdb4"] == 64 * MiB // 512
+    assert sizes["/dev/vda4"] == sizes["/dev/vdb4"] == 64 * MiB
     created = [s.args.get("partition") for s in steps(doc) if s.kind == "mkfs"]
     assert not any("pad" in str(c) for c in created)

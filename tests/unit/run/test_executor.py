@@ -8,6 +8,7 @@ import pytest
 
 from provision_agent.errors import CommandError, MachineMismatch
 from provision_agent.plan.steps import make as Step
+from provision_agent.plan.units import MiB
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
 from tests.unit.drivers.test_storage_commands import TableAfterSgdisk
@@ -69,9 +70,11 @@ def test_partition_table_keeps_partitions_named_keep(tmp_path):
                                                 "size": 2048} for n in (1, 2, 3)]}}
     steps = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
              Step("partition", {"disk": "/dev/vda", "number": 2, "device": "/dev/vda2",
-                                "start": 4096, "end": 6143, "type": "X", "keep": True}),
+                                "offset": 2097152, "size": 1048576, "sector_size": 512,
+                                "type": "X", "keep": True}),
              Step("partition", {"disk": "/dev/vda", "number": 3, "device": "/dev/vda3",
-                                "start": 6144, "end": 8191, "type": "X", "name": None,
+                                "offset": 3145728, "size": 1048576, "sector_size": 512,
+                                "type": "X", "name": None,
                                 "flags": [], "guid": None, "kind": None, "keep": False})]
     r = FakeRunner({"sfdisk --json": json.dumps(table)})
     Executor(r, Events(), str(tmp_path)).execute(steps)
@@ -88,9 +91,11 @@ def test_a_gpt_disk_is_written_in_one_sgdisk_call_after_a_wipe_without_zap(tmp_p
             "kind": None, "keep": False}
     steps = [Step("wipe", {"disk": "/dev/vda", "keep": []}),
              Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
-             Step("partition", dict(part, number=1, device="/dev/vda1", start=2048, end=4095,
+             Step("partition", dict(part, number=1, device="/dev/vda1",
+                                    offset=1048576, size=1048576, sector_size=512,
                                     flags=["boot"])),
-             Step("partition", dict(part, number=2, device="/dev/vda2", start=4096, end=8191,
+             Step("partition", dict(part, number=2, device="/dev/vda2",
+                                    offset=2097152, size=2097152, sector_size=512,
                                     name="root"))]
     stream = io.StringIO()
     r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
@@ -111,10 +116,11 @@ def test_a_gpt_disk_is_written_in_one_sgdisk_call_after_a_wipe_without_zap(tmp_p
 
 TWO_TABLES = [Step("partition_table", {"disk": "/dev/vda", "label": "gpt"}),
               Step("partition_table", {"disk": "/dev/vdb", "label": "gpt"}),
-              *[Step("partition", {"disk": d, "number": 1, "device": f"{d}1", "start": start,
-                                   "end": 8191, "type": "T", "name": None, "flags": [],
-                                   "guid": None, "kind": None, "keep": False})
-                for d, start in (("/dev/vda", 2048), ("/dev/vdb", 4096))]]
+              *[Step("partition", {"disk": d, "number": 1, "device": f"{d}1", "offset": start,
+                                   "size": 4 * MiB - start, "sector_size": 512, "type": "T",
+                                   "name": None, "flags": [], "guid": None, "kind": None,
+                                   "keep": False})
+                for d, start in (("/dev/vda", MiB), ("/dev/vdb", 2 * MiB))]]
 
 
 class MeetingRunner(FakeRunner):
@@ -167,12 +173,13 @@ def test_the_same_disk_twice_is_never_written_at_once(tmp_path):
 def test_an_msdos_disk_is_written_in_one_sfdisk_call_numbered_as_planned(tmp_path):
     part = {"disk": "/dev/vda", "name": None, "flags": [], "guid": None, "keep": False}
     steps = [Step("partition_table", {"disk": "/dev/vda", "label": "msdos"}),
-             Step("partition", dict(part, number=1, device="/dev/vda1", start=2048, end=4095,
+             Step("partition", dict(part, number=1, device="/dev/vda1",
+                                    offset=1048576, size=1048576, sector_size=512,
                                     type="0x83", kind="primary", flags=["boot"])),
-             Step("partition", dict(part, number=4, device="/dev/vda4", start=4096,
-                                    end=20479, type="0x0f", kind="extended")),
-             Step("partition", dict(part, number=5, device="/dev/vda5", start=6144,
-                                    end=20479, type="0x8e", kind="logical"))]
+             Step("partition", dict(part, number=4, device="/dev/vda4", offset=2097152,
+                                    size=8388608, sector_size=512, type="0x0f", kind="extended")),
+             Step("partition", dict(part, number=5, device="/dev/vda5", offset=3145728,
+                                    size=7340032, sector_size=512, type="0x8e", kind="logical"))]
     r = FakeRunner()
     Executor(r, Events(), str(tmp_path)).execute(steps)
     assert r.writes() == ["sfdisk --quiet /dev/vda"]
@@ -188,9 +195,11 @@ def test_an_msdos_table_around_kept_partitions_is_edited_a_partition_at_a_time(t
                                                 "size": 2048} for n in (1, 2)]}}
     steps = [Step("partition_table", {"disk": "/dev/vda", "label": "msdos"}),
              Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
-                                "start": 2048, "end": 4095, "type": "0x83", "keep": True}),
+                                "offset": 1048576, "size": 1048576, "sector_size": 512,
+                                "type": "0x83", "keep": True}),
              Step("partition", {"disk": "/dev/vda", "number": 2, "device": "/dev/vda2",
-                                "start": 4096, "end": 8191, "type": "0x83", "name": None,
+                                "offset": 2097152, "size": 2097152, "sector_size": 512,
+                                "type": "0x83", "name": None,
                                 "flags": [], "guid": None, "kind": "primary", "keep": False})]
     r = FakeRunner({"sfdisk --json": json.dumps(table)})
     Executor(r, Events(), str(tmp_path)).execute(steps)
@@ -342,3 +351,18 @@ def test_a_whole_disk_image_a_configdrive_partition_follows_leaves_its_table_to_
     ex.do_write_image(steps[1])
     assert seen["table_follows"] is True
     assert [line for line in r.lines() if "rereadpt" in line or "zap" in line] == []
+
+
+def test_the_table_a_4kn_disk_should_show_is_in_sysfs_units(tmp_path):
+    """sysfs gives a partition's start and size in 512-byte units at any sector size: the
+    planned table compared with it (to skip partprobe) is converted from the plan's bytes."""
+    steps = [Step("partition_table", {"disk": "/dev/vdz", "label": "gpt"}),
+             Step("partition", {"disk": "/dev/vdz", "number": 1, "device": "/dev/vdz1",
+                                "offset": MiB, "size": 512 * MiB, "sector_size": 4096,
+                                "type": "T", "name": None, "flags": [], "guid": None,
+                                "kind": None, "keep": False})]
+    r = FakeRunner()
+    ex = Executor(r, Events(), str(tmp_path))
+    ex.execute(steps)
+    assert ex.tables == {"/dev/vdz": {1: (2048, 1048576)}}
+    assert r.writes() == ["sgdisk --clear --new=1:256:131327 --typecode=1:T /dev/vdz"]

@@ -138,7 +138,7 @@ def test_kept_partition_is_placed_in_fuel_agents_order_with_the_configdrive_last
     # bios_grub 1, UEFI 2, / 3, the kept /srv 4, configdrive 5: Fuel's own numbering.
     assert [(p.number, p.part_id) for p in placed] == [
         (1, "d0-bios_grub"), (2, "d0-uefi"), (3, "d0-v1"), (4, "d0-v2"), (5, "configdrive")]
-    assert placed[3].start * 512 == (1 + 24 + 200 + 2000) * 1024 * 1024    # sectors
+    assert placed[3].offset == (1 + 24 + 200 + 2000) * 1024 * 1024
     wipe = next(s for s in res.steps if s.kind == "wipe")
     assert wipe.args["keep"] == [4]
 

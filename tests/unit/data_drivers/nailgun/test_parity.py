@@ -56,7 +56,7 @@ def test_a_kept_ceph_journal_keeps_its_partitions_at_fuel_agents_offsets(tmp_pat
     sda = plan["layout"]["disks"][0]["partitions"]
     MiB = 1 << 20
     # bios_grub 24, UEFI 200, / 2000, then 20000 / 2 MiB per journal: fuel-agent's offsets.
-    assert [(p["device"], p["start"] * 512 // MiB, p["size"] // MiB) for p in sda[3:]] == [
+    assert [(p["device"], p["offset"] // MiB, p["size"] // MiB) for p in sda[3:]] == [
         ("/dev/sda4", 1 + 24 + 200 + 2000, 10000), ("/dev/sda5", 1 + 24 + 200 + 2000 + 10000,
                                                     10000)]
 
