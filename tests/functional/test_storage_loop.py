@@ -112,8 +112,8 @@ def test_partition_table_written_and_read_back(tmp_path, label):
         assert calls == ["sgdisk"]      # the table and its six partitions in one call
     table = json.loads(sh("sfdisk", "--json", str(img)))["partitiontable"]
     planned_parts = [s.args for s in planned.steps if s.kind == "partition"]
-    got = [(p["start"], p["start"] + p["size"] - 1) for p in table["partitions"]]
-    assert got == [(a["start"], a["end"]) for a in planned_parts]
+    got = [(p["start"] * 512, p["size"] * 512) for p in table["partitions"]]
+    assert got == [(a["offset"], a["size"]) for a in planned_parts]
     assert table["label"] == ("gpt" if label == "gpt" else "dos")
     if label == "msdos":
         assert [p["type"] for p in table["partitions"]][3:5] == ["f", "83"]
