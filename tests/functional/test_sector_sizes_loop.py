@@ -107,3 +107,51 @@ def test_planned_bytes_are_where_the_table_puts_them(tmp_path, sector_loop, sect
         entries = 16384 // sector
         assert f"First usable sector is {2 + entries}," in printed
         assert f"last usable sector is {DISK // sector - 2 - entries}" in printed
+
+
+def test_a_kept_partition_keeps_its_bytes_on_a_4kn_disk(tmp_path, sector_loop):
+    """A re-provision with keep on /boot of the issue's layout on a 4Kn disk: the preflight's
+    check finds the partition where the plan says, the table is rewritten around it, and its
+    bytes stay where they were with their contents. (The wipe step is left out: with no
+    partition scanning on this host it cannot see the partitions it must spare.)"""
+    import hashlib
+
+    from provision_agent.drivers import partitions
+
+    dev = sector_loop(4096)
+    disk = live_disk(dev)
+    first = pipeline.build_plan(NativeDriver(layout(dev, "gpt", ISSUE)).layout(), [disk])
+    steps = [s for s in first.steps if s.kind in ("partition_table", "partition")]
+    Executor(Runner(), Events(), str(tmp_path / "target")).execute(steps)
+    boot = next(s.args for s in steps if s.kind == "partition" and s.args["number"] == 2)
+    data = os.urandom(1 << 20)
+    with open(dev, "r+b") as f:                 # the kept data: its first and last MiB
+        f.seek(boot["offset"])
+        f.write(data)
+        f.seek(boot["offset"] + boot["size"] - len(data))
+        f.write(data)
+        os.fsync(f.fileno())
+
+    def digest():
+        with open(dev, "rb") as f:
+            f.seek(boot["offset"])
+            return hashlib.sha256(f.read(boot["size"])).hexdigest()
+
+    before = digest()
+    # the partitions behind /boot change: / shrinks to 1 GiB and a data partition follows
+    kept = [ISSUE[0], dict(ISSUE[1], keep=True), {"id": "root", "size": "1GiB"},
+            {"id": "data", "size": "remaining"}]
+    second = pipeline.build_plan(NativeDriver(layout(dev, "gpt", kept)).layout(), [disk])
+    steps = [s for s in second.steps if s.kind in ("partition_table", "partition")]
+    plan_boot = next(s.args for s in steps if s.kind == "partition" and s.args["keep"])
+    assert (plan_boot["offset"], plan_boot["size"]) == (boot["offset"], boot["size"])
+    assert partitions.check_kept(partitions.read_table(Runner(), dev), plan_boot) is None
+    Executor(Runner(), Events(), str(tmp_path / "target")).execute(steps)
+
+    got = json.loads(sh("sfdisk", "--json", dev))["partitiontable"]
+    by_number = {int(re.search(r"(\d+)$", p["node"]).group(1)): p for p in got["partitions"]}
+    assert (by_number[2]["start"] * 4096, by_number[2]["size"] * 4096) == (513 * MiB, GiB)
+    assert digest() == before
+    assert [(n, p["start"] * 4096, p["size"] * 4096) for n, p in sorted(by_number.items())] \
+        == sorted((s.args["number"], s.args["offset"], s.args["size"]) for s in steps
+                  if s.kind == "partition")
