@@ -96,7 +96,7 @@ class Encrypted:
     name: str
     cipher: str = "aes-xts-plain64"
     key_size: int = 512                # bits; XTS splits it into two keys
-    sector_size: int | None = None     # None: cryptsetup's choice for the device
+    sector_size: int | None = None     # None: what cryptsetup picks for the device (blocks.py)
     discard: bool = False
     tpm2_pcrs: list | None = None      # None: no TPM2 binding
     tpm2_bank: str = "sha256"

@@ -23,7 +23,8 @@ def volumes(res, on_lvs):
                                 f"clear on an unencrypted / (allow_plain_root)")
         steps.append(st.LuksFormat(
             device, e.name, e.cipher, e.key_size, list(res.layout.recovery_recipients),
-            e.sector_size, clevis_config(e), e.key_file.uri if e.key_file else None,
+            res.luks_sector_sizes.get(e.id, e.sector_size), clevis_config(e),
+            e.key_file.uri if e.key_file else None,
             e.key_file.checksum if e.key_file else None,
             description=f"LUKS2 on {device}, unlocked by {_unlock_text(e, plain_root)}, "
                         f"and a recovery key"))

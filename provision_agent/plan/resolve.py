@@ -7,7 +7,7 @@ its partitions, volume groups too small for their volumes): they exit 3, not 2.
 from dataclasses import dataclass, field
 
 from provision_agent.errors import Problem
-from provision_agent.plan import geometry, inventory
+from provision_agent.plan import blocks, geometry, inventory
 from provision_agent.plan.devnames import lv_device, mapper_device, md_device, multipath_link
 from provision_agent.plan.units import MiB, align_up, human
 
@@ -32,6 +32,8 @@ class Resolved:
     # disk id -> (logical, physical, recorded): block sizes in bytes, recorded False when the
     # inventory did not say and 512 was assumed
     block_sizes: dict = field(default_factory=dict)
+    blocks: dict = field(default_factory=dict)      # any block id -> (logical, physical)
+    luks_sector_sizes: dict = field(default_factory=dict)   # encrypted id -> sector size
     warnings: list = field(default_factory=list)    # shown with the plan
 
 
@@ -77,6 +79,7 @@ def resolve(layout, disks):
     _size_encrypted([e for e in layout.encrypted if e.device not in lvs], res)
     _size_volume_groups(layout, res, problems)
     _size_encrypted([e for e in layout.encrypted if e.device in lvs], res)
+    problems += blocks.propagate(layout, res)
     return res, problems
 
 

@@ -6,9 +6,11 @@ import json
 import pytest
 
 from provision_agent.data_drivers.native import NativeDriver
-from provision_agent.errors import InputError
+from provision_agent.errors import InputError, MachineMismatch
 from provision_agent.plan import inventory, pipeline, render
 from provision_agent.plan.units import GiB, MiB
+from tests.unit.helpers import mutate, sample
+from tests.unit.plan.test_encryption import encrypted_raid_lvm
 
 # the layout of issue 53: ESP 512 MiB, /boot 1 GiB, / the rest, on a 4 GiB disk
 LAYOUT = {"version": 1,
@@ -75,3 +77,81 @@ def test_a_kept_partition_keeps_its_bytes_on_a_4kn_disk():
     kept = [s.args for s in planned.steps if s.kind == "partition" and s.args["keep"]]
     assert [(k["number"], k["offset"], k["size"], k["sector_size"]) for k in kept] == [
         (2, 513 * MiB, GiB, 4096)]
+
+
+# Two disks for arrays and volume groups: vda and vdb as the inventory records them.
+def two_disks(a, b):
+    return inventory.from_document({"disks": [
+        {"name": "vda", "size": 4 * GiB, "logical_block_size": a[0], "physical_block_size": a[1]},
+        {"name": "vdb", "size": 4 * GiB, "logical_block_size": b[0], "physical_block_size": b[1]},
+        {"name": "vdc", "size": 4 * GiB}]})
+
+
+def build(doc, disks):
+    return pipeline.build_plan(NativeDriver(doc).layout(), disks)
+
+
+def refused(doc, disks):
+    with pytest.raises(MachineMismatch) as exc:
+        build(doc, disks)
+    return [str(p) for p in exc.value.problems]
+
+
+def with_raid_metadata(metadata):
+    def change(d):
+        d["raids"][0]["metadata"] = metadata       # md-boot, ext2 /boot
+    return mutate(sample("two-disk-raid-lvm"), change)
+
+
+def test_an_array_over_disks_of_different_logical_sizes_is_built_with_the_largest():
+    planned = build(with_raid_metadata("1.2"), two_disks((512, 4096), (4096, 4096)))
+    assert planned.resolved.blocks["md-boot"] == (4096, 4096)
+    assert planned.resolved.blocks["lv-root"] == (4096, 4096)
+    assert [s.args["sector_size"] for s in planned.steps if s.kind == "partition"] == \
+        [512] * 3 + [4096] * 3
+
+
+def test_metadata_1_0_over_disks_of_different_logical_sizes_is_refused():
+    found = refused(with_raid_metadata("1.0"), two_disks((512, 512), (4096, 4096)))
+    assert found == ["$.raids[0]: members of different logical block sizes (/dev/vda2: 512, "
+                     "/dev/vdb2: 4096): metadata 1.0 is read member by member as a plain "
+                     "filesystem, written in the array's 4096-byte sectors; put the array on "
+                     "disks of one sector size"]
+
+
+def test_a_volume_group_over_different_logical_sizes_is_refused_with_the_reason():
+    def change(d):
+        d["volume_groups"][0]["pvs"] = ["os0", "os1"]    # two partitions, no array
+        d["raids"] = d["raids"][:1]
+        for disk in d["disks"]:
+            disk["partitions"][2]["type"] = "lvm"
+    doc = mutate(with_raid_metadata("1.2"), change)
+    found = refused(doc, two_disks((512, 512), (4096, 4096)))
+    assert found == ["$.volume_groups[0]: physical volumes of different logical block sizes "
+                     "(/dev/vda3: 512, /dev/vdb3: 4096): LVM refuses one volume group over "
+                     "different logical block sizes (lvm.conf allow_mixed_block_sizes); put os "
+                     "on disks of one sector size"]
+    # 512 and 512e are one logical size: built
+    build(doc, two_disks((512, 512), (512, 4096)))
+
+
+@pytest.mark.parametrize("a,b,sector", [((512, 512), (512, 512), 512),
+                                        ((512, 4096), (512, 4096), 4096),
+                                        ((4096, 4096), (4096, 4096), 4096)])
+def test_luks_sector_size_defaults_to_what_cryptsetup_picks_for_the_disk(a, b, sector):
+    planned = build(encrypted_raid_lvm(), two_disks(a, b))
+    (step,) = [s for s in planned.steps if s.kind == "luks_format"]
+    assert step.args["sector_size"] == sector
+    assert planned.resolved.blocks["vg-os"][0] == sector
+
+
+def test_a_luks_sector_smaller_than_the_disks_is_refused():
+    doc = mutate(encrypted_raid_lvm(), lambda d: d["encrypted"][0].__setitem__("sector_size",
+                                                                               512))
+    assert refused(doc, two_disks((4096, 4096), (4096, 4096))) == [
+        "$.encrypted[0]: sector_size 512 is smaller than the 4096-byte logical blocks of "
+        "/dev/md/os: cryptsetup cannot encrypt in sectors smaller than the device's; use 4096 "
+        "or leave it out"]
+    step = next(s for s in build(doc, two_disks((512, 4096), (512, 4096))).steps
+                if s.kind == "luks_format")
+    assert step.args["sector_size"] == 512          # said in the input: kept
