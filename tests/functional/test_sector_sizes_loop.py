@@ -30,14 +30,14 @@ DISK = 4 * GiB
 
 @pytest.fixture
 def sector_loop(tmp_path):
-    """make(sector_size) -> a loop device of that logical sector size over a sparse 4 GiB
-    file, detached afterwards."""
+    """make(sector_size, size) -> a loop device of that logical sector size over a sparse
+    file (4 GiB unless size says), detached afterwards."""
     made = []
 
-    def make(sector_size):
+    def make(sector_size, size=DISK):
         backing = tmp_path / f"disk{len(made)}.img"
         with open(backing, "wb") as f:
-            f.truncate(DISK)
+            f.truncate(size)
         dev = sh("losetup", "--sector-size", str(sector_size), "-f", "--show",
                  str(backing)).strip()
         made.append(dev)
@@ -155,3 +155,50 @@ def test_a_kept_partition_keeps_its_bytes_on_a_4kn_disk(tmp_path, sector_loop):
     assert [(n, p["start"] * 4096, p["size"] * 4096) for n, p in sorted(by_number.items())] \
         == sorted((s.args["number"], s.args["offset"], s.args["size"]) for s in steps
                   if s.kind == "partition")
+
+
+def gpt_image(tmp_path, sector_loop, sector):
+    """A 64 MiB whole-disk image whose GPT was made on a disk of `sector`-byte sectors: an
+    ext4 at 1 MiB, written through a loop device of that size and copied to a file."""
+    dev = sector_loop(sector, 64 * MiB)
+    sh("sgdisk", f"--new=1:{MiB // sector}:{33 * MiB // sector - 1}", dev)
+    part = sh("losetup", "-o", str(MiB), "--sizelimit", str(32 * MiB), "-f", "--show",
+              dev).strip()
+    try:
+        sh("mkfs.ext4", "-q", "-F", part)
+    finally:
+        subprocess.run(["losetup", "-d", part], capture_output=True)
+    image = tmp_path / f"disk-{sector}.img"
+    with open(dev, "rb") as src, open(image, "wb") as dst:
+        dst.write(src.read(64 * MiB))
+    return image
+
+
+@pytest.mark.parametrize("made,disk", [(512, 4096), (4096, 512), (4096, 4096), (512, 512)])
+def test_a_whole_disk_image_for_other_sectors_is_refused_before_it_is_written(
+        tmp_path, sector_loop, made, disk):
+    """The image's GPT header at byte 512 or 4096 says which sectors it was made for: onto a
+    disk of the other size it cannot boot, and not a byte of it is written there."""
+    import hashlib
+
+    from provision_agent.drivers.images import writer
+    from provision_agent.errors import ImageError
+
+    image = gpt_image(tmp_path, sector_loop, made)
+    checksum = "sha256:" + hashlib.sha256(image.read_bytes()).hexdigest()
+    dev = sector_loop(disk)
+    if made != disk:
+        with pytest.raises(ImageError) as exc:
+            writer.write_to(str(image), dev, fmt="disk", checksum=checksum, runner=Runner())
+        assert f"was made for {made}-byte sectors, and {dev} has {disk}-byte" in str(exc.value)
+        with open(dev, "rb") as f:
+            assert f.read(64 * MiB) == bytes(64 * MiB), "the refused image reached the disk"
+        return
+    writer.write_to(str(image), dev, fmt="disk", checksum=checksum, runner=Runner())
+    got = json.loads(sh("sfdisk", "--json", dev))["partitiontable"]
+    (part,) = got["partitions"]
+    assert (got["sectorsize"], part["start"] * disk, part["size"] * disk) == (disk, MiB,
+                                                                               32 * MiB)
+    # the image's table ended at 64 MiB; its backup header was moved to the disk's end, which
+    # needs the table found where this sector size puts it
+    assert got["lastlba"] == DISK // disk - 2 - 16384 // disk

@@ -20,6 +20,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
+from provision_agent.drivers import image_sectors, partitions
 from provision_agent.drivers.images import (
     checksums,
     decompressors,
@@ -36,7 +37,7 @@ from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
 
-HEAD = 4096             # what _check_content looks at
+HEAD = 8192             # what _check_content and _fit look at (a 4Kn GPT header at 4096)
 QCOW2_MAGIC = b"QFI\xfb"
 
 
@@ -159,7 +160,7 @@ def _fit(runner, fmt, head, target, fs_type, grow, table_follows):
     if fmt == "raw" and grow:
         formats.grow_fs(runner, target, fs_type)
     elif fmt == "disk" and not table_follows:
-        if head[512:520] == b"EFI PART" and not os.path.isfile(target):
+        if image_sectors.table_sector_size(head)[1] == "gpt" and not os.path.isfile(target):
             formats.move_gpt_backup_to_end(runner, target)
         formats.reread_partitions(runner, target)
 
@@ -193,6 +194,8 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero
     block, n = ring.next()
     head = bytes(block[:min(n, HEAD)])
     _check_content(fmt, head, uri, compression)
+    if fmt == "disk":       # a table made for other sectors than the disk's cannot boot
+        image_sectors.check(block[:n], target, partitions.logical_sector_size(target), uri)
     held = taken.held = holdback.Held(block, n) if hold else None
     writer = BlockWriter(target, target_zeroed=zeroed, zero_out=zero_policy != "never")
     writes = InFlight(writer)
