@@ -95,7 +95,8 @@ def _esp_partition(runner, disk):
     if esp is None:
         return None
     number = partition_number(esp["node"])
-    expected = {partition_number(p["node"]): (p["start"], p["size"]) for p in parts}
+    k = table.get("sectorsize", 512) // 512     # sysfs counts 512-byte units
+    expected = {partition_number(p["node"]): (p["start"] * k, p["size"] * k) for p in parts}
     udev.reread_partitions(runner, disk, expected)
     device = udev.partition_node(disk, number) or partition_device(disk, number)
     udev.wait_for_devices(runner, [device])

@@ -169,3 +169,16 @@ def test_bios_or_a_ramdisk_without_efivars_leaves_nvram_alone(image_disk, monkey
     monkeypatch.setattr(nvram, "efi_booted", lambda: False)
     nvram.image_entries(r, "uefi", ["/dev/vda"])
     assert r.calls == [] and "did not boot in UEFI mode" in caplog.text
+
+
+def test_the_table_a_4kn_image_disk_should_show_is_given_in_sysfs_units(image_disk,
+                                                                        monkeypatch):
+    """sfdisk counts the disk's 4096-byte sectors, sysfs 512-byte units: compared as they
+    are, the kernel's view never matched and partprobe ran every time."""
+    seen = []
+    monkeypatch.setattr(nvram.udev, "reread_partitions",
+                        lambda runner, disk, expected: seen.append(expected))
+    table = json.loads(json.dumps(TABLE))
+    table["partitiontable"]["sectorsize"] = 4096
+    nvram.image_entries(_image_runner(table), "uefi", ["/dev/vda"])
+    assert seen == [{1: (2048 * 8, 262144 * 8), 2: (264192 * 8, 2000000 * 8)}]
