@@ -84,6 +84,7 @@ def new_msdos_table(runner, disk, keep=()):
 
 def _gpt_options(args):
     n = args["number"]
+    # a plan's step gives bytes; append_at_end gives sectors it read from the disk's table
     start, end = sectors(args) if "offset" in args else (args["start"], args["end"])
     options = [f"--new={n}:{start}:{end}", f"--typecode={n}:{args['type']}"]
     if args.get("name"):
