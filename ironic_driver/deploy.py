@@ -37,7 +37,18 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import config, fanout, follow, heartbeat, images, job, layouts, oci, validation
+from ironic_driver import (
+    config,
+    fanout,
+    follow,
+    heartbeat,
+    images,
+    ironic_compat,
+    job,
+    layouts,
+    oci,
+    validation,
+)
 from ironic_driver.job import ramdisk_options  # noqa: F401  (part of this module's API)
 
 LOG = logging.getLogger(__name__)
@@ -230,7 +241,8 @@ class ProvisionDeploy(base.DeployInterface):
 
     # ---- the periodic task that follows nodes waiting for their ramdisk
 
-    @periodics.periodic(spacing=lambda: CONF.provision_agent.poll_interval)
+    @periodics.periodic(spacing=ironic_compat.periodic_spacing(
+        lambda: CONF.provision_agent.poll_interval))
     def _follow_provision(self, manager, context):
         # The sweep only dispatches: the SSH work runs in the conductor's worker pool,
         # at most [conductor]periodic_max_workers nodes at a time (see fanout.py), each
