@@ -19,6 +19,7 @@ bounded number of bytes (ssh.Session), whatever the ramdisk does.
 import json
 import logging
 import time
+import traceback
 import typing
 
 from ironic.common import exception, states
@@ -43,9 +44,11 @@ def follow_in_worker(context, node_uuid, spawn=None):
             follow(task, spawn)
     except (exception.NodeNotFound, exception.NodeLocked) as exc:
         LOG.info("Following provision on node %s skipped: %s", node_uuid, exc)
-    except Exception:
-        # Nobody waits for this worker: what is not logged here is lost.
-        LOG.exception("Following provision on node %s failed", node_uuid)
+    except Exception as exc:
+        # Nobody waits for this worker: what is not logged here is lost. The traceback ends
+        # in the exception's text, which may quote the ramdisk: bounded like any such text.
+        LOG.error("Following provision on node %s failed: %s", node_uuid, report.bounded(
+            "".join(traceback.format_exception(exc)), report.MESSAGE_CHARS))
 
 
 def _job(node, o):
@@ -102,7 +105,7 @@ def _follow(task, spawn):
     if late:
         record.fail(task, f"{_what(node)} showed no progress for {late[0]} s ({late[2]} is "
                    f"{late[1]} s; phase {phase}); last SSH error: "
-                   f"{info.get(PREFIX + 'last_ssh_error')}")
+                   f"{report.bounded(info.get(PREFIX + 'last_ssh_error'))}")
         return
     target = ssh_target(node, o)
     if target is None:
@@ -115,7 +118,7 @@ def _follow(task, spawn):
         if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
             record.fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
             return
-        record.save(task, {PREFIX + "last_ssh_error": f"{type(exc).__name__}: {exc}"})
+        record.save(task, {PREFIX + "last_ssh_error": ssh_error(exc)})
         return
     updates = {}
     try:
@@ -129,7 +132,7 @@ def _follow(task, spawn):
         st = remote.status(session, _remote_dir(node, o), info.get(PREFIX + "events_offset", 0),
                            o.log_tail_lines)
     except _TRANSIENT as exc:
-        updates[PREFIX + "last_ssh_error"] = f"{type(exc).__name__}: {exc}"
+        updates[PREFIX + "last_ssh_error"] = ssh_error(exc)
         record.save(task, updates)
         return
     except (remote.BadRamdisk, ssh.TooLarge) as exc:
@@ -137,11 +140,17 @@ def _follow(task, spawn):
                    "nothing more is sent to it")
         return
     except (RuntimeError, exception.IronicException) as exc:
-        record.fail(task, report.clean_text(str(exc)))
+        record.fail(task, str(exc))
         return
     finally:
         session.close()
     _record(task, spawn, updates, st)
+
+
+def ssh_error(exc):
+    """What a look that failed keeps of its error (provision_last_ssh_error): the text
+    paramiko raised quotes what the ramdisk sent (its banner, an SFTP status message)."""
+    return report.bounded(f"{type(exc).__name__}: {exc}")
 
 
 def _await_heartbeat(task):

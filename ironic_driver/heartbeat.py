@@ -17,7 +17,7 @@ import urllib.parse
 from ironic.common import exception, states
 from ironic.conf import CONF
 
-from ironic_driver import fanout, follow, job, record, ssh
+from ironic_driver import fanout, follow, job, record, report, ssh
 
 LOG = logging.getLogger(__name__)
 P = job.PREFIX
@@ -83,7 +83,7 @@ def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
         return
     if first:
         LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
-                 node.uuid, agent_version, address, port,
+                 node.uuid, report.bounded(agent_version, 100), address, port,
                  ssh.fingerprint(host_key) if host_key else "(none reported)")
     phase = node.driver_internal_info.get(P + "phase")
     if phase == "wait_ramdisk" and job.waiting(node):
@@ -142,7 +142,7 @@ def _refuse(task, message):
         record.fail(task, message)
     else:
         LOG.warning("Node %s: %s (not recorded; the node waits in %s for %s)", task.node.uuid,
-                    message, task.node.provision_state, _step_name(task.node))
+                    report.bounded(message), task.node.provision_state, _step_name(task.node))
 
 
 def _step_name(node):
@@ -156,9 +156,13 @@ def _callback_address(url):
     try:
         address = str(ipaddress.ip_address(parsed.hostname or ""))
         port = parsed.port or 22
+        # It is kept as agent_url: nothing but where SSH is (provision-ironic-agent sends
+        # https://ADDRESS:PORT), not a path or query of any length and content.
+        if parsed.path not in ("", "/") or parsed.query or parsed.fragment or parsed.username:
+            raise ValueError
     except ValueError:
         raise ValueError(f"callback_url {str(url)[:200]!r} does not name an IP address and "
-                         "port") from None
+                         "port alone (https://ADDRESS:PORT)") from None
     return address, port
 
 

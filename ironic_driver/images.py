@@ -19,6 +19,8 @@ from ironic.common.glance_service import service_utils
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
 
+from ironic_driver import report
+
 LOG = logging.getLogger(__name__)
 
 # Stands in for the URL prepare() will set, while validate plans the deploy before it.
@@ -38,10 +40,11 @@ def check_exists(task):
     except (exception.ImageNotFound, exception.ImageNotAuthorized) as exc:
         raise exception.InvalidParameterValue(
             f"instance_info/image_source {source} is not a Glance image this conductor may "
-            f"read: {exc}")
+            f"read: {report.bounded(exc)}")
     except exception.GlanceConnectionFailed as exc:
         raise exception.InvalidParameterValue(
-            f"cannot reach Glance for image {source} (check [glance] in ironic.conf): {exc}")
+            f"cannot reach Glance for image {source} (check [glance] in ironic.conf): "
+            f"{report.bounded(exc)}")
 
 
 def glance_hash(record):

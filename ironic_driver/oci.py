@@ -30,7 +30,7 @@ import requests
 from ironic.common import exception, image_service
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import bounded_session, oci_secret
+from ironic_driver import bounded_session, oci_secret, report
 from provision_agent import bounded_http, redact
 
 LOG = logging.getLogger(__name__)
@@ -151,4 +151,4 @@ def _scrub(text, auth, oci):
         secrets += [header, header.partition(" ")[2]]
     for secret in sorted(filter(None, secrets), key=len, reverse=True):
         text = text.replace(secret, redact.MARK)
-    return redact.text(text)
+    return report.bounded(redact.text(text), report.MESSAGE_CHARS)

@@ -23,13 +23,13 @@ from ironic.common import exception
 from ironic.common import raid as ironic_raid
 from ironic.drivers import base
 
-from ironic_driver import layouts, raid_layout
+from ironic_driver import layouts, raid_layout, report
 
 CLEANED_KEY = layouts.RAID_MEMBERS_KEY
 
 
 def _invalid(msg):
-    return exception.InvalidParameterValue(msg)
+    return exception.InvalidParameterValue(report.bounded(msg, report.MESSAGE_CHARS))
 
 
 def _inventory(task):

@@ -5,7 +5,7 @@ from ironic.common import states
 from ironic.conductor import deployments
 from ironic.conductor import utils as manager_utils
 
-from ironic_driver import job, timeouts, turns
+from ironic_driver import job, report, timeouts, turns
 
 WRITER = turns.WRITER
 PREFIX = job.PREFIX
@@ -58,7 +58,9 @@ def resume_deploy(task, spawn):
 
 
 def fail(task, message):
-    """Fail the deploy or the cleaning with message in last_error."""
+    """Fail the deploy or the cleaning with message in last_error. Whatever message quotes
+    (a ramdisk's output or SSH error, a heartbeat's text) goes in cleaned and bounded."""
+    message = report.bounded(message, report.MESSAGE_CHARS)
     WRITER.enter()
     if task.shared:
         task.upgrade_lock(purpose="failing a provision job")

@@ -1,9 +1,13 @@
-"""What of a ramdisk's output goes into the node's record, and how much.
+"""What of a ramdisk's, a registry's or a BMC's text goes into the node's record or a log
+line, and how much.
 
 Events and the output tail come from the ramdisk, where a broken provision or an image's hook
-may write anything. They land in driver_internal_info, which every heartbeat and poll rewrites
-(a Text column: 64 KiB on MariaDB), and in last_error, which operators read in a terminal. So
-each event is cut to a size, the kept ones together to a budget, and text loses the control
+may write anything; an SSH or SFTP error carries whatever the ramdisk's server sent (a banner
+line, a status message: megabytes, if it likes); a registry's or Glance's refusal likewise.
+They land in driver_internal_info, which every heartbeat and poll rewrites (a Text column:
+64 KiB on MariaDB), in last_error, which operators read in a terminal, and in the conductor's
+log. So each event is cut to a size, the kept ones together to a budget, and every other such
+text goes through bounded(): cut to a number of characters and stripped of the control
 characters that would drive the reader's terminal (escape sequences included).
 """
 
@@ -15,6 +19,9 @@ EVENTS_BYTES = 16 * 1024    # all kept events together
 STRING_CHARS = 200          # any one string inside a cut-down event
 TAIL_CHARS = 4000           # the output tail in last_error
 LINE_CHARS = 500            # one line of that tail
+ERROR_CHARS = 1000          # one error from a ramdisk, registry or BMC (provision_last_ssh_error)
+LOG_CHARS = 500             # one log line of paramiko's, which may quote what the server sent
+MESSAGE_CHARS = TAIL_CHARS + 2000   # a whole last_error: the output tail and what says why
 
 # CSI and OSC sequences whole (so no stray "[31m" is left), then any other control character
 # but newline and tab. Each alternative is linear: no nested repetition.
@@ -26,6 +33,20 @@ _KEYS = ("event", "time", "index", "count", "kind", "status", "step", "exit_code
 
 def clean_text(text):
     return _ESCAPES.sub("", text)
+
+
+def bounded(text, limit=ERROR_CHARS):
+    """text (or any object's str(), an exception's) as it may be stored in the node or logged:
+    without terminal control characters, at most limit characters and a note of the cut. The
+    one way such text is kept: every last_error of ours (record.fail), every SSH error, every
+    registry's, Glance's or paramiko's message."""
+    text = str(text)
+    # Clean no more than could be kept (an 8 MB SFTP status message costs a slice, not a
+    # scan): a cut inside an escape sequence leaves its tail, which has no control character.
+    kept = clean_text(text[:2 * limit])
+    if len(kept) <= limit and len(text) <= 2 * limit:
+        return kept
+    return f"{kept[:limit]} [... cut: {len(text)} characters in all]"
 
 
 def tail_for_error(text):

@@ -20,6 +20,8 @@ except ImportError as exc:
     raise ImportError(f"the provision deploy interface needs paramiko ({exc}): install it "
                       "on the conductor with pip install 'provision-agent[ironic]'") from exc
 
+from ironic_driver import report
+
 LOG = logging.getLogger(__name__)
 
 # What the conductor's own commands in the ramdisk print: a word, or an error line.
@@ -36,7 +38,36 @@ def quiet_paramiko(logger=logging.getLogger("paramiko")):
         logger.setLevel(logging.WARNING)
 
 
+class BoundedRecords(logging.Filter):
+    """paramiko logs what the server sent, whole: a line of the banner, a disconnect's or an
+    auth banner's text, and (at ERROR, with its traceback) the exception that quotes them. A
+    ramdisk's 1 MB banner line was a 1 MB ERROR line with its escape sequences. Each record
+    of paramiko's leaves cleaned and cut (report.bounded), whatever level it is logged at."""
+
+    def filter(self, record):
+        try:
+            text = record.getMessage()
+        except Exception:   # a message that does not format: what it was made of
+            text = f"{record.msg!r} % {record.args!r}"
+        record.msg, record.args = report.bounded(text, report.LOG_CHARS), None
+        return True
+
+
+# A filter applies to the records of the logger it is on, not its children's: every logger
+# paramiko logs the transport, its channels and SFTP on (util.get_logger's names).
+PARAMIKO_LOGGERS = ("paramiko", "paramiko.transport", "paramiko.transport.sftp",
+                    "paramiko.sftp", "paramiko.hostkeys", "paramiko.auth_strategy")
+
+
+def bound_paramiko_records(names=PARAMIKO_LOGGERS):
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, BoundedRecords) for f in logger.filters):
+            logger.addFilter(BoundedRecords())
+
+
 quiet_paramiko()
+bound_paramiko_records()
 
 
 class HostKeyError(Exception):

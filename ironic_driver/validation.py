@@ -13,6 +13,7 @@ from ironic_driver import (
     kernel_params,
     layouts,
     oci,
+    report,
     ssh,
     tenant_rules,
 )
@@ -39,7 +40,7 @@ KEYRING_MAX_BYTES = 4 << 20
 
 
 def _invalid(msg):
-    return exception.InvalidParameterValue(msg)
+    return exception.InvalidParameterValue(report.bounded(msg, report.MESSAGE_CHARS))
 
 
 def image_keyring(opts):

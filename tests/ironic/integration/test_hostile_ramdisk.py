@@ -8,15 +8,18 @@ as a ramdisk's would), paramiko, and, in the second half, a real Ironic whose no
 is a hostile stand-in script."""
 
 import json
+import logging
 import os
+import socket
 import stat
 import sys
+import threading
 import time
 import tracemalloc
 
 import pytest
 
-from ironic_driver import remote, ssh
+from ironic_driver import follow, remote, report, ssh
 from tests import REPO_ROOT
 from tests.ironic import realenv
 
@@ -89,6 +92,83 @@ def test_a_command_that_floods_its_output_is_cut(ramdisk):
             session.run("cat /dev/zero")
 
 
+# ---- what a hostile ramdisk's SSH and SFTP servers say, kept bounded and clean
+
+BIG = 8 << 20   # an SFTP status message as large as paramiko reads one (16 MB)
+
+
+def _hostile_sshd(ramdisk, tmp_path_factory, *mode):
+    script = os.path.join(REPO_ROOT, "tests", "ironic", "hostile_sftp.py")
+    sshd = realenv.Sshd(str(tmp_path_factory.mktemp("hostile")),
+                        sftp=" ".join([sys.executable, script, *mode])).start()
+    with open(ramdisk.client_key_file + ".pub") as key, \
+            open(os.path.join(sshd.dir, "authorized_keys"), "a") as keys:
+        keys.write(key.read())
+    return sshd
+
+
+@pytest.fixture(scope="module")
+def status_ramdisk(ramdisk, tmp_path_factory):
+    """Its SFTP server fails every request with an 8 MB message that starts with escapes."""
+    sshd = _hostile_sshd(ramdisk, tmp_path_factory, "status", str(BIG))
+    yield sshd
+    sshd.stop()
+
+
+def _failed_look(ramdisk, look):
+    """The exception one look raised, and what the node would keep of it."""
+    with _session(ramdisk) as session:
+        with pytest.raises(follow._TRANSIENT) as caught:
+            look(session)
+    return caught.value, follow.ssh_error(caught.value)
+
+
+def test_an_8mb_sftp_status_message_is_kept_cut_and_clean(status_ramdisk, tmp_path):
+    exc, kept = _failed_look(status_ramdisk,
+                             lambda s: s.upload("{}", str(tmp_path / remote.INPUT)))
+    assert len(str(exc)) >= BIG - 100     # what paramiko raised: the server's whole text
+    assert len(kept) <= report.ERROR_CHARS + 100, len(kept)
+    assert "\x1b" not in kept and "\x07" not in kept and "owned" not in kept
+    assert kept.startswith("OSError: ") and "AAAA" in kept and "characters in all" in kept
+
+
+@pytest.fixture
+def banner_server():
+    """A TCP server on 127.0.0.1 that greets with 99 lines and then a 1 MB line of escapes
+    and text, none of them an SSH banner: paramiko gives up on the 100th."""
+    server = socket.create_server(("127.0.0.1", 0))
+    line = (b"\x1b[2J\x1b]0;owned\x07" + b"B" * (1 << 20))[:1 << 20]
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(b"hello\r\n" * 99 + line + b"\r\n")
+            while conn.recv(4096):     # until the client gives up
+                pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    server.close()
+    thread.join(10)
+
+
+def test_a_1mb_banner_line_is_neither_kept_nor_logged_whole(banner_server, ramdisk, caplog):
+    caplog.set_level(logging.DEBUG, logger="paramiko")
+    with pytest.raises(follow._TRANSIENT) as caught:
+        ssh.connect("127.0.0.1", banner_server, "root",
+                    ssh.load_private_key(ramdisk.client_key_file), host_key=ramdisk.host_key,
+                    timeout=CONNECT, deadline=CONNECT + COMMAND)
+    assert len(str(caught.value)) > 1 << 20      # paramiko's exception quotes the line
+    kept = follow.ssh_error(caught.value)
+    assert len(kept) <= report.ERROR_CHARS + 100 and "\x1b" not in kept
+    logged = [r for r in caplog.records if r.name.startswith("paramiko")]
+    assert any("Indecipherable protocol version" in r.getMessage() for r in logged
+               if r.levelno == logging.ERROR), [r.getMessage()[:80] for r in logged]
+    for record in logged:
+        assert len(record.getMessage()) <= report.LOG_CHARS + 100, record.getMessage()[:80]
+        assert "\x1b" not in record.getMessage()
+
+
 # ---- a real Ironic following nodes whose ramdisk turned hostile
 
 HOSTILE = """#!/bin/sh
@@ -152,3 +232,18 @@ def test_a_dripping_ramdisk_ends_each_look_and_the_deploy_times_out(ironic, slow
     assert node["provision_state"] == "deploy failed"
     assert "[provision_agent]deploy_timeout is 30 s" in node["last_error"], node["last_error"]
     assert f"within {CONNECT + COMMAND} s" in node["last_error"]
+
+
+def test_an_8mb_sftp_status_message_stays_out_of_the_record(ironic, status_ramdisk):
+    uuid = _deploy(ironic, status_ramdisk, "hostile-status")
+    node = realenv.wait_for(
+        lambda: (lambda n: n if n["driver_internal_info"].get("provision_last_ssh_error")
+                 else None)(ironic.node(uuid)), 30, what="an SSH error recorded")
+    kept = node["driver_internal_info"]["provision_last_ssh_error"]
+    assert len(kept) <= report.ERROR_CHARS + 100 and "\x1b" not in kept, kept[:200]
+    node = ironic.wait_state(uuid, ["active", "deploy failed"], 90)
+    assert node["provision_state"] == "deploy failed"
+    assert "[provision_agent]deploy_timeout is 30 s" in node["last_error"], node["last_error"]
+    assert "\x1b" not in node["last_error"] and "owned" not in node["last_error"]
+    assert len(node["last_error"]) < report.MESSAGE_CHARS + 200
+
