@@ -135,7 +135,7 @@ def _follow(task, spawn):
         updates[PREFIX + "last_ssh_error"] = ssh_error(exc)
         record.save(task, updates)
         return
-    except (remote.BadRamdisk, ssh.TooLarge) as exc:
+    except (remote.BadRamdisk, ssh.TooLarge, ssh.BrokenProtocol) as exc:
         record.fail(task, f"refusing the ramdisk at {target.address} port {target.port}: {exc}; "
                    "nothing more is sent to it")
         return

@@ -127,6 +127,17 @@ class TooLarge(Exception):
     """The ramdisk answered with more than the conductor reads: not our ramdisk's answer."""
 
 
+class BrokenProtocol(Exception):
+    """The ramdisk's SFTP server broke the protocol (a garbage packet, an answer of the wrong
+    kind, a status message that is not UTF-8): our ramdisk's sftp-server never does, and
+    asking again gets the same."""
+
+
+# What paramiko raises for such answers: SFTPError, and the UnicodeDecodeError of a text field
+# (paramiko decodes them strictly). Neither is an SSHException or an OSError.
+_BROKEN = (paramiko.sftp.SFTPError, UnicodeError)
+
+
 class Session:
     """One SSH connection to a ramdisk that ends, whatever the ramdisk does, by its deadline.
 
@@ -205,6 +216,8 @@ class Session:
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self.check(exc)
             raise
+        except _BROKEN as exc:
+            self._broken(exc)
         self.check()
         return data
 
@@ -214,6 +227,13 @@ class Session:
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self.check(exc)
             raise
+        except _BROKEN as exc:
+            self._broken(exc)
+
+    def _broken(self, exc):
+        self.check(exc)
+        raise BrokenProtocol(f"its SFTP server broke the protocol ({type(exc).__name__}: "
+                             f"{report.bounded(exc, 200)})") from None
 
     def close(self):
         self._timer.cancel()

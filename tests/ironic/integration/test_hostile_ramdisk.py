@@ -115,6 +115,13 @@ def status_ramdisk(ramdisk, tmp_path_factory):
     sshd.stop()
 
 
+@pytest.fixture(scope="module", params=["garbage", "badutf8"])
+def broken_sftp_ramdisk(request, ramdisk, tmp_path_factory):
+    sshd = _hostile_sshd(ramdisk, tmp_path_factory, request.param)
+    yield sshd
+    sshd.stop()
+
+
 def _failed_look(ramdisk, look):
     """The exception one look raised, and what the node would keep of it."""
     with _session(ramdisk) as session:
@@ -130,6 +137,12 @@ def test_an_8mb_sftp_status_message_is_kept_cut_and_clean(status_ramdisk, tmp_pa
     assert len(kept) <= report.ERROR_CHARS + 100, len(kept)
     assert "\x1b" not in kept and "\x07" not in kept and "owned" not in kept
     assert kept.startswith("OSError: ") and "AAAA" in kept and "characters in all" in kept
+
+
+def test_a_broken_sftp_answer_refuses_the_ramdisk(broken_sftp_ramdisk, tmp_path):
+    with _session(broken_sftp_ramdisk) as session:
+        with pytest.raises(ssh.BrokenProtocol, match="SFTP server broke the protocol"):
+            remote.status(session, str(tmp_path), 0, 5)
 
 
 @pytest.fixture
@@ -247,3 +260,13 @@ def test_an_8mb_sftp_status_message_stays_out_of_the_record(ironic, status_ramdi
     assert "\x1b" not in node["last_error"] and "owned" not in node["last_error"]
     assert len(node["last_error"]) < report.MESSAGE_CHARS + 200
 
+
+def test_a_garbage_sftp_packet_fails_the_deploy_at_once(ironic, ramdisk, tmp_path_factory):
+    sshd = _hostile_sshd(ramdisk, tmp_path_factory, "garbage")
+    try:
+        uuid = _deploy(ironic, sshd, "hostile-garbage")
+        node = ironic.wait_state(uuid, ["active", "deploy failed"], 25)
+    finally:
+        sshd.stop()
+    assert node["provision_state"] == "deploy failed"
+    assert "SFTP server broke the protocol" in node["last_error"], node["last_error"]

@@ -5,6 +5,7 @@ refused instead of raising on every look until the deploy times out."""
 
 import datetime
 import logging
+import time
 from unittest import mock
 
 import pytest
@@ -76,6 +77,27 @@ class TestStoredErrors(dbcase.NodeTestCase):
         self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
         self.assertIn("last SSH error: OSError: AAAA", self.node.last_error)
         _clean_and_small(self.node.last_error, report.MESSAGE_CHARS)
+
+    def _session(self, error):
+        """A real ssh.Session whose SFTP answers every open with error."""
+        client = mock.Mock()
+        client.open_sftp.return_value.open.side_effect = error
+        session = ssh.Session(client, mock.Mock(), 60, time.monotonic())
+        self.addCleanup(session.close)
+        return session
+
+    def test_a_garbage_sftp_packet_refuses_the_ramdisk(self):
+        self.deploy_waiting(provision_phase="running")
+        self._follow(self._session(ssh.paramiko.sftp.SFTPError("Garbage packet received")))
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertIn("refusing the ramdisk at 192.0.2.10 port 22: its SFTP server broke the "
+                      "protocol (SFTPError: Garbage packet received)", self.node.last_error)
+
+    def test_an_sftp_message_that_is_not_utf8_refuses_the_ramdisk(self):
+        self.deploy_waiting(provision_phase="running")
+        self._follow(self._session(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid")))
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertIn("SFTP server broke the protocol (UnicodeDecodeError", self.node.last_error)
 
     def test_a_heartbeat_url_is_an_address_and_port_only(self):
         self.deploy_waiting()
