@@ -3,7 +3,7 @@ with the provision interface against one local sshd standing in for N ramdisks, 
 `provision` only sleeps.
 
     PYTHONPATH=$PWD python benchmarks/ironic_scale.py [--nodes 50] [--sleep 20] [--poll 2]
-        [--workers 8] [--dead 0] [--connect-timeout 10] [--max-wait 900]
+        [--workers 8] [--dead 0] [--dripping 0] [--connect-timeout 10] [--max-wait 900]
         [--database mariadb [--conductors N [--kill-after FRACTION]]]
 
 PYTHONPATH makes the conductor load ironic_driver from this checkout; without it, it loads
@@ -16,6 +16,11 @@ most polls the driver ran at once in the worker pool (bounded by --workers, Iron
 --dead K adds K nodes whose "ramdisk" accepts TCP and never speaks SSH, like one still
 booting: each of their polls waits connect_timeout. The run ends when the N good nodes are
 done; the dead ones are left waiting.
+--dripping K adds K nodes whose "ramdisk" is a second sshd whose SFTP answers come a byte
+every --drip-delay seconds (tests/ironic/slow_sftp.py): each look at one runs to its deadline
+(connect_timeout + --command-timeout) and their job never starts. The report then says how
+many of the N good jobs' exits were noticed before --deploy-timeout failed them, and how long
+after each exit (issue 52 item 8).
 --heartbeat: the nodes have no provision_ssh_address; one provision-ironic-agent loop per node
 (our Agent class, in threads of this process), started when that node's deploy request
 returned (its ramdisk would boot then), looks its node up by a MAC of its own and heartbeats
@@ -142,7 +147,13 @@ def parse_args():
                          "takes ~0.5 s here: 50 nodes needed 35 s only to be asked)")
     ap.add_argument("--dead", type=int, default=0,
                     help="extra nodes whose ramdisk never answers SSH")
+    ap.add_argument("--dripping", type=int, default=0,
+                    help="extra nodes whose ramdisk's SFTP answers drip a byte at a time")
+    ap.add_argument("--drip-delay", type=float, default=0.5)
     ap.add_argument("--connect-timeout", type=int, default=10)
+    ap.add_argument("--command-timeout", type=int, default=60)
+    ap.add_argument("--deploy-timeout", type=int, default=600,
+                    help="[provision_agent]deploy_timeout: silence that fails a deploy")
     ap.add_argument("--heartbeat", action="store_true",
                     help="no static address: the nodes' agents look up and heartbeat")
     ap.add_argument("--boot-delay", type=float, default=0,
@@ -182,7 +193,8 @@ def fake_provision(work, seconds):
     path = os.path.join(work, "fake-provision")
     with open(path, "w") as f:
         f.write(f"#!/bin/sh\necho \"${{PWD##*/}}\" >>{work}/starts\n"
-                f"echo fake provision \"$@\"\nsleep {seconds}\nexit 0\n")
+                f"echo fake provision \"$@\"\nsleep {seconds}\n"
+                f"echo \"$(date +%s.%N) ${{PWD##*/}}\" >>{work}/exits\nexit 0\n")
     os.chmod(path, 0o755)
     return path
 
@@ -194,26 +206,29 @@ def make_ironic(args, work, sshd, mariadb):
     return realenv.Ironic(work, {
         "ssh_private_key_file": sshd.client_key_file, "poll_interval": args.poll,
         "running_poll_interval": args.running_poll,
-        "deploy_timeout": 600, "data_driver": "native",
+        "deploy_timeout": args.deploy_timeout, "data_driver": "native",
         "provision_command": fake_provision(work, args.sleep),
         "remote_dir": os.path.join(work, "remote"),
-        "connect_timeout": args.connect_timeout},
+        "connect_timeout": args.connect_timeout, "command_timeout": args.command_timeout},
         extra_conf=f"{conf}[conductor]\nperiodic_max_workers = {args.workers}\n"
-                   f"max_concurrent_deploy = {max(250, args.nodes + args.dead)}\n"
+                   f"max_concurrent_deploy = "
+                   f"{max(250, args.nodes + args.dead + args.dripping)}\n"
                    f"[database]\nmax_pool_size = {args.db_pool}\n",
         database=mariadb.url if mariadb else None, **kwargs)
 
 
-def enroll_all(args, ironic, sshd):
-    """(uuids of the good nodes, of the dead ones), enrolled to available."""
+def enroll_all(args, ironic, sshd, dripping=None):
+    """(uuids of the good nodes, of the dead and dripping ones), enrolled to available."""
     with open(os.path.join(ROOT, "samples", "single-disk.json")) as f:
         layout = json.load(f)
     silent = realenv.Silent()
 
     def enroll(i):
-        port = sshd.port if i < args.nodes else silent.port
+        port, key = ((sshd.port, sshd.host_key) if i < args.nodes else
+                     (silent.port, sshd.host_key) if i < args.nodes + args.dead else
+                     (dripping.port, dripping.host_key))
         static = {"provision_ssh_address": "127.0.0.1", "provision_ssh_port": port,
-                  "provision_host_key": sshd.host_key}
+                  "provision_host_key": key}
         node = ironic.request("POST", "/v1/nodes", {
             "name": f"n{i}", "driver": "fake-hardware", "deploy_interface": "provision",
             # the sample layout is a BIOS one; Ironic boots UEFI unless told otherwise
@@ -230,7 +245,7 @@ def enroll_all(args, ironic, sshd):
     # 500 nodes; it is set-up, outside the clock.
     t_enroll = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
-        enrolled = list(pool.map(enroll, range(args.nodes + args.dead)))
+        enrolled = list(pool.map(enroll, range(args.nodes + args.dead + args.dripping)))
     print(f"enrolled {len(enrolled)} nodes in {time.monotonic() - t_enroll:.0f}s", flush=True)
     return enrolled[:args.nodes], enrolled[args.nodes:]
 
@@ -343,6 +358,7 @@ def report(run):
     lookups = sum("GET /v1/lookup" in line for line in api)
     heartbeats = sum("POST /v1/heartbeat" in line for line in api)
     per_node = sorted(polls[u] for u in run.uuids)
+    noticed = exit_notice(run.logs, run.since, os.path.join(run.work, "exits"))
     median, worst = start_latency(run.logs, run.since, args.heartbeat)
     cpu = run.cpu
     conductor_cpu = sum(m.cpu for m in run.members)
@@ -378,6 +394,12 @@ def report(run):
           f"polls_per_node min={per_node[0]} median={per_node[len(per_node) // 2]} "
           f"max={per_node[-1]} total={sum(per_node)} "
           f"({sum(per_node) / args.nodes:.2f} per node)")
+    if args.dripping:
+        print(f"dripping={args.dripping} drip_delay={args.drip_delay}s look deadline="
+              f"{args.connect_timeout + args.command_timeout}s deploy_timeout="
+              f"{args.deploy_timeout}s: good jobs exited={len(noticed[0])} exits noticed="
+              f"{len(noticed[1])} never noticed={len(set(noticed[0]) - set(noticed[1]))}\n"
+              f"exit to noticed: {_spread(noticed[1].values())}")
     if args.conductors:
         print(cluster.report(run.members, run.uuids, cluster.followers(run.members, run.since),
                              cluster.starts(os.path.join(run.work, "starts")), run.failover,
@@ -396,12 +418,13 @@ def main():
     sshd = realenv.Sshd(work).start()
     mariadb = realenv.MariaDB(work).start() if args.database == "mariadb" else None
     ironic = make_ironic(args, work, sshd, mariadb)
+    dripping = _dripping_sshd(sshd, work, args.drip_delay) if args.dripping else None
     try:
         ironic.start()
         if args.conductors:
             # every hash ring (the API's, each conductor's) rebuilt with every conductor
             time.sleep(2)
-        uuids, dead = enroll_all(args, ironic, sshd)
+        uuids, dead = enroll_all(args, ironic, sshd, dripping)
         run = Run(args, work, ironic, sshd, mariadb, uuids, dead)
         run.baseline()
         run.deploy()
@@ -409,13 +432,53 @@ def main():
     finally:
         ironic.stop()
         sshd.stop()
+        if dripping:
+            dripping.stop()
         if mariadb:
             mariadb.stop()
         print(f"workdir {work}")
 
 
+def exit_notice(logs, since, exits_file):
+    """({uuid: when its job exited}, {uuid: seconds from its exit to the conductor's log line
+    saying it finished}) for the good nodes whose fake provision exited."""
+    exited = {}
+    if os.path.exists(exits_file):
+        with open(exits_file) as f:
+            for line in f:
+                at, uuid = line.split()
+                exited[uuid] = float(at)
+    noticed = {}
+    for at, line in cluster.stamped_lines(logs, since):
+        m = re.search(r"provision finished on node ([0-9a-f-]{36})", line)
+        if m and m.group(1) in exited:
+            noticed.setdefault(m.group(1), at - exited[m.group(1)])
+    return exited, noticed
+
+
+def _spread(values):
+    values = sorted(values)
+    if not values:
+        return "none"
+    return (f"median {values[len(values) // 2]:.1f}s max {values[-1]:.1f}s "
+            f"(n={len(values)})")
+
+
 def _median(values):
     return sorted(values)[len(values) // 2]
+
+
+def _dripping_sshd(sshd, work, delay):
+    """A second sshd whose SFTP answers drip; the conductor's key of sshd opens it too."""
+    script = os.path.join(ROOT, "tests", "ironic", "slow_sftp.py")
+    work = os.path.join(work, "dripping")
+    os.makedirs(work)
+    drip = realenv.Sshd(work, sftp=f"{sys.executable} {script} {delay}")
+    drip.start()
+    with open(sshd.client_key_file + ".pub") as key, \
+            open(os.path.join(drip.dir, "authorized_keys"), "a") as keys:
+        keys.write(key.read())
+    return drip
 
 
 def _mac(i):

@@ -47,6 +47,7 @@ from ironic_driver import (
     job,
     layouts,
     oci,
+    pace,
     validation,
 )
 from ironic_driver.job import ramdisk_options  # noqa: F401  (part of this module's API)
@@ -61,12 +62,14 @@ INTERFACE = "provision"
 
 
 def sweep_order(nodes, followers, interval, running_interval):
-    """[(uuid, starting)] of nodes ((uuid, driver_internal_info) pairs) due for a poll: every
-    node at most once per interval, the ones whose job is still to start first, then the ones
-    whose ramdisk said their job exited, then the others least recently looked at first. A
-    running job in a ramdisk that heartbeats is due only every running_interval, or once
-    that ramdisk's heartbeat said the job exited (followers.hurried, heartbeat.py); so is a
-    node whose ramdisk has yet to send the heartbeat that starts its job.
+    """[(uuid, starting, slow)] of nodes ((uuid, driver_internal_info) pairs) due for a poll:
+    every node at most once per interval, the ones whose job is still to start first, then the
+    ones whose ramdisk said their job exited, then the others least recently looked at first,
+    and after all of them the slow ones (pace.py), each only once its back-off passed,
+    hurried or not. A running job in a ramdisk that heartbeats is due only every
+    running_interval, or once that ramdisk's heartbeat said the job exited
+    (followers.hurried, heartbeat.py); so is a node whose ramdisk has yet to send the
+    heartbeat that starts its job.
 
     Under load the conductor's CPU is what polls compete for: a job started a sweep earlier
     is a whole job earlier everywhere, a running one looked at a sweep later only finishes
@@ -77,7 +80,8 @@ def sweep_order(nodes, followers, interval, running_interval):
     due = []
     for uuid, info in nodes:
         idle = followers.since_last(uuid)
-        if idle < interval:
+        slow = pace.slow(info)
+        if idle < pace.wait(info, interval, running_interval):
             continue
         phase = info.get(job.PREFIX + "phase")
         hurried = followers.hurried(uuid)
@@ -87,8 +91,8 @@ def sweep_order(nodes, followers, interval, running_interval):
                  or phase == "wait_ramdisk" and info.get(job.PREFIX + "awaiting_heartbeat"))
         if paced and not hurried and idle < running_interval:
             continue
-        due.append((phase != "wait_ramdisk", not hurried, -idle, uuid))
-    return [(uuid, not running) for running, _later, _, uuid in sorted(due)]
+        due.append((slow, phase != "wait_ramdisk", not hurried, -idle, uuid))
+    return [(uuid, not running, slow) for slow, running, _later, _, uuid in sorted(due)]
 
 
 class ProvisionDeploy(base.DeployInterface):
@@ -260,16 +264,19 @@ class ProvisionDeploy(base.DeployInterface):
                                job.is_ours_info(info)
                                or job.resume_overdue_info(info, grace, now))],
                           FOLLOWERS, opts.poll_interval, opts.running_poll_interval)
+        # A sweep hands nodes out for poll_interval at most, whatever kind they are (a starting
+        # node waited for a slot up to a look's deadline: 70 s of a sweep that sleeping
+        # ramdisks' starts held); the next sweep reads the nodes again, new arrivals first.
         deadline = time.monotonic() + opts.poll_interval
-        for uuid, starting in due:
-            if not starting and time.monotonic() > deadline:
-                # The next sweep reads the nodes again and starts the new arrivals first.
+        limit = job.poll_limit()
+        for uuid, starting, slow in due:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return
             try:
                 FOLLOWERS.submit(uuid, manager._spawn_worker, follow.follow_in_worker, context,
-                                 uuid, manager._spawn_worker,
-                                 limit=job.poll_limit(),
-                                 wait=opts.connect_timeout + opts.command_timeout)
+                                 uuid, manager._spawn_worker, limit=limit, wait=left,
+                                 tags=pace.tags(starting, slow), shares=pace.shares(limit))
             except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
                 LOG.warning("Following provision: %s; the rest of this sweep waits for the "
                             "next one", exc)

@@ -6,7 +6,10 @@ is an SSH login plus a few SFTP reads (about 0.2 s on loopback) and, while a ram
 booting, can wait connect_timeout (10 s) for nothing: done inline, 50 booting nodes made one
 sweep last 50 x 10 s. So the sweep only hands each node to a worker and waits while
 `limit` polls are already running, like Ironic's own power state sync. A node whose previous
-poll has not finished is skipped, so one node is never polled twice at once.
+poll has not finished is skipped, so one node is never polled twice at once. A poll may carry
+tags, each with its share of the `limit` (pace.py: looks that start jobs, looks at slow
+ramdisks): a poll whose tag has its share running is skipped, not waited for, so that the
+next node, of another kind, may have the slot.
 """
 
 import contextlib
@@ -26,6 +29,7 @@ class FanOut:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._running = set()
+        self._tags = {}    # key -> the tags of its running poll
         self._ended = {}   # key -> time.monotonic() when its last poll ended
         self._hurried = set()   # keys to look at as soon as the poll interval allows
         self.peak = 0      # most polls running at once since start (logged, read by tests)
@@ -58,43 +62,54 @@ class FanOut:
         with self._lock:
             return key in self._hurried
 
+    def _full(self, tags, shares):
+        """Whether a tag of tags has its share of polls running."""
+        for tag in tags:
+            if tag in (shares or {}) and sum(
+                    tag in t for t in self._tags.values()) >= shares[tag]:
+                return True
+        return False
+
     @contextlib.contextmanager
-    def claim(self, key, limit):
+    def claim(self, key, limit, tags=(), shares=None):
         """Yields True while this thread polls key itself (in a worker it already has),
         False when a poll of key is running (never two at once, as with submit) or `limit`
         polls are: a heartbeat's look counts against the same bound as the sweep's, or a
         burst of heartbeats (500 jobs ending together) would hold every conductor worker
-        in SSH at once."""
+        in SSH at once; and a tag's share counts as with submit."""
         with self._lock:
-            mine = key not in self._running and len(self._running) < limit
+            mine = (key not in self._running and len(self._running) < limit
+                    and not self._full(tags, shares))
             if mine:
-                self._start(key)
+                self._start(key, tags)
         try:
             yield mine
         finally:
             if mine:
                 self._done(key)
 
-    def _start(self, key):
+    def _start(self, key, tags=()):
         self._running.add(key)
+        self._tags[key] = frozenset(tags)
         self._hurried.discard(key)
         self.peak = max(self.peak, len(self._running))
 
-    def submit(self, key, spawn, func, *args, limit, wait):
-        """spawn(wrapped, *args) in a slot for key. False when key is already running;
-        Busy when no slot freed within `wait` seconds; spawn's own errors propagate."""
+    def submit(self, key, spawn, func, *args, limit, wait, tags=(), shares=None):
+        """spawn(wrapped, *args) in a slot for key. False when key is already running, or a
+        tag of tags has its share (shares: {tag: most polls}) running; Busy when no slot
+        freed within `wait` seconds; spawn's own errors propagate."""
         deadline = time.monotonic() + wait
         with self._cond:
-            if key in self._running:
+            if key in self._running or self._full(tags, shares):
                 return False
             while len(self._running) >= limit:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise Busy(f"{limit} polls still running after {wait} s")
+                    raise Busy(f"{limit} polls still running after {wait:.1f} s")
                 self._cond.wait(left)
-                if key in self._running:
+                if key in self._running or self._full(tags, shares):
                     return False
-            self._start(key)
+            self._start(key, tags)
             count = len(self._running)
         LOG.debug("provision poll of %s handed to a worker (%d running)", key, count)
         try:
@@ -113,6 +128,7 @@ class FanOut:
     def _done(self, key):
         with self._cond:
             self._running.discard(key)
+            self._tags.pop(key, None)
             self._ended[key] = time.monotonic()
             self._cond.notify()
 

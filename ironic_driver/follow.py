@@ -27,7 +27,7 @@ from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 
-from ironic_driver import job, record, remote, report, ssh, timeouts, validation
+from ironic_driver import job, pace, record, remote, report, ssh, timeouts, validation
 
 LOG = logging.getLogger(__name__)
 
@@ -111,6 +111,7 @@ def _follow(task, spawn):
     if target is None:
         _await_heartbeat(task)
         return
+    began = time.monotonic()
     try:
         session = _connect(node, target, o)
     except _TRANSIENT + (ssh.HostKeyError,) as exc:
@@ -118,7 +119,8 @@ def _follow(task, spawn):
         if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
             record.fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
             return
-        record.save(task, {PREFIX + "last_ssh_error": ssh_error(exc)})
+        record.save(task, {PREFIX + "last_ssh_error": ssh_error(exc),
+                           **_slow(node, exc, began, o)})
         return
     updates = {}
     try:
@@ -133,6 +135,7 @@ def _follow(task, spawn):
                            o.log_tail_lines)
     except _TRANSIENT as exc:
         updates[PREFIX + "last_ssh_error"] = ssh_error(exc)
+        updates.update(_slow(node, exc, began, o))
         record.save(task, updates)
         return
     except (remote.BadRamdisk, ssh.TooLarge, ssh.BrokenProtocol) as exc:
@@ -145,6 +148,19 @@ def _follow(task, spawn):
     finally:
         session.close()
     _record(task, spawn, updates, st)
+
+
+def _slow(node, exc, began, o):
+    """What a failed look adds to the node's count of slow looks (pace.py)."""
+    seconds = time.monotonic() - began
+    updates = pace.after_look(node.driver_internal_info, True,
+                              unreachable=isinstance(exc, ssh.Unreachable), seconds=seconds,
+                              deadline=isinstance(exc, ssh.LimitExceeded), o=o)
+    if updates and not pace.slow(node.driver_internal_info):
+        LOG.warning("Node %s: its ramdisk held a look for %.0f s and did not answer it (%s); "
+                    "it is looked at less often now, and in at most a quarter of the workers, "
+                    "until it answers", node.uuid, seconds, type(exc).__name__)
+    return updates
 
 
 def ssh_error(exc):
@@ -192,6 +208,7 @@ def _record(task, spawn, updates, st):
         updates[PREFIX + "events_count"] = info.get(PREFIX + "events_count", 0) + len(
             st["events"])
     updates[PREFIX + "events_offset"] = st["events_offset"]
+    updates.update(pace.after_look(info, False))
     # Progress moves the node's provisioning time, which Ironic's callback timeout counts from.
     touch = bool(st["events"]) or PREFIX + "phase" in updates
     if st["exit_code"] is None:

@@ -17,7 +17,7 @@ import urllib.parse
 from ironic.common import exception, states
 from ironic.conf import CONF
 
-from ironic_driver import fanout, follow, job, record, report, ssh
+from ironic_driver import fanout, follow, job, pace, record, report, ssh
 
 LOG = logging.getLogger(__name__)
 P = job.PREFIX
@@ -99,10 +99,17 @@ def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
 def _look_now(task, why):
     """A look at the node in this heartbeat's worker, counted as the sweep's are (so that the
     sweep's next one keeps its distance, and no more than [conductor]periodic_max_workers
-    run at once); when one runs already, or as many as that, the sweep's next one, which a
-    hurried node does not wait its running_poll_interval for."""
-    uuid = task.node.uuid
-    with fanout.FOLLOWERS.claim(uuid, job.poll_limit()) as mine:
+    run at once, and the looks that start jobs in their share); when one runs already, or as
+    many as that, the sweep's next one, which a hurried node does not wait its
+    running_poll_interval for. A slow ramdisk (pace.py) is looked at only by the sweep, after
+    its back-off: otherwise its own heartbeats would bring it a look, at its deadline, each."""
+    uuid, info = task.node.uuid, task.node.driver_internal_info
+    if pace.slow(info):
+        return
+    limit = job.poll_limit()
+    starting = info.get(P + "phase") == "wait_ramdisk"
+    with fanout.FOLLOWERS.claim(uuid, limit, pace.tags(starting, False),
+                                pace.shares(limit)) as mine:
         if mine:
             LOG.debug("Node %s: %s; looking now", uuid, why)
             follow.follow(task)

@@ -127,6 +127,11 @@ class TooLarge(Exception):
     """The ramdisk answered with more than the conductor reads: not our ramdisk's answer."""
 
 
+class Unreachable(OSError):
+    """No TCP connection to the ramdisk's SSH port (refused, or timed out): a machine still
+    booting, not a ramdisk that holds the conductor."""
+
+
 class BrokenProtocol(Exception):
     """The ramdisk's SFTP server broke the protocol (a garbage packet, an answer of the wrong
     kind, a status message that is not UTF-8): our ramdisk's sftp-server never does, and
@@ -265,7 +270,11 @@ def connect(host, port, user, key, host_key=None, known_hosts_file=None,
         client.get_host_keys().add(name, pinned.get_name(), pinned)
     client.set_missing_host_key_policy(TrustOnRequest() if accept_unknown else Refuse())
     started = time.monotonic()
-    sock = socket.create_connection((host, port), timeout=timeout)
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        raise Unreachable(f"cannot connect to {host} port {port}: "
+                          f"{type(exc).__name__}: {exc}") from exc
     session = Session(client, sock, deadline or timeout, started)
     try:
         client.connect(host, port=port, username=user, pkey=key, timeout=timeout,

@@ -103,8 +103,9 @@ def test_the_sweep_starts_jobs_first_then_looks_at_the_least_recently_seen():
     nodes = [("r-seen-5s-ago", run), ("r-never", run), ("r-seen-30s-ago", run),
              ("s-retried", start), ("r-seen-just-now", run), ("s-new", start)]
     assert sweep_order(nodes, fan, interval=2, running_interval=60) == [
-        ("s-new", True), ("s-retried", True),
-        ("r-never", False), ("r-seen-30s-ago", False), ("r-seen-5s-ago", False)]
+        ("s-new", True, False), ("s-retried", True, False),
+        ("r-never", False, False), ("r-seen-30s-ago", False, False),
+        ("r-seen-5s-ago", False, False)]
     assert "gone" not in fan._ended
 
 
@@ -126,8 +127,9 @@ def test_a_running_job_whose_ramdisk_heartbeats_is_looked_at_by_the_clock_or_whe
     # ramdisk said hb-hurried's job exited: it goes before the ones due by the clock; a node
     # whose ramdisk never heartbeated is looked at by the clock too (its heartbeat starts it)
     assert sweep_order(nodes, fan, interval=2, running_interval=30) == [
-        ("unheard-40s", True),
-        ("hb-hurried", False), ("hb-never", False), ("hb-40s", False), ("static-5s", False)]
+        ("unheard-40s", True, False),
+        ("hb-hurried", False, False), ("hb-never", False, False), ("hb-40s", False, False),
+        ("static-5s", False, False)]
 
 
 def test_a_poll_in_a_heartbeats_own_worker_excludes_the_sweeps_and_clears_the_hurry(pool):

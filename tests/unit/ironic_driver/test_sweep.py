@@ -69,14 +69,42 @@ class TestSweep(dbcase.NodeTestCase):
         for uuid in manager.spawned:
             deploy.FOLLOWERS._done(uuid)
 
-    def test_a_sweep_past_its_interval_leaves_running_jobs_to_the_next_one(self):
+    def test_a_sweep_past_its_interval_leaves_every_node_to_the_next_one(self):
+        # starting nodes included (issue 52 item 8): each waited for a slot up to a look's
+        # deadline, and a sweep of dripping ramdisks' starts never ended
         import itertools
         from types import SimpleNamespace
-        starting = self._node()
+        self._node()
         self._node(phase="running")
         manager = Manager()
         clock = SimpleNamespace(monotonic=itertools.count(0, 1000).__next__, time=time.time)
         with mock.patch.object(deploy, "time", clock):
             deploy.ProvisionDeploy()._follow_provision(manager, self.context)
-        self.assertEqual([starting], manager.spawned)
-        deploy.FOLLOWERS._done(starting)
+        self.assertEqual([], manager.spawned)
+
+    def _sweep(self):
+        manager = Manager()
+        deploy.ProvisionDeploy()._follow_provision(manager, self.context)
+        self.addCleanup(lambda: [deploy.FOLLOWERS._done(u) for u in manager.spawned])
+        return manager.spawned
+
+    def test_starts_leave_a_quarter_of_the_workers_to_running_jobs(self):
+        # (issue 52 item 8: ramdisks that drip held every worker with their starts)
+        self.config(periodic_max_workers=8, group="conductor")
+        self.config(poll_interval=1, group="provision_agent")
+        starting = {self._node() for _ in range(10)}
+        running = {self._node(phase="running") for _ in range(2)}
+        handed = self._sweep()
+        self.assertEqual(6, len(set(handed) & starting))
+        self.assertEqual(running, set(handed) - starting)
+
+    def test_slow_ramdisks_get_a_quarter_of_the_workers_and_come_last(self):
+        self.config(periodic_max_workers=8, group="conductor")
+        self.config(poll_interval=1, group="provision_agent")
+        slow = [self._node(phase=phase, info={"provision_slow_looks": 2})
+                for phase in ("wait_ramdisk", "running") * 3]
+        running = self._node(phase="running")
+        handed = self._sweep()
+        self.assertEqual(running, handed[0])
+        self.assertEqual(3, len(handed))
+        self.assertEqual(2, len(set(handed) & set(slow)))
