@@ -10,10 +10,11 @@ that had exited were never seen before their deploys timed out (issue 52 item 8)
     connect_timeout or longer is slow: provision_slow_looks rises by 2 with each such look
     and falls by 1 with each look that completes (a ramdisk that answers every other look
     stays slow);
-  - a slow node waits longer between looks (interval x 2^count, up to BACKOFF_CAP times the
-    longer of poll_interval and running_poll_interval), comes last in a sweep, is never
-    looked at from a heartbeat, and the slow nodes' looks together hold at most a quarter of
-    the workers;
+  - a slow node waits longer between looks (interval x 2^count, up to the longer of
+    poll_interval and running_poll_interval: the most timeouts.expired allows between two
+    looks, so that the look that fails it on time still comes), comes last in a sweep, is
+    never looked at from a heartbeat, and the slow nodes' looks together hold at most a
+    quarter of the workers (what protects the others: the back-off only spares work);
   - looks that start jobs hold at most the workers less a quarter: the rest is kept for the
     running jobs, whose exits resume deploys.
 
@@ -24,7 +25,6 @@ over knows it; it is forgotten with the job (job.forget).
 from ironic_driver import job
 
 SLOW = job.PREFIX + "slow_looks"
-BACKOFF_CAP = 4
 # The tags of a look (fanout.FanOut), each with its own share of the workers.
 STARTING, SLOW_TAG = "starting", "slow"
 
@@ -52,7 +52,7 @@ def wait(info, interval, running_interval):
     count = (info or {}).get(SLOW) or 0
     if not count:
         return interval
-    return min(interval * 2 ** count, BACKOFF_CAP * max(interval, running_interval))
+    return min(interval * 2 ** count, max(interval, running_interval))
 
 
 def shares(limit):

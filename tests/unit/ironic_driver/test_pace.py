@@ -32,8 +32,9 @@ def test_a_look_that_ends_at_its_deadline_makes_the_node_slow_and_answers_undo_i
 
 def test_a_slow_node_backs_off_up_to_a_cap():
     assert pace.wait({}, 10, 30) == 10
-    assert pace.wait({pace.SLOW: 2}, 10, 30) == 40
-    assert pace.wait({pace.SLOW: 20}, 10, 30) == 120
+    assert pace.wait({pace.SLOW: 2}, 2, 30) == 8
+    assert pace.wait({pace.SLOW: 20}, 2, 30) == 30
+    assert pace.wait({pace.SLOW: 20}, 60, 30) == 60
 
 
 def test_shares_of_the_workers():
@@ -43,12 +44,12 @@ def test_shares_of_the_workers():
 
 def test_a_slow_node_waits_its_back_off_even_when_hurried_and_comes_last():
     fan, now = fanout.FanOut(), time.monotonic()
-    # slow ones wait 10 x 2^2 = 40 s
+    # slow ones wait 10 x 2^2 = 40 s (less than running_interval)
     fan._ended.update({"slow-30s": now - 30, "slow-50s": now - 50, "ok-15s": now - 15})
     fan.hurry("slow-30s")
     slow, ok = {"provision_phase": "wait_ramdisk", pace.SLOW: 2}, {"provision_phase": "running"}
     nodes = [("slow-30s", slow), ("slow-50s", slow), ("ok-15s", ok), ("ok-new", ok)]
-    assert sweep_order(nodes, fan, interval=10, running_interval=30) == [
+    assert sweep_order(nodes, fan, interval=10, running_interval=60) == [
         ("ok-new", False, False), ("ok-15s", False, False), ("slow-50s", True, True)]
 
 
