@@ -276,7 +276,8 @@ class ProvisionDeploy(base.DeployInterface):
             try:
                 FOLLOWERS.submit(uuid, manager._spawn_worker, follow.follow_in_worker, context,
                                  uuid, manager._spawn_worker, limit=limit, wait=left,
-                                 tags=pace.tags(starting, slow), shares=pace.shares(limit))
+                                 tags=pace.tags(starting, slow),
+                                 shares=pace.shares(limit, pace.strained(FOLLOWERS, opts)))
             except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
                 LOG.warning("Following provision: %s; the rest of this sweep waits for the "
                             "next one", exc)

@@ -30,6 +30,7 @@ class FanOut:
         self._cond = threading.Condition(self._lock)
         self._running = set()
         self._tags = {}    # key -> the tags of its running poll
+        self._began = {}   # key -> time.monotonic() when its running poll began
         self._ended = {}   # key -> time.monotonic() when its last poll ended
         self._hurried = set()   # keys to look at as soon as the poll interval allows
         self.peak = 0      # most polls running at once since start (logged, read by tests)
@@ -88,9 +89,17 @@ class FanOut:
             if mine:
                 self._done(key)
 
+    def strained(self, seconds, tag):
+        """Whether a running poll has run seconds or longer, or carries tag."""
+        with self._lock:
+            since = time.monotonic() - seconds
+            return any(tag in t for t in self._tags.values()) or any(
+                began <= since for began in self._began.values())
+
     def _start(self, key, tags=()):
         self._running.add(key)
         self._tags[key] = frozenset(tags)
+        self._began[key] = time.monotonic()
         self._hurried.discard(key)
         self.peak = max(self.peak, len(self._running))
 
@@ -129,6 +138,7 @@ class FanOut:
         with self._cond:
             self._running.discard(key)
             self._tags.pop(key, None)
+            self._began.pop(key, None)
             self._ended[key] = time.monotonic()
             self._cond.notify()
 

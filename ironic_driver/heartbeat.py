@@ -108,8 +108,8 @@ def _look_now(task, why):
         return
     limit = job.poll_limit()
     starting = info.get(P + "phase") == "wait_ramdisk"
-    with fanout.FOLLOWERS.claim(uuid, limit, pace.tags(starting, False),
-                                pace.shares(limit)) as mine:
+    with fanout.FOLLOWERS.claim(uuid, limit, pace.tags(starting, False), pace.shares(
+            limit, pace.strained(fanout.FOLLOWERS, job.opts()))) as mine:
         if mine:
             LOG.debug("Node %s: %s; looking now", uuid, why)
             follow.follow(task)

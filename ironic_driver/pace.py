@@ -15,8 +15,10 @@ that had exited were never seen before their deploys timed out (issue 52 item 8)
     looks, so that the look that fails it on time still comes), comes last in a sweep, is
     never looked at from a heartbeat, and the slow nodes' looks together hold at most a
     quarter of the workers (what protects the others: the back-off only spares work);
-  - looks that start jobs hold at most the workers less a quarter: the rest is kept for the
-    running jobs, whose exits resume deploys.
+  - while a look has held its worker connect_timeout or longer, or a slow node's look runs,
+    looks that start jobs hold at most the workers less a quarter: the rest is kept for the
+    running jobs, whose exits resume deploys. (Otherwise starts may take every worker: a
+    burst of honest starts is done sooner, and each takes a fraction of a second.)
 
 The count lives in the node (driver_internal_info), so every conductor that takes the node
 over knows it; it is forgotten with the job (job.forget).
@@ -55,10 +57,16 @@ def wait(info, interval, running_interval):
     return min(interval * 2 ** count, max(interval, running_interval))
 
 
-def shares(limit):
-    """{tag: the most looks with that tag at once} for `limit` looks at once."""
+def shares(limit, strained=True):
+    """{tag: the most looks with that tag at once} for `limit` looks at once; strained: a
+    look has held its worker long (followers.strained)."""
     quarter = max(1, limit // 4)
-    return {STARTING: max(1, limit - quarter) if limit > 1 else 1, SLOW_TAG: quarter}
+    starting = max(1, limit - quarter) if strained and limit > 1 else limit
+    return {STARTING: starting, SLOW_TAG: quarter}
+
+
+def strained(followers, o):
+    return followers.strained(o.connect_timeout, SLOW_TAG)
 
 
 def tags(starting, is_slow):

@@ -39,6 +39,7 @@ def test_a_slow_node_backs_off_up_to_a_cap():
 
 def test_shares_of_the_workers():
     assert pace.shares(8) == {"starting": 6, "slow": 2}
+    assert pace.shares(8, strained=False) == {"starting": 8, "slow": 2}
     assert pace.shares(1) == {"starting": 1, "slow": 1}
 
 
