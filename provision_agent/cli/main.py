@@ -20,7 +20,7 @@ from provision_agent import errors, redact
 from provision_agent.cli import args as cli_args
 from provision_agent.cli import input_source
 from provision_agent.drivers import target
-from provision_agent.plan import inventory, pipeline, render
+from provision_agent.plan import existing, inventory, pipeline, render
 
 LOG = logging.getLogger("provision")
 
@@ -157,6 +157,8 @@ def run(command, conf):
                                    insecure=conf.input_data_insecure)
     layout = pipeline.load_layout(document, conf.data_driver)
     disks = machine_disks(conf)
+    if not conf.inventory_file and existing.needed(layout):
+        disks = _live_tables(disks)
     planned = pipeline.build_plan(layout, disks, keyring=bool(conf.image_keyring))
     if command == "validate" or conf.dry_run:
         check_live(planned, conf, disks)
@@ -219,6 +221,12 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _live_tables(disks):
+    from provision_agent.machine import disks as live  # the drivers: a live machine only
+    from provision_agent.run.runner import Runner
+    return live.with_tables(disks, Runner())
 
 
 def _live_disks():

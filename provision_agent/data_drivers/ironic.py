@@ -54,7 +54,9 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
         image_signature={"type": ["string", "null"], "maxLength": 65536},
         capabilities={"type": ["object", "string", "null"]},
         root_device={"type": ["object", "null"]},
-        configdrive={"type": ["object", "string", "null"], "maxLength": 96000000})}}})
+        configdrive={"type": ["object", "string", "null"], "maxLength": 96000000},
+        # Nova's rebuild --preserve-ephemeral; Ironic also takes its strings ("True", "no")
+        preserve_ephemeral={"type": ["boolean", "string", "null"], "maxLength": 8})}}})
 
 
 def _root_disk(data, add):
@@ -123,6 +125,8 @@ class IronicDriver(DataDriver):
             add("layout", "must be a native-format document (an object)")
             return {}
         doc = copy.deepcopy(layout)
+        if fields.flag(info, "preserve_ephemeral", add):
+            _preserve_ephemeral(doc, info, add, self.warnings)
         used = _flavor_sizes(doc, info, add)
         for key in FLAVOR_SIZES:
             value = info.get(key)
@@ -160,16 +164,7 @@ class IronicDriver(DataDriver):
         disk = _root_disk(data, add)
         doc = {"version": 1, "disks": [disk], "filesystems": []}
         if whole_disk(info):
-            image = fields.image(info, add, ROOT_DISK, True)
-            doc["images"] = [image] if image else []
-            if info.get("configdrive"):
-                # as Ironic does: a partition added after the image's own, once it is written
-                doc["configdrive"] = dict(fields.configdrive(info["configdrive"], add),
-                                          disk=ROOT_DISK)
-            # its own bootloader (and signed chain); in UEFI mode the NVRAM entry IPA makes
-            doc["bootloader"] = {"type": "image", "boot_mode": boot_mode,
-                                 "origin": "instance_info (whole-disk image)"}
-            return doc
+            return self._whole_disk(doc, info, boot_mode, add)
         caps = info.get("capabilities") or {}
         label = caps.get("disk_label") if isinstance(caps, dict) else None
         label = label or ("gpt" if boot_mode == "uefi" else "msdos")
@@ -185,20 +180,7 @@ class IronicDriver(DataDriver):
         elif label == "gpt":
             parts.append({"id": "bios-boot", "size": BIOS_GRUB_MIB, "type": "bios_grub",
                           "origin": "boot_mode"})
-        eph = fields.whole_number(info, "ephemeral_gb", add)
-        if eph:
-            parts.append({"id": "ephemeral0", "size": f"{eph}GiB",
-                          "origin": "instance_info.ephemeral_gb"})
-            doc["filesystems"].append({"device": "ephemeral0",
-                                       "type": info.get("ephemeral_format") or "ext4",
-                                       "label": "ephemeral0",
-                                       "origin": "instance_info.ephemeral_format"})
-        swap = fields.whole_number(info, "swap_mb", add)
-        if swap:
-            parts.append({"id": "swap1", "size": swap, "type": "swap",
-                          "origin": "instance_info.swap_mb"})
-            doc["filesystems"].append({"device": "swap1", "type": "swap", "label": "swap1",
-                                       "origin": "instance_info.swap_mb"})
+        _ephemeral_and_swap(info, doc, parts, add)
         if info.get("configdrive"):
             parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB,
                           "origin": "instance_info.configdrive"})
@@ -220,6 +202,47 @@ class IronicDriver(DataDriver):
         doc["images"] = [image] if image else []
         doc["bootloader"] = {"boot_mode": boot_mode, "origin": "boot_mode"}
         return doc
+
+    def _whole_disk(self, doc, info, boot_mode, add):
+        if fields.flag(info, "preserve_ephemeral", add):
+            self.warnings.append(
+                "instance_info.preserve_ephemeral has no effect on a whole-disk image: "
+                "the image is written over the whole disk, as Ironic does")
+        image = fields.image(info, add, ROOT_DISK, True)
+        doc["images"] = [image] if image else []
+        if info.get("configdrive"):
+            # as Ironic does: a partition added after the image's own, once it is written
+            doc["configdrive"] = dict(fields.configdrive(info["configdrive"], add),
+                                      disk=ROOT_DISK)
+        # its own bootloader (and signed chain); in UEFI mode the NVRAM entry IPA makes
+        doc["bootloader"] = {"type": "image", "boot_mode": boot_mode,
+                             "origin": "instance_info (whole-disk image)"}
+        return doc
+
+
+def _ephemeral_and_swap(info, doc, parts, add):
+    """Ironic's ephemeral0 and swap1 partitions. With preserve_ephemeral (a rebuild that keeps
+    the tenant's ephemeral data, as ironic-python-agent's partition_utils.work_on_disk does)
+    ephemeral0 is kept where the disk has it, nothing written to it; a disk without it gets
+    it created (plan/existing.py)."""
+    eph = fields.whole_number(info, "ephemeral_gb", add)
+    if eph:
+        parts.append({"id": "ephemeral0", "size": f"{eph}GiB",
+                      "origin": "instance_info.ephemeral_gb"})
+        if fields.flag(info, "preserve_ephemeral", add):
+            parts[-1]["keep"] = "if_present"
+            parts[-1]["origin"] = ("instance_info.ephemeral_gb (kept: "
+                                   "instance_info.preserve_ephemeral)")
+        doc["filesystems"].append({"device": "ephemeral0",
+                                   "type": info.get("ephemeral_format") or "ext4",
+                                   "label": "ephemeral0",
+                                   "origin": "instance_info.ephemeral_format"})
+    swap = fields.whole_number(info, "swap_mb", add)
+    if swap:
+        parts.append({"id": "swap1", "size": swap, "type": "swap",
+                      "origin": "instance_info.swap_mb"})
+        doc["filesystems"].append({"device": "swap1", "type": "swap", "label": "swap1",
+                                   "origin": "instance_info.swap_mb"})
 
 
 def _flavor_sizes(doc, info, add):
@@ -247,6 +270,30 @@ def _flavor_sizes(doc, info, add):
         for j, lv in enumerate(_items(vg, "logical_volumes")):
             take(lv, f"layout.volume_groups[{i}].logical_volumes[{j}]")
     return used
+
+
+def _preserve_ephemeral(doc, info, add, warnings):
+    """In a given layout the ephemeral partition is the one sized "ephemeral_gb": kept if the
+    disk holds it. A logical volume so sized cannot be kept alone (only with its volume
+    group): refused, rather than destroying what the rebuild asked to keep."""
+    found = False
+    for disk in _items(doc, "disks"):
+        for part in _items(disk, "partitions"):
+            if isinstance(part, dict) and part.get("size") == "ephemeral_gb":
+                found = True
+                part.setdefault("keep", "if_present")
+    for i, vg in enumerate(_items(doc, "volume_groups")):
+        for j, lv in enumerate(_items(vg, "logical_volumes")):
+            if isinstance(lv, dict) and lv.get("size") == "ephemeral_gb":
+                found = True
+                if not vg.get("keep"):
+                    add(f"layout.volume_groups[{i}].logical_volumes[{j}]",
+                        "instance_info.preserve_ephemeral asks to keep this logical volume "
+                        "(sized ephemeral_gb), but its volume group is not kept: a logical "
+                        "volume is kept with its whole volume group (keep: true)")
+    if not found and fields.whole_number(info, "ephemeral_gb", add):
+        warnings.append("instance_info.preserve_ephemeral: the layout sizes no partition or "
+                        "logical volume by ephemeral_gb, so none is kept as the ephemeral one")
 
 
 def _items(obj, key):

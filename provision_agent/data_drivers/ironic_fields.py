@@ -26,6 +26,24 @@ def whole_number(info, key, add):
     return value
 
 
+# oslo.utils' strutils.bool_from_string(strict=True), how Ironic reads preserve_ephemeral
+TRUE_STRINGS = ("1", "t", "true", "on", "y", "yes")
+FALSE_STRINGS = ("0", "f", "false", "off", "n", "no")
+
+
+def flag(info, key, add):
+    """A boolean field as Ironic reads it (deploy_utils.parse_instance_info): a bool or one of
+    strutils' strings; anything else is refused rather than taken as false."""
+    value = info.get(key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in TRUE_STRINGS or text in FALSE_STRINGS:
+        return text in TRUE_STRINGS
+    add(f"instance_info.{key}", f"{value!r} is not a boolean (true or false)")
+    return False
+
+
 def hints(data, add):
     """(the root device hints, the field they came from, or None without any): Ironic's
     rule (deploy_utils.get_root_device_for_deploy) is instance_info/root_device, else

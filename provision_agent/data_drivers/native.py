@@ -162,7 +162,8 @@ def _disk(d, where, problems):
         disk.partitions.append(model.Partition(
             id=p["id"], size=_size(p["size"], pwhere + ".size", problems),
             type=p.get("type", "linux"), type_guid=p.get("type_guid"), name=p.get("name"),
-            guid=p.get("guid"), flags=list(p.get("flags", [])), keep=p.get("keep", False),
+            guid=p.get("guid"), flags=list(p.get("flags", [])),
+            keep=p.get("keep", False) is True, keep_if_present=p.get("keep") == "if_present",
             origin=p.get("origin", pwhere)))
     return disk
 

@@ -27,6 +27,9 @@ class Partition:
     guid: str | None = None           # unique partition GUID to set
     flags: list = field(default_factory=list)
     keep: bool = False
+    # keep it if the disk's table holds it (its place read from that table), else create it:
+    # Ironic's preserve_ephemeral. Resolution (plan/existing.py) decides `keep` from the table.
+    keep_if_present: bool = False
     origin: str = ""
 
 

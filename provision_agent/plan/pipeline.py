@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from provision_agent.errors import InputError, MachineMismatch, Problem
-from provision_agent.plan import detect, model, planner, resolve, signing, validate
+from provision_agent.plan import detect, existing, model, planner, resolve, signing, validate
 from provision_agent.plan.units import parse_size
 
 LOG = logging.getLogger(__name__)
@@ -122,6 +122,7 @@ def build_plan(layout, disks, keyring=False):
     complete(layout)
     problems = validate.check(layout) + signing.problems(layout, keyring)
     res, mismatch = resolve.resolve(layout, disks)
+    mismatch += existing.decide(res)     # what is kept if present: from the disks' tables
     if problems:
         raise InputError(problems + mismatch)
     if mismatch:

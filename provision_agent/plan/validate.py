@@ -180,15 +180,16 @@ def _check_configdrive_disk(layout, add):
 
 
 def _check_kept(layout, parts, add):
-    """A kept partition's data survives only if nothing in the plan writes to it."""
-    kept = {pid for pid, p in parts.items() if p.keep}
+    """A kept partition's data survives only if nothing in the plan writes to it. One kept if
+    present counts as kept: whether it is comes from the disk, after these checks."""
+    kept = {pid for pid, p in parts.items() if p.keep or p.keep_if_present}
     for r in layout.raids:
         for ref in set(r.members + r.spares) & kept:
             add(r, f"partition {ref!r} is kept, so it cannot become a RAID member")
     for vg in layout.volume_groups:
         if vg.keep:
             for ref in vg.pvs:
-                if ref not in kept:
+                if ref not in kept or parts[ref].keep_if_present:
                     add(vg, f"the volume group is kept, so its physical volume {ref!r} must be "
                             f"a kept partition (keep: true); anything else is wiped or "
                             f"re-created before the volume group is activated")

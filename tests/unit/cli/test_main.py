@@ -264,3 +264,32 @@ def test_dry_run_and_validate_refuse_a_target_root_mounted_from_another_disk(
                         f"/dev/sdz1, which this plan does not provision: choose a directory of "
                         f"its own")}
     assert fake.writes() == []
+
+
+def test_a_live_run_reads_where_the_partition_kept_if_present_is(monkeypatch, capsys, tmp_path):
+    """preserve_ephemeral on the live machine: the disk's table, read with sfdisk, says where
+    the ephemeral partition is, and the dry run shows it kept there with nothing written."""
+    fake = _live_machine(monkeypatch, {})
+    gib = (1 << 30) // 512
+    fake.answers["sfdisk --json /dev/vda"] = json.dumps({"partitiontable": {
+        "label": "dos", "sectorsize": 512, "partitions": [
+            {"node": "/dev/vda1", "start": 4096, "size": gib, "type": "83"},
+            {"node": "/dev/vda2", "start": 4096 + gib, "size": 2 * gib, "type": "83"}]}})
+    doc = {"node_uuid": "u", "boot_mode": "bios", "properties": {"root_device": {"name": "vda"}},
+           "instance_info": {"image_source": "http://h/img.raw", "image_disk_format": "raw",
+                             "image_os_hash_algo": "sha256", "image_os_hash_value": "a" * 64,
+                             "kernel": "http://h/k", "ramdisk": "http://h/r", "root_gb": 2,
+                             "ephemeral_gb": 1, "preserve_ephemeral": "True"}}
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(doc))
+    rc = cli.main(["--dry_run", "--plan_format", "json", "--data_driver", "ironic",
+                   "--input_data_file", str(path)])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    steps = json.loads(out)["steps"]
+    part1 = next(s["args"] for s in steps if s["kind"] == "partition"
+                 and s["args"]["number"] == 1)
+    assert (part1["offset"], part1["keep"]) == (4096 * 512, True)
+    assert [s["args"]["keep"] for s in steps if s["kind"] == "wipe"] == [[1]]
+    assert not [s for s in steps if s["kind"] == "mkfs"]
+    assert fake.writes() == []
