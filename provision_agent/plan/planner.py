@@ -73,8 +73,8 @@ def _tables(res):
                                  + (f" (keeping partitions {keep})" if keep else "")))
     tabled = [d for d in layout.disks if d.partitions]
     for disk in tabled:
-        steps.append(st.PartitionTable(dev(disk.id), disk.table, description=f"new {disk.table} "
-                                       f"partition table on {dev(disk.id)}"))
+        steps.append(st.PartitionTable(dev(disk.id), disk.table,
+                                       description=_table_text(layout, res, disk)))
     for disk in tabled:
         steps += [_partition_step(layout, disk, dev(disk.id), p, res.block_sizes[disk.id][0])
                   for p in res.placed.get(disk.id, [])]
@@ -86,6 +86,16 @@ def _tables(res):
     return steps
 
 
+def _table_text(layout, res, disk):
+    name = res.devices.get(disk.id)
+    keep = [p.number for p in res.placed.get(disk.id, [])
+            if p.part_id and _part(layout, p.part_id).keep]
+    if not keep:
+        return f"new {disk.table} partition table on {name}"
+    return (f"{disk.table} partition table on {name} edited: partitions {keep} kept as they "
+            f"are, the others deleted and made anew")
+
+
 def _partition_step(layout, disk, name, p, sector_size):
     part = _part(layout, p.part_id) if p.part_id else None
     return st.Partition(
@@ -95,8 +105,10 @@ def _partition_step(layout, disk, name, p, sector_size):
         name=part.name if part else None,
         flags=parttypes.flags(disk.table, part.type, part.flags) if part else [],
         kind_=p.kind, guid=part.guid if part else None, keep=bool(part and part.keep),
-        description=f"partition {p.device} {human(p.size)} "
-                    + (part.type if part else "extended"))
+        description=(f"keep partition {p.device} {human(p.size)} {part.type} as it is"
+                     if part and part.keep else
+                     f"partition {p.device} {human(p.size)} "
+                     + (part.type if part else "extended")))
 
 
 def _arrays(res):

@@ -9,6 +9,7 @@ from provision_agent.plan.units import human
 def layout_dict(res):
     lay = res.layout
     parts = {p.id: p for _, p in lay.partitions()}
+    kept = lay.kept_ids()
     return {
         "disks": [{
             "id": d.id, "device": res.devices.get(d.id), "size": res.sizes.get(d.id),
@@ -29,15 +30,16 @@ def layout_dict(res):
         } for r in lay.raids],
         "volume_groups": [{
             "id": vg.id, "name": vg.name, "pvs": [res.devices.get(p) for p in vg.pvs],
-            "size": res.sizes.get(vg.id),
+            "size": res.sizes.get(vg.id), "keep": vg.keep,
             "logical_volumes": [{
                 "id": lv.id, "name": lv.name, "device": res.devices[lv.id],
-                "size": res.sizes.get(lv.id), "stripes": lv.stripes,
+                "size": res.sizes.get(lv.id), "stripes": lv.stripes, "keep": vg.keep,
             } for lv in vg.logical_volumes],
         } for vg in lay.volume_groups],
         "filesystems": [{
             "device": res.devices.get(fs.device), "id": fs.device, "type": fs.type,
             "mount": fs.mount, "label": fs.label, "mount_options": fs.mount_options,
+            "keep": fs.device in kept,
         } for fs in lay.filesystems],
         "images": [{"uri": im.uri, "format": im.format, "target": im.target}
                    for im in lay.images],
@@ -83,12 +85,18 @@ def plan_text(planned):
         for pv in vg.pvs:
             used_by[pv] = f"pv of VG {vg.name}"
 
+    kept = lay.kept_ids()
+
     def tail(obj_id):
         if obj_id in fs_on:
             fs = fs_on[obj_id]
             what = fs.type + (f" {fs.mount}" if fs.mount else "")
-            return what + (f" [{fs.label}]" if fs.label else "")
+            return what + (f" [{fs.label}]" if fs.label else "") + \
+                (" (kept: not re-created)" if obj_id in kept else "")
         return used_by.get(obj_id, "")
+
+    def mark(obj_id):
+        return "  kept" if obj_id in kept else ""
 
     lines = [f"Warning: {w}" for w in warnings(res)] + ["Layout:"]
     for d in lay.disks:
@@ -104,17 +112,18 @@ def plan_text(planned):
                 next(x.type for _, x in lay.partitions() if x.id == p.part_id)
             t = tail(p.part_id) if p.part_id else ""
             lines.append(f"  {branch} {p.device}  {human(p.size):>8}  {ptype}"
-                         + (f"  → {t}" if t else ""))
+                         + (mark(p.part_id) if p.part_id else "") + (f"  → {t}" if t else ""))
     for r in lay.raids:
         lines.append(f"{res.devices[r.id]}  RAID{r.level}  ~{human(res.sizes.get(r.id, 0))}"
                      f"  metadata {r.metadata}" + (f"  → {tail(r.id)}" if tail(r.id) else ""))
     for vg in lay.volume_groups:
-        lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}")
+        lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}"
+                     + ("  kept: activated as it is, not re-created" if vg.keep else ""))
         for i, lv in enumerate(vg.logical_volumes):
             branch = "└─" if i == len(vg.logical_volumes) - 1 else "├─"
             size = human(res.sizes.get(lv.id, 0))
             lines.append(f"  {branch} {res.devices[lv.id]}  {size:>8}"
-                         + ("  (remaining)" if lv.size.remaining else "")
+                         + ("  (remaining)" if lv.size.remaining else "") + mark(lv.id)
                          + (f"  → {tail(lv.id)}" if tail(lv.id) else ""))
     lines.append("")
     lines.append(f"Plan ({len(planned.steps)} steps):")
