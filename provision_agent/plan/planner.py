@@ -179,17 +179,20 @@ def _block_images(res):
 
 
 def _mounted(layout):
-    """The target's filesystems in mount order; a kept one is not mounted either: even a
-    mount writes to its superblock."""
-    kept = layout.kept_ids()
-    return sorted((fs for fs in layout.filesystems
-                   if fs.mount and fs.type != "swap" and fs.device not in kept),
+    """The target's filesystems in mount order, kept ones too: a kept / (or /boot, /boot/efi,
+    /home...) is where the image, fstab and the bootloader go, as the layout says; left
+    unmounted, they went into the ramdisk's memory under the bare target directory. (A mount
+    writes to the superblock, never to the data; a kept filesystem without a mount point,
+    such as Ironic's ephemeral one, is not mounted.)"""
+    return sorted((fs for fs in layout.filesystems if fs.mount and fs.type != "swap"),
                   key=lambda fs: (_depth(fs.mount), fs.mount))
 
 
 def _mounts_and_tar_images(res, mounted):
+    kept = res.layout.kept_ids()
     steps = [st.Mount(res.devices.get(fs.device), fs.mount, fs.type, fs.mount_options,
-                      description=f"mount {res.devices.get(fs.device)} at {fs.mount}")
+                      description=f"mount {res.devices.get(fs.device)} at {fs.mount}"
+                      + (" (kept: used as it is)" if fs.device in kept else ""))
              for fs in mounted]
     steps += [_image_step(im, None, im.target, None)
               for im in sorted((im for im in res.layout.images if im.format == "tar"),

@@ -21,6 +21,8 @@ LOG = logging.getLogger(__name__)
 # Partition tables written at the same time at most: enough for a full disk shelf, while a
 # bigger one still gets a bounded number of tool processes.
 TABLES_AT_ONCE = 16
+# where the installed system's kernels and boot loaders live (see do_mount)
+BOOT_MOUNTS = ("/boot", "/boot/efi")
 
 
 def _tables_at(steps, index):
@@ -247,9 +249,12 @@ class Executor:
         return result
 
     def do_mount(self, step):
+        # what the image put at the mount point goes into a filesystem made by this run, and
+        # into a kept /boot or ESP (the new system's kernels and loaders belong there, or grub
+        # would boot the old ones); a kept data filesystem gets nothing of the image's
         made_here = any(fs["device"] == step.device for fs in self.filesystems)
         return {"path": self.mounts.mount(step.device, step.mount_point, step.fs_type,
-                                          adopt=made_here)}
+                                          adopt=made_here or step.mount_point in BOOT_MOUNTS)}
 
     def _root_mounted(self, what):
         if mount.target_path(self.root, "/").rstrip("/") in [p.rstrip("/")

@@ -7,6 +7,15 @@ from provision_agent.data_drivers.nailgun.document import slug as _slug
 from provision_agent.data_drivers.nailgun.document import space_where
 
 
+def unknown_kept_type(mount):
+    """A kept / is mounted to receive the image: with fuel-agent's default xfs guessed for a
+    filesystem this run does not make, the run would stop at that mount, tables edited."""
+    return (f"keep_data keeps the filesystem mounted at {mount}, which is used as it is "
+            f"(mounted there for the image), but the volume gives no file_system: "
+            f"fuel-agent's default xfs would be a guess about data it did not make. Give its "
+            f"file_system")
+
+
 def keep_refused(kind):
     if kind == "lv":
         return ("keep_data on a logical volume whose volume group is not kept: put keep_data "
@@ -88,6 +97,9 @@ class VgSpaces:
                         "origin": vwhere})
             fs_type = vol.get("file_system") or "xfs"
             mount = vol.get("mount")
+            if name in self.kept_vgs and mount == "/" and not vol.get("file_system"):
+                self.refuse(vwhere, unknown_kept_type(mount), vol)
+                continue
             if fs_type == "swap":
                 self.add_fs(lid, "swap", None, vol, vwhere)
             elif mount and mount != "none":

@@ -9,7 +9,7 @@ from provision_agent.data_drivers import native
 from provision_agent.data_drivers.nailgun.document import is_num as _is_num
 from provision_agent.data_drivers.nailgun.document import shown as _shown
 from provision_agent.data_drivers.nailgun.document import slug as _slug
-from provision_agent.data_drivers.nailgun.volume_groups import keep_refused
+from provision_agent.data_drivers.nailgun.volume_groups import keep_refused, unknown_kept_type
 from provision_agent.plan.units import MAX_BYTES, MiB
 
 LOG = logging.getLogger(__name__)
@@ -103,12 +103,15 @@ class DiskVolumes:
                 part.update(type="custom", type_guid=guid)
             else:
                 part["type"] = "swap" if fs_type == "swap" else "linux"
-            if self.is_kept(vol):
-                part["keep"] = True
             # fuel-agent's rule: a file system when either is given ('none' is not), xfs by
             # default, unmounted without a mount (Nailgun's swift-storage: xfs, mount none).
             fs_given = vol.get("file_system") not in (None, "none")
             mount = vol.get("mount") if vol.get("mount") not in (None, "none") else None
+            if self.is_kept(vol):
+                if mount == "/" and not fs_given:
+                    self.refuse(vwhere, unknown_kept_type(mount), vol)
+                    return None
+                part["keep"] = True
             if fs_type == "swap":
                 self.add_fs(pid, "swap", None, vol, vwhere)
             elif fs_given or mount:

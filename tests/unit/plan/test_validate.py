@@ -190,7 +190,11 @@ def test_kept_partition_keeps_its_filesystem(tmp_path):
     assert rc == 0, err
     steps = json.loads(out)["steps"]
     assert not any(s["kind"] == "mkfs" and s["args"]["device"] == "/dev/vda3" for s in steps)
-    assert not any(s["kind"] == "mount" and s["args"]["device"] == "/dev/vda3" for s in steps)
+    # a kept root is used as it is: mounted, so that the image and fstab go into it
+    (mount,) = [s for s in steps if s["kind"] == "mount" and s["args"]["device"] == "/dev/vda3"]
+    assert mount["args"]["mount_point"] == "/" and "kept" in mount["description"]
+    kinds = [s["kind"] for s in steps]
+    assert steps.index(mount) < kinds.index("fstab")
     fstab = next(s for s in steps if s["kind"] == "fstab")["args"]["entries"]
     assert any(e["device"] == "/dev/vda3" for e in fstab)
     wipe = next(s for s in steps if s["kind"] == "wipe")
@@ -219,9 +223,12 @@ def test_kept_volume_group_is_activated_and_nothing_in_it_made(tmp_path):
     assert steps[kinds.index("vg_activate")]["args"] == {
         "name": "data", "pvs": ["/dev/vda4"], "lvs": ["srv"], "devices": ["/dev/data/srv"]}
     assert kinds.index("settle") < kinds.index("vg_activate") < kinds.index("mkfs")
-    touched = [s for s in steps if s["kind"] in ("mkfs", "mount")
-               and s["args"]["device"] == "/dev/data/srv"]
-    assert touched == []
+    assert not [s for s in steps if s["kind"] == "mkfs"
+                and s["args"]["device"] == "/dev/data/srv"]
+    # mounted at /srv, used as it is, behind the root it sits in
+    mounts = [s["args"] for s in steps if s["kind"] == "mount"]
+    assert [m["mount_point"] for m in mounts] == ["/", "/srv"]
+    assert mounts[1]["device"] == "/dev/data/srv"
     fstab = next(s for s in steps if s["kind"] == "fstab")["args"]["entries"]
     assert any(e["device"] == "/dev/data/srv" for e in fstab)
 

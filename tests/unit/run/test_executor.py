@@ -366,3 +366,22 @@ def test_the_table_a_4kn_disk_should_show_is_in_sysfs_units(tmp_path):
     ex.execute(steps)
     assert ex.tables == {"/dev/vdz": {1: (2048, 1048576)}}
     assert r.writes() == ["sgdisk --clear --new=1:256:131327 --typecode=1:T /dev/vdz"]
+
+
+def test_a_kept_esp_gets_the_images_boot_files_and_a_kept_data_filesystem_nothing(tmp_path):
+    """A kept ESP (or /boot) is the new system's: what the root image put at /boot/efi goes
+    into it before it is mounted over, as for a new one, or grub's files would stay hidden.
+    A kept data filesystem gets nothing of the image."""
+    (tmp_path / "boot" / "efi" / "EFI").mkdir(parents=True)
+    (tmp_path / "boot" / "efi" / "EFI" / "shim.efi").write_text("loader")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "from-image").write_text("x")
+    steps = [Step("mount", {"device": "/dev/vda2", "mount_point": "/", "fs_type": "ext4"}),
+             Step("mount", {"device": "/dev/vda1", "mount_point": "/boot/efi",
+                            "fs_type": "vfat"}),
+             Step("mount", {"device": "/dev/vda3", "mount_point": "/data", "fs_type": "xfs"})]
+    r, _, _ = run(tmp_path, steps)
+    assert sum(line.startswith("cp ") for line in r.lines()) == 1
+    (copy,) = [line for line in r.lines() if line.startswith("cp ")]
+    assert copy.startswith(f"cp -rL {tmp_path}/boot/efi/. ")
+    assert f"mount -t vfat /dev/vda1 {tmp_path}/boot/efi" in r.writes()

@@ -40,8 +40,9 @@ KEPT_DOC_SPACES = [
 
 def test_keep_data_on_a_pv_keeps_its_whole_volume_group(tmp_path):
     """fuel-agent's rule: the group is kept with every physical volume (vdc's too, whose own
-    volume does not say keep_data) and logical volume; nothing of it is formatted or mounted,
-    and fstab still mounts it. The rest (os, /srv) is made anew."""
+    volume does not say keep_data) and logical volume; nothing of it is formatted, and it is
+    mounted where it belongs in the target as fuel-agent's mount_target did, and in fstab.
+    The rest (os, /srv) is made anew."""
     rc, out, err = run_cli(tmp_path, fuel(KEPT_DOC_SPACES), extra=[
         "--data_driver", "nailgun", "--plan_format", "json"])
     assert rc == 0, err
@@ -54,8 +55,12 @@ def test_keep_data_on_a_pv_keeps_its_whole_volume_group(tmp_path):
     assert [s["args"]["name"] for s in steps if s["kind"] == "vg_create"] == ["os"]
     assert not any(s["kind"] == "pv_create" and s["args"]["device"] in ("/dev/vdb3", "/dev/vdc3")
                    for s in steps)
-    assert not any(s["kind"] in ("lv_create", "mkfs", "mount")
+    assert not any(s["kind"] in ("lv_create", "mkfs")
                    and "image" in json.dumps(s["args"]) for s in steps)
+    mounts = [s["args"] for s in steps if s["kind"] == "mount"]
+    glance = next(m for m in mounts if m["device"] == "/dev/image/glance")
+    assert glance["mount_point"] == "/var/lib/glance"
+    assert mounts.index(glance) > next(i for i, m in enumerate(mounts) if m["mount_point"] == "/")
     kept = {(s["args"]["disk"], s["args"]["number"]) for s in steps
             if s["kind"] == "partition" and s["args"]["keep"]}
     assert kept == {("/dev/vdb", 3), ("/dev/vdc", 3)}
