@@ -48,6 +48,7 @@ from ironic_driver import (
     layouts,
     oci,
     pace,
+    rebuild,
     validation,
 )
 from ironic_driver.job import ramdisk_options  # noqa: F401  (part of this module's API)
@@ -140,6 +141,8 @@ class ProvisionDeploy(base.DeployInterface):
         task.node.save()
 
     def tear_down(self, task):
+        # the instance is gone: what a layout keeps on rebuild is not kept for the next one
+        rebuild.forget(task.node)
         manager_utils.node_power_action(task, states.POWER_OFF)
         task.driver.storage.detach_volumes(task)
         task.driver.network.unconfigure_tenant_networks(task)
@@ -225,6 +228,9 @@ class ProvisionDeploy(base.DeployInterface):
 
     @base.deploy_step(priority=60)
     def prepare_instance_boot(self, task):
+        # provision exited 0 (the deploy step before this one): the disks hold this instance
+        rebuild.mark(task.node)
+        task.node.save()
         task.driver.boot.prepare_instance(task)
         try:
             supported = task.driver.management.get_supported_boot_devices(task)

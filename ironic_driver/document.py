@@ -10,6 +10,8 @@ This is the contract with the ironic data driver; keep both sides in step:
                                         absent: Ironic's smallest disk of at least 4 GiB),
      "boot_mode": "bios" | "uefi",
      "secure_boot": bool: Ironic turns Secure Boot on for the instance (its capabilities),
+     "rebuild": bool: a rebuild of the instance an earlier deploy made (rebuild.py): the
+                layout's "keep": "on_rebuild" is kept; false: made anew,
      "layout": the layout chosen for this deploy (layouts.py)            (key absent: classic)}
 """
 
@@ -17,7 +19,7 @@ import copy
 
 from ironic.conf import CONF
 
-from ironic_driver import crypt_defaults
+from ironic_driver import crypt_defaults, rebuild
 
 
 def boot_mode_of(node):
@@ -53,6 +55,8 @@ def build(node, layout=None):
            "instance_info": instance_info,
            "properties": {},
            "boot_mode": boot_mode_of(node),
+           # a layout's "keep": "on_rebuild" is kept on a rebuild of the same instance only
+           "rebuild": rebuild.is_rebuild(node),
            "secure_boot": secure_boot_requested(node)}
     for key in ("root_device", "skip_block_devices"):
         value = (node.properties or {}).get(key)

@@ -27,7 +27,7 @@ from ironic.common import states
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import kernel_params, layouts
+from ironic_driver import kernel_params, layouts, rebuild
 
 PREFIX = "provision_"
 WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
@@ -157,5 +157,5 @@ def forget(node):
         if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
                                                   PREFIX + "events_count", layouts.STEP_KEY,
                                                   layouts.RAID_MEMBERS_KEY,
-                                                  layouts.RAID_PICKED_KEY):
+                                                  layouts.RAID_PICKED_KEY, rebuild.KEY):
             node.del_driver_internal_info(key)

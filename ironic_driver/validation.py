@@ -164,6 +164,10 @@ def payload(node, data_driver, step=layouts.RECORDED):
                                     lambda where, msg: problems.append(f"{where}: {msg}"),
                                     where=f"{choice.describe()}: bootloader",
                                     create=False, secure_boot=doc["secure_boot"])
+        # and with "keep": "on_rebuild": kept on a rebuild of the same instance only
+        api.apply_keep_on_rebuild(doc["layout"], doc["rebuild"],
+                                  lambda where, msg: problems.append(f"{where}: {msg}"),
+                                  where=choice.describe())
         if problems:
             raise _invalid(problems[0])
         return doc["layout"]

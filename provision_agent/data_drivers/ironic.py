@@ -4,6 +4,7 @@
      "properties": {"root_device": {...}, "skip_block_devices": [{...}]},
      "root_device_default": "smallest" (absent) | "refuse": without root device hints,
      "boot_mode": "bios" | "uefi", "secure_boot": bool (absent: false),
+     "rebuild": bool: a rebuild of the same instance (absent: not known, taken as false),
      "layout": {optional native document}}
 
 With `layout`, that native document is used and completed from instance_info (image, configdrive,
@@ -15,12 +16,13 @@ import copy
 
 import jsonschema
 
+from provision_agent.data_drivers import ironic_ephemeral as ephemeral
 from provision_agent.data_drivers import ironic_fields as fields
 from provision_agent.data_drivers import native, shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
 from provision_agent.plan import boot_mode as boot_mode_rule
-from provision_agent.plan import local_paths
+from provision_agent.plan import keep_on_rebuild, local_paths
 
 # ironic-lib's defaults for the partitions it creates around a partition image.
 ESP_MIB = 200
@@ -39,6 +41,9 @@ _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
     "boot_mode": _STR, "secure_boot": {"type": ["boolean", "null"]},
     "layout": {"type": ["object", "null"]},
     "root_device_default": {"enum": ["smallest", "refuse", None]},
+    # the deploy interface's word: a rebuild of the instance an earlier deploy made (the
+    # layout's "keep": "on_rebuild" is kept), or its first deploy (made anew)
+    "rebuild": {"type": ["boolean", "null"]},
     "properties": {"type": ["object", "null"], "properties": {
         "root_device": {"type": ["object", "null"]},
         "skip_block_devices": {"type": ["array", "null"], "maxItems": 128}}},
@@ -109,7 +114,8 @@ class IronicDriver(DataDriver):
         if secure_boot and boot_mode != "uefi":
             add("secure_boot", f"Secure Boot needs UEFI, but the boot mode is {boot_mode!r}")
         if data.get("layout") is not None:
-            doc = self._from_layout(data["layout"], info, boot_mode, secure_boot, add)
+            doc = self._from_layout(data["layout"], info, boot_mode, secure_boot, add,
+                                    data.get("rebuild"))
         else:
             doc = self._classic(data, info, boot_mode, add)
             # the partition image's grub: signed when Ironic turns Secure Boot on
@@ -120,13 +126,17 @@ class IronicDriver(DataDriver):
 
     # --- a full native layout given --------------------------------------------------------
 
-    def _from_layout(self, layout, info, boot_mode, secure_boot, add):
+    def _from_layout(self, layout, info, boot_mode, secure_boot, add, rebuild=None):
         if not isinstance(layout, dict):
             add("layout", "must be a native-format document (an object)")
             return {}
         doc = copy.deepcopy(layout)
-        if fields.flag(info, "preserve_ephemeral", add):
-            _preserve_ephemeral(doc, info, add, self.warnings)
+        if keep_on_rebuild.apply(doc, bool(rebuild), add):
+            self.warnings.append(
+                "a rebuild of the same instance: what the layout keeps on rebuild is kept"
+                if rebuild else "a first deploy: what the layout keeps on rebuild is made anew")
+        if self._preserve({"rebuild": rebuild}, info, add):
+            ephemeral.in_layout(doc, info, add, self.warnings)
         used = _flavor_sizes(doc, info, add)
         for key in FLAVOR_SIZES:
             value = info.get(key)
@@ -180,7 +190,7 @@ class IronicDriver(DataDriver):
         elif label == "gpt":
             parts.append({"id": "bios-boot", "size": BIOS_GRUB_MIB, "type": "bios_grub",
                           "origin": "boot_mode"})
-        _ephemeral_and_swap(info, doc, parts, add)
+        ephemeral.partitions(info, doc, parts, add, self._preserve(data, info, add))
         if info.get("configdrive"):
             parts.append({"id": "configdrive", "size": CONFIGDRIVE_MIB,
                           "origin": "instance_info.configdrive"})
@@ -203,6 +213,19 @@ class IronicDriver(DataDriver):
         doc["bootloader"] = {"boot_mode": boot_mode, "origin": "boot_mode"}
         return doc
 
+    def _preserve(self, data, info, add):
+        """preserve_ephemeral, unless the deploy interface says this is the instance's first
+        deploy (document "rebuild": false): then nothing on the disk is the instance's, and
+        on a disk no cleaning erased it could be a previous tenant's."""
+        if not fields.flag(info, "preserve_ephemeral", add):
+            return False
+        if data.get("rebuild") is False:
+            self.warnings.append("instance_info.preserve_ephemeral on the instance's first "
+                                 "deploy: nothing on the disk is its own, the ephemeral "
+                                 "partition is made anew")
+            return False
+        return True
+
     def _whole_disk(self, doc, info, boot_mode, add):
         if fields.flag(info, "preserve_ephemeral", add):
             self.warnings.append(
@@ -218,31 +241,6 @@ class IronicDriver(DataDriver):
         doc["bootloader"] = {"type": "image", "boot_mode": boot_mode,
                              "origin": "instance_info (whole-disk image)"}
         return doc
-
-
-def _ephemeral_and_swap(info, doc, parts, add):
-    """Ironic's ephemeral0 and swap1 partitions. With preserve_ephemeral (a rebuild that keeps
-    the tenant's ephemeral data, as ironic-python-agent's partition_utils.work_on_disk does)
-    ephemeral0 is kept where the disk has it, nothing written to it; a disk without it gets
-    it created (plan/existing.py)."""
-    eph = fields.whole_number(info, "ephemeral_gb", add)
-    if eph:
-        parts.append({"id": "ephemeral0", "size": f"{eph}GiB",
-                      "origin": "instance_info.ephemeral_gb"})
-        if fields.flag(info, "preserve_ephemeral", add):
-            parts[-1]["keep"] = "if_present"
-            parts[-1]["origin"] = ("instance_info.ephemeral_gb (kept: "
-                                   "instance_info.preserve_ephemeral)")
-        doc["filesystems"].append({"device": "ephemeral0",
-                                   "type": info.get("ephemeral_format") or "ext4",
-                                   "label": "ephemeral0",
-                                   "origin": "instance_info.ephemeral_format"})
-    swap = fields.whole_number(info, "swap_mb", add)
-    if swap:
-        parts.append({"id": "swap1", "size": swap, "type": "swap",
-                      "origin": "instance_info.swap_mb"})
-        doc["filesystems"].append({"device": "swap1", "type": "swap", "label": "swap1",
-                                   "origin": "instance_info.swap_mb"})
 
 
 def _flavor_sizes(doc, info, add):
@@ -270,30 +268,6 @@ def _flavor_sizes(doc, info, add):
         for j, lv in enumerate(_items(vg, "logical_volumes")):
             take(lv, f"layout.volume_groups[{i}].logical_volumes[{j}]")
     return used
-
-
-def _preserve_ephemeral(doc, info, add, warnings):
-    """In a given layout the ephemeral partition is the one sized "ephemeral_gb": kept if the
-    disk holds it. A logical volume so sized cannot be kept alone (only with its volume
-    group): refused, rather than destroying what the rebuild asked to keep."""
-    found = False
-    for disk in _items(doc, "disks"):
-        for part in _items(disk, "partitions"):
-            if isinstance(part, dict) and part.get("size") == "ephemeral_gb":
-                found = True
-                part.setdefault("keep", "if_present")
-    for i, vg in enumerate(_items(doc, "volume_groups")):
-        for j, lv in enumerate(_items(vg, "logical_volumes")):
-            if isinstance(lv, dict) and lv.get("size") == "ephemeral_gb":
-                found = True
-                if not vg.get("keep"):
-                    add(f"layout.volume_groups[{i}].logical_volumes[{j}]",
-                        "instance_info.preserve_ephemeral asks to keep this logical volume "
-                        "(sized ephemeral_gb), but its volume group is not kept: a logical "
-                        "volume is kept with its whole volume group (keep: true)")
-    if not found and fields.whole_number(info, "ephemeral_gb", add):
-        warnings.append("instance_info.preserve_ephemeral: the layout sizes no partition or "
-                        "logical volume by ephemeral_gb, so none is kept as the ephemeral one")
 
 
 def _items(obj, key):

@@ -10,7 +10,7 @@ import jsonschema
 from provision_agent.data_drivers import shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
-from provision_agent.plan import model
+from provision_agent.plan import keep_on_rebuild, model
 from provision_agent.plan.units import parse_size
 
 
@@ -104,6 +104,9 @@ def _unknown_fields(err):
 class NativeDriver(DataDriver):
     def layout(self):
         problems = schema_problems(self.data)
+        if not problems:
+            keep_on_rebuild.refuse_outside_ironic(
+                self.data, lambda where, msg: problems.append(Problem(where, msg)))
         if problems:
             raise InputError(problems)
         return build_layout(self.data)
@@ -181,7 +184,7 @@ def _raid(r, where, problems):
 
 def _vg(v, where, problems):
     vg = model.VolumeGroup(id=v["id"], name=v.get("name", v["id"]), pvs=list(v["pvs"]),
-                           keep=v.get("keep", False), origin=v.get("origin", where))
+                           keep=v.get("keep", False) is True, origin=v.get("origin", where))
     for j, lv in enumerate(v.get("logical_volumes", [])):
         lwhere = f"{where}.logical_volumes[{j}]"
         vg.logical_volumes.append(model.LogicalVolume(

@@ -201,3 +201,18 @@ def test_a_whole_disk_image_says_the_flag_has_no_effect():
     layout = IronicDriver(node(kernel=None, ramdisk=None, ephemeral_gb=None)).layout()
     assert any("preserve_ephemeral has no effect on a whole-disk image" in w
                for w in layout.warnings)
+
+
+@pytest.mark.parametrize("rebuild,kept", [(True, [1]), (None, [1]), (False, [])])
+def test_the_instances_first_deploy_keeps_nothing_whatever_the_flag(rebuild, kept):
+    """Through Ironic the document says whether this is a rebuild of the same instance: on
+    its first deploy the disk holds nothing of its own (a previous tenant's, with cleaning
+    off), so the ephemeral partition is made anew."""
+    doc = node()
+    if rebuild is not None:
+        doc["rebuild"] = rebuild
+    _, plan = plan_json(doc, PREVIOUS)
+    assert wipe_keeps(plan) == kept
+    assert ("mkfs" in steps_on(plan, "/dev/vda1")) == (not kept)
+    if rebuild is False:
+        assert any("first deploy" in w for w in plan["warnings"])

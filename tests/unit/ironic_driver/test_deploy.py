@@ -31,8 +31,9 @@ class TestWithNode(dbcase.NodeTestCase):
     def test_document_is_the_contract(self):
         doc = json.loads(json.dumps(validation.payload(self.node, "ironic")))
         self.assertEqual({"node_uuid", "instance_info", "properties", "boot_mode", "secure_boot",
-                          "layout"},
+                          "rebuild", "layout"},
                          set(doc))
+        self.assertFalse(doc["rebuild"])
         self.assertEqual(self.node.uuid, doc["node_uuid"])
         self.assertEqual("uefi", doc["boot_mode"])
         self.assertEqual({"root_device": {"serial": "s1"}}, doc["properties"])
