@@ -85,6 +85,12 @@ def uuid(runner, device):
     return res.stdout.strip() or None
 
 
+def fs_type(runner, device):
+    """The filesystem type blkid finds on device (probing it, not its cache), or None."""
+    res = runner.run(["blkid", "-p", "-s", "TYPE", "-o", "value", device], check=False)
+    return res.stdout.strip() or None
+
+
 def size_bytes(device):
     fd = os.open(device, os.O_RDONLY)
     try:

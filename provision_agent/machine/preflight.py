@@ -89,6 +89,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
         for reason in in_use(runner, name, mounted, swaps, trees.get(name)):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)
+    problems += _kept_mounts(planned.steps, runner)
     problems += [Problem(f"volume group {step.args['name']}", msg) for step in planned.steps
                  if step.kind == "vg_activate" for msg in lvm.kept_vg_problems(runner, step.args)]
     problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
@@ -131,6 +132,27 @@ def _kept_partitions(steps, runner):
         msg = partitions.check_kept(tables[disk], step.args)
         if msg:
             problems.append(Problem(disk, msg))
+    return problems
+
+
+def _kept_mounts(steps, runner):
+    """A kept partition the plan mounts (a kept /, /boot/efi...) must hold the filesystem the
+    layout says: the mount comes after the tables are edited, and a kept / that holds none, or
+    another type, would stop the run there. (A kept volume group's logical volumes are checked
+    when their mount runs: they appear only once the group is activated.)"""
+    kept = {s.args["device"] for s in steps if s.kind == "partition" and s.args.get("keep")}
+    problems = []
+    for step in steps:
+        if step.kind != "mount" or step.args["device"] not in kept:
+            continue
+        device, want = step.args["device"], step.args.get("fs_type")
+        have = blockinfo.fs_type(runner, device)
+        if want and want != "auto" and have != want:
+            problems.append(Problem(device, (
+                f"the kept filesystem for {step.args['mount_point']} is {have}" if have else
+                f"the kept partition for {step.args['mount_point']} holds no filesystem")
+                + f", the layout says {want}: correct its type in the layout, or do not keep "
+                  f"it"))
     return problems
 
 

@@ -349,3 +349,26 @@ def test_preflight_takes_a_512e_disk_for_a_plan_that_assumed_512():
     preflight.check(planned({"d0": {"name": "/dev/vda", "size": 4 << 30}}),
                     [{"name": "/dev/vda", "size": 4 << 30, "logical_block_size": 512,
                       "physical_block_size": 4096}], r, mounted={}, swaps=[])
+
+
+@pytest.mark.parametrize("blkid,says", [
+    ("xfs\n", "/dev/vda1: the kept filesystem for / is xfs, the layout says ext4"),
+    ("", "/dev/vda1: the kept partition for / holds no filesystem, the layout says ext4"),
+    ("ext4\n", None)])
+def test_preflight_checks_a_kept_root_holds_the_filesystem_the_layout_says(blkid, says):
+    """A kept / is mounted to take the image: one of another type (or none) would stop the
+    run at its mount, after the tables were edited; refused before the first write."""
+    part = Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
+                              "offset": 1048576, "size": 1048576, "sector_size": 512,
+                              "type": "0x83", "keep": True})
+    mount = Step("mount", {"device": "/dev/vda1", "mount_point": "/", "fs_type": "ext4"})
+    table = {"partitiontable": {"partitions": [{"node": "/dev/vda1", "start": 2048,
+                                                "size": 2048}]}}
+    plan = planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}, [part, mount])
+    answers = {"lsblk --json": json.dumps({"blockdevices": []}),
+               "sfdisk --json": json.dumps(table), "blkid -p -s TYPE -o value /dev/vda1": blkid}
+    if says is None:
+        preflight.check(plan, LIVE, FakeRunner(answers), mounted={}, swaps=[])
+        return
+    assert problems(plan, answers=answers) == [
+        says + ": correct its type in the layout, or do not keep it"]
