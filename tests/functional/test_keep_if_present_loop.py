@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -28,21 +27,9 @@ MiB = 1 << 20
 
 
 @pytest.fixture
-def sector_loop(tmp_path):
-    """make(sector_size) -> a loop device of that logical sector size, detached afterwards."""
-    made = []
-
-    def make(sector_size):
-        backing = tmp_path / f"disk{len(made)}.img"
-        with open(backing, "wb") as f:
-            f.truncate(DISK)
-        made.append(sh("losetup", "--sector-size", str(sector_size), "-f", "--show",
-                       str(backing)).strip())
-        return made[-1]
-
-    yield make
-    for dev in made:
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
+def sector_loop(loop):
+    """make(sector_size) -> a loop device of that logical sector size."""
+    return lambda sector_size: loop(DISK, sector_size)
 
 
 def layout(dev, label, parts):

@@ -29,23 +29,10 @@ DISK = 4 * GiB
 
 
 @pytest.fixture
-def sector_loop(tmp_path):
-    """make(sector_size, size) -> a loop device of that logical sector size over a sparse
-    file (4 GiB unless size says), detached afterwards."""
-    made = []
-
-    def make(sector_size, size=DISK):
-        backing = tmp_path / f"disk{len(made)}.img"
-        with open(backing, "wb") as f:
-            f.truncate(size)
-        dev = sh("losetup", "--sector-size", str(sector_size), "-f", "--show",
-                 str(backing)).strip()
-        made.append(dev)
-        return dev
-
-    yield make
-    for dev in made:
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
+def sector_loop(loop):
+    """make(sector_size, size) -> a loop device of that logical sector size (4 GiB unless
+    size says)."""
+    return lambda sector_size, size=DISK: loop(size, sector_size)
 
 
 def live_disk(dev):
