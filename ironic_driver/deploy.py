@@ -49,6 +49,7 @@ from ironic_driver import (
     oci,
     pace,
     rebuild,
+    sent,
     validation,
 )
 from ironic_driver.job import ramdisk_options  # noqa: F401  (part of this module's API)
@@ -157,7 +158,8 @@ class ProvisionDeploy(base.DeployInterface):
     def heartbeat(self, task, callback_url, agent_version, agent_verify_ca=None,
                   agent_status=None, agent_status_message=None):
         """The ramdisk's agent says where its SSH is and which host key it has."""
-        heartbeat.handle(task, callback_url, agent_version, agent_verify_ca, agent_status)
+        heartbeat.handle(task, sent.for_ramdisk, callback_url, agent_version, agent_verify_ca,
+                         agent_status)
 
     # ---- cleaning
 
@@ -281,8 +283,8 @@ class ProvisionDeploy(base.DeployInterface):
                 return
             try:
                 FOLLOWERS.submit(uuid, manager._spawn_worker, follow.follow_in_worker, context,
-                                 uuid, manager._spawn_worker, limit=limit, wait=left,
-                                 tags=pace.tags(starting, slow),
+                                 uuid, sent.for_ramdisk, manager._spawn_worker, limit=limit,
+                                 wait=left, tags=pace.tags(starting, slow),
                                  shares=pace.shares(limit, pace.strained(FOLLOWERS, opts)))
             except (fanout.Busy, exception.NoFreeConductorWorker) as exc:
                 LOG.warning("Following provision: %s; the rest of this sweep waits for the "

@@ -27,7 +27,7 @@ from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 
-from ironic_driver import job, pace, record, remote, report, ssh, timeouts, validation
+from ironic_driver import job, pace, record, remote, report, ssh, timeouts
 
 LOG = logging.getLogger(__name__)
 
@@ -35,13 +35,13 @@ PREFIX = job.PREFIX
 _TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError, ssh.LimitExceeded)
 
 
-def follow_in_worker(context, node_uuid, spawn=None):
-    """spawn: the conductor's way to start a worker (its _spawn_worker), for resuming a
-    finished deploy on this task's lock."""
+def follow_in_worker(context, node_uuid, provision_input, spawn=None):
+    """provision_input: see follow. spawn: the conductor's way to start a worker (its
+    _spawn_worker), for resuming a finished deploy on this task's lock."""
     try:
         with task_manager.acquire(context, node_uuid, shared=True,
                                   purpose="following provision in a ramdisk") as task:
-            follow(task, spawn)
+            follow(task, provision_input, spawn)
     except (exception.NodeNotFound, exception.NodeLocked) as exc:
         LOG.info("Following provision on node %s skipped: %s", node_uuid, exc)
     except Exception as exc:
@@ -51,15 +51,16 @@ def follow_in_worker(context, node_uuid, spawn=None):
             "".join(traceback.format_exception(exc)), report.MESSAGE_CHARS))
 
 
-def _job(node, o):
-    """(what runs, its command, its input document) for the state the node waits in."""
+def _job(node, o, provision_input):
+    """(what runs, its command, its input document, the keyring sent beside it) for the state
+    the node waits in."""
     if node.provision_state == states.CLEANWAIT:
         return ("erase", remote.provision_argv(o.provision_command, None,
                                                o.provision_extra_args, subcommand="erase"),
-                _json(erase_input(node)))
+                _json(erase_input(node)), None)
+    doc, keyring = provision_input(node, o)
     return ("provision", remote.provision_argv(o.provision_command, o.data_driver,
-                                               o.provision_extra_args),
-            _json(validation.payload(node, o.data_driver)))
+                                               o.provision_extra_args), _json(doc), keyring)
 
 
 # clean step -> provision erase's method (the metadata erase for any other)
@@ -77,15 +78,19 @@ def erase_input(node):
     return doc
 
 
-def follow(task, spawn=None):
-    """One look at one node; transitions it when its job is done. Safe to call any time."""
+def follow(task, provision_input, spawn=None):
+    """One look at one node; transitions it when its job is done. Safe to call any time.
+
+    provision_input(node, opts): (provision's input, the keyring sent beside it or None) for
+    the node's deploy; the deploy interface passes sent.for_ramdisk: documents are built
+    there, never by the conversation with the ramdisk."""
     try:
-        _follow(task, spawn)
+        _follow(task, provision_input, spawn)
     finally:
         record.WRITER.leave()
 
 
-def _follow(task, spawn):
+def _follow(task, provision_input, spawn):
     node = task.node
     o = job.opts()
     grace = job.resume_grace(o)
@@ -128,7 +133,7 @@ def _follow(task, spawn):
             remote.verify_binding(session, o.binding_dir, node.uuid,
                                   info.get("agent_secret_token") or "")
         if phase == "wait_ramdisk":
-            _start(session, node, o)
+            _start(session, node, o, provision_input)
             updates[PREFIX + "phase"] = "running"
             updates[PREFIX + "last_ssh_error"] = None
         st = remote.status(session, _remote_dir(node, o), info.get(PREFIX + "events_offset", 0),
@@ -186,9 +191,8 @@ def _await_heartbeat(task):
     record.save(task, updates)
 
 
-def _start(session, node, o):
-    what, command, text = _job(node, o)
-    keyring = validation.image_keyring(o) if what == "provision" else None
+def _start(session, node, o, provision_input):
+    what, command, text, keyring = _job(node, o, provision_input)
     if remote.start(session, _remote_dir(node, o), text, command,
                     job=node.driver_internal_info.get(PREFIX + "job"), keyring=keyring):
         LOG.info("%s started on node %s", what, node.uuid)

@@ -30,14 +30,17 @@ EXITED = ("end", "error")
 RECORD_EVERY = 60
 
 
-def handle(task, callback_url, agent_version, agent_verify_ca, agent_status=None):
+def handle(task, provision_input, callback_url, agent_version, agent_verify_ca,
+           agent_status=None):
+    """provision_input: what a look started from here sends (follow.follow)."""
     try:
-        _handle(task, callback_url, agent_version, agent_verify_ca, agent_status)
+        _handle(task, provision_input, callback_url, agent_version, agent_verify_ca,
+                agent_status)
     finally:
         record.WRITER.leave()
 
 
-def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
+def _handle(task, provision_input, callback_url, agent_version, agent_verify_ca, agent_status):
     node = task.node
     if not job.ramdisk_expected(node):
         LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
@@ -88,15 +91,15 @@ def _handle(task, callback_url, agent_version, agent_verify_ca, agent_status):
     phase = node.driver_internal_info.get(P + "phase")
     if phase == "wait_ramdisk" and job.waiting(node):
         # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
-        _look_now(task, "starting the job")
+        _look_now(task, "starting the job", provision_input)
     elif phase == "running" and agent_status in EXITED and job.waiting(node):
         if fanout.FOLLOWERS.since_last(node.uuid) >= job.opts().poll_interval:
-            _look_now(task, "the ramdisk says its job exited")
+            _look_now(task, "the ramdisk says its job exited", provision_input)
         else:
             fanout.FOLLOWERS.hurry(node.uuid)
 
 
-def _look_now(task, why):
+def _look_now(task, why, provision_input):
     """A look at the node in this heartbeat's worker, counted as the sweep's are (so that the
     sweep's next one keeps its distance, and no more than [conductor]periodic_max_workers
     run at once, and the looks that start jobs in their share); when one runs already, or as
@@ -112,7 +115,7 @@ def _look_now(task, why):
             limit, pace.strained(fanout.FOLLOWERS, job.opts()))) as mine:
         if mine:
             LOG.debug("Node %s: %s; looking now", uuid, why)
-            follow.follow(task)
+            follow.follow(task, provision_input)
             return
     fanout.FOLLOWERS.hurry(uuid)
 

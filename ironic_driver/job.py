@@ -27,9 +27,9 @@ from ironic.common import states
 from ironic.conf import CONF
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import kernel_params, layouts, rebuild
+from ironic_driver import kernel_params, node_keys
 
-PREFIX = "provision_"
+PREFIX = node_keys.PREFIX
 WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
 # The steps whose waits are ours: (state, node field of the current step, step names).
 OUR_STEPS = {states.DEPLOYWAIT: ("deploy_step", ("deploy",)),
@@ -155,7 +155,6 @@ def token_updates(node, now):
 def forget(node):
     for key in list(node.driver_internal_info):
         if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
-                                                  PREFIX + "events_count", layouts.STEP_KEY,
-                                                  layouts.RAID_MEMBERS_KEY,
-                                                  layouts.RAID_PICKED_KEY, rebuild.KEY):
+                                                  PREFIX + "events_count",
+                                                  *node_keys.DOCUMENT_SIDE):
             node.del_driver_internal_info(key)

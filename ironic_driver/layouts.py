@@ -33,15 +33,15 @@ from dataclasses import dataclass
 
 from ironic.common import exception
 
-from ironic_driver import named_layouts, raid_layout
+from ironic_driver import named_layouts, node_keys, raid_layout
 
 STEP = "set_layout"
 RAID_STEP = "apply_configuration"
-STEP_KEY = "provision_layout_step"
+STEP_KEY = node_keys.LAYOUT_STEP
 # the member disks raid.create_configuration picked (raid.py), and whether it took them from
 # the inventory (no physical_disks); a record without it is taken as picked, the safe side
-RAID_MEMBERS_KEY = "provision_raid_members"
-RAID_PICKED_KEY = "provision_raid_members_picked"
+RAID_MEMBERS_KEY = node_keys.RAID_MEMBERS
+RAID_PICKED_KEY = node_keys.RAID_PICKED
 # ProvisionDeploy.deploy's priority; a unit test keeps the two equal.
 DEPLOY_STEP_PRIORITY = 100
 FIELD = "provision_layout"

@@ -10,7 +10,9 @@ removes it. A deploy that finds KEY naming the same instance is a rebuild; a new
 or no KEY, is a first deploy, and nothing is kept from before.
 """
 
-KEY = "provision_deployed_instance"
+from ironic_driver import node_keys
+
+KEY = node_keys.DEPLOYED_INSTANCE
 # a node deployed standalone (no Nova) has no instance_uuid
 STANDALONE = "standalone"
 

@@ -5,7 +5,7 @@ layout given inline in instance_info/provision_layout is the tenant's. A layout 
 a file of the operator's in [provision_agent]layouts_dir, which the tenant only picks; deploy
 templates, driver_info and the conductor's options are the operator's (layouts.py).
 
-Applied by validation.payload(), so both when validate plans the deploy and when the document
+Applied by sent.payload(), so both when validate plans the deploy and when the document
 is built for the ramdisk.
 """
 

@@ -14,8 +14,8 @@ from ironic_driver import (
     layouts,
     oci,
     report,
+    sent,
     ssh,
-    tenant_rules,
 )
 
 LOG = logging.getLogger(__name__)
@@ -35,29 +35,8 @@ OPTIONAL = {
 }
 
 
-# A keyring of a few certificates is KiBs (Debian's archive keyring ~100 KiB).
-KEYRING_MAX_BYTES = 4 << 20
-
-
 def _invalid(msg):
     return exception.InvalidParameterValue(report.bounded(msg, report.MESSAGE_CHARS))
-
-
-def image_keyring(opts):
-    """The bytes of [provision_agent]image_keyring, sent to the ramdisk with the document;
-    None when it is not set."""
-    if not opts.image_keyring:
-        return None
-    try:
-        with open(opts.image_keyring, "rb") as f:
-            data = f.read(KEYRING_MAX_BYTES + 1)
-    except OSError as exc:
-        raise _invalid(f"[provision_agent]image_keyring {opts.image_keyring} cannot be read: "
-                       f"{exc.strerror}") from None
-    if not data or len(data) > KEYRING_MAX_BYTES:
-        raise _invalid(f"[provision_agent]image_keyring {opts.image_keyring} is "
-                       f"{'empty' if not data else 'larger than 4 MiB'}: not a keyring")
-    return data
 
 
 def check_options(opts):
@@ -71,7 +50,7 @@ def check_options(opts):
     except (OSError, ssh.paramiko.SSHException, ValueError) as exc:
         raise _invalid(f"[provision_agent]ssh_private_key_file {opts.ssh_private_key_file} "
                        f"cannot be used: {exc}")
-    image_keyring(opts)
+    sent.image_keyring(opts)
     if opts.ssh_known_hosts_file and not os.path.isfile(opts.ssh_known_hosts_file):
         raise _invalid(f"[provision_agent]ssh_known_hosts_file {opts.ssh_known_hosts_file} "
                        "does not exist")
@@ -137,43 +116,6 @@ def check_checksum_urls(info):
                            "conductor refuses ([conductor]disable_support_for_checksum_files)")
 
 
-def payload(node, data_driver, step=layouts.RECORDED):
-    """What provision gets: our contract document, or the bare layout for --data_driver native.
-
-    step: see layouts.choose (validate passes what the deploy templates say).
-    """
-    choice = layouts.choose(node, step)
-    layouts.check_images(choice, CONF.provision_agent.layout_images)
-    tenant_rules.check_relaxations(choice)
-    from provision_agent.plan import api
-    for where, what in api.local_paths_of(choice.layout):
-        # whatever the data driver: the ironic one refuses them too, the native one cannot
-        raise _invalid(f"{choice.describe()}: {where}: {api.local_path_refusal(what)}")
-    template = layouts.step_choice(node, step) if tenant_rules.from_instance_info(choice) \
-        else None
-    layout = tenant_rules.keep_template_encryption(choice, template)
-    doc = document.build(node, layout=layout)
-    if data_driver == "native":
-        if "layout" not in doc:
-            raise _invalid("data_driver native needs instance_info/provision_layout, a deploy "
-                           "template's set_layout step or driver_info/provision_layout")
-        # What the ironic data driver does with the document's boot mode, done here since
-        # only the layout goes to the ramdisk.
-        problems = []
-        api.apply_boot_mode(doc["layout"], doc["boot_mode"],
-                                    lambda where, msg: problems.append(f"{where}: {msg}"),
-                                    where=f"{choice.describe()}: bootloader",
-                                    create=False, secure_boot=doc["secure_boot"])
-        # and with "keep": "on_rebuild": kept on a rebuild of the same instance only
-        api.apply_keep_on_rebuild(doc["layout"], doc["rebuild"],
-                                  lambda where, msg: problems.append(f"{where}: {msg}"),
-                                  where=choice.describe())
-        if problems:
-            raise _invalid(problems[0])
-        return doc["layout"]
-    return doc
-
-
 def check_instance(task, data_driver):
     """The same checks as `provision --dry_run`, run on the conductor before anything boots.
 
@@ -186,7 +128,7 @@ def check_instance(task, data_driver):
     document.boot_mode_of(node)
     # Ironic empties instance_info on undeploy; a redeploy that forgot to set it again used to
     # pass here and fail a minute later in the ramdisk. Refuse it before anything boots
-    # (data_driver native needs a layout instead: payload() says so).
+    # (data_driver native needs a layout instead: sent.payload() says so).
     if data_driver != "native" and not info.get("image_source"):
         raise exception.MissingParameterValue(
             "instance_info/image_source is required (Ironic clears instance_info on undeploy: "
@@ -207,7 +149,7 @@ def check_instance(task, data_driver):
     step = layouts.template_step(task)
     choice = layouts.choose(node, step)
     try:
-        doc = payload(node, data_driver, step)
+        doc = sent.payload(node, data_driver, step)
         if data_driver != "native":
             doc["instance_info"] = images.for_validation(doc["instance_info"], node, record)
             if found:

@@ -9,7 +9,7 @@ from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
 
 # deploy: importing it registers [provision_agent] in Ironic's CONF (test_writes.py alone)
-from ironic_driver import deploy, fanout, follow, remote  # noqa: F401
+from ironic_driver import deploy, fanout, follow, remote, sent  # noqa: F401
 
 API_URL = "http://192.0.2.1:6385"
 
@@ -61,6 +61,6 @@ class NodeTestCase(db_base.DbTestCase):
                 mock.patch.object(remote, "start", return_value=started) as start, \
                 mock.patch.object(remote, "status", return_value=status):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
         return start

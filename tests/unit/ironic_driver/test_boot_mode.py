@@ -12,7 +12,7 @@ from ironic.drivers.modules import (
 )
 from oslo_utils import uuidutils
 
-from ironic_driver import validation
+from ironic_driver import sent, validation
 from tests import REPO_ROOT
 from tests.unit.ironic_driver import dbcase
 
@@ -46,10 +46,10 @@ class TestBootMode(dbcase.NodeTestCase):
                     expected = boot_mode_utils.get_boot_mode(node)
                 except exception.InvalidParameterValue:
                     self.assertRaises(exception.InvalidParameterValue,
-                                      validation.payload, node, "ironic")
+                                      sent.payload, node, "ironic")
                     refused += 1
                     continue
-                self.assertEqual(expected, validation.payload(node, "ironic")["boot_mode"],
+                self.assertEqual(expected, sent.payload(node, "ironic")["boot_mode"],
                                  (default, combo))
                 checked += 1
             self.assertGreater(refused, 0)
@@ -57,20 +57,20 @@ class TestBootMode(dbcase.NodeTestCase):
 
     def test_nothing_set_is_uefi_as_ironic_39_boots_it(self):
         node = self._node(None, None, None, "bios")   # what the BMC reported does not decide
-        self.assertEqual("uefi", validation.payload(node, "ironic")["boot_mode"])
+        self.assertEqual("uefi", sent.payload(node, "ironic")["boot_mode"])
         self.config(default_boot_mode="bios", group="deploy")
-        self.assertEqual("bios", validation.payload(node, "ironic")["boot_mode"])
+        self.assertEqual("bios", sent.payload(node, "ironic")["boot_mode"])
 
     def test_a_secure_boot_request_asks_for_the_signed_chain_in_uefi(self):
         node = self._node(None, {"secure_boot": "true"}, None, None)
-        doc = validation.payload(node, "ironic")
+        doc = sent.payload(node, "ironic")
         self.assertEqual((True, "uefi"), (doc["secure_boot"], doc["boot_mode"]))
         node.instance_info = dict(node.instance_info, provision_layout={
             "version": 1, "bootloader": {"kernel_params": "console=ttyS0"}})
         self.assertEqual({"kernel_params": "console=ttyS0", "boot_mode": "uefi",
                           "secure_boot": True, "origin": "boot_mode"},
-                         validation.payload(node, "native")["bootloader"])
-        self.assertFalse(validation.payload(self._node(None, None, None, None),
+                         sent.payload(node, "native")["bootloader"])
+        self.assertFalse(sent.payload(self._node(None, None, None, None),
                                             "ironic")["secure_boot"])
 
     def test_a_layout_saying_no_secure_boot_is_refused_when_ironic_turns_it_on(self):
@@ -118,4 +118,4 @@ class TestBootMode(dbcase.NodeTestCase):
                   "bootloader": {"kernel_params": "console=ttyS0"}}
         node = self._node("boot_mode:uefi", None, None, None)
         node.instance_info = dict(node.instance_info, provision_layout=layout)
-        self.assertEqual("uefi", validation.payload(node, "native")["bootloader"]["boot_mode"])
+        self.assertEqual("uefi", sent.payload(node, "native")["bootloader"]["boot_mode"])

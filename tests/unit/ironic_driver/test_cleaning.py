@@ -13,7 +13,7 @@ from ironic.drivers.modules import fake
 
 # deploy imports Ironic's conductor modules now, before Ironic's test base forbids the
 # subprocess that one of their imports (zeroconf's ifaddr) runs at import time.
-from ironic_driver import deploy, follow, remote
+from ironic_driver import deploy, follow, remote, sent
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -169,7 +169,7 @@ class TestOnlyOurStepErases(dbcase.NodeTestCase):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 task.driver.deploy.heartbeat(task, "https://192.0.2.30:22", "1.0", None)
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)     # the periodic task's look
+                follow.follow(task, sent.for_ramdisk)     # the periodic task's look
         connect.assert_not_called()
         start.assert_not_called()
         resume.assert_not_called()

@@ -6,7 +6,7 @@ without servers configured validate refuses it, located."""
 from ironic.common import exception
 from ironic.conductor import task_manager
 
-from ironic_driver import layouts, validation
+from ironic_driver import layouts, sent
 from tests.unit.ironic_driver import test_layouts
 from tests.unit.ironic_driver.test_layouts import TRAIT, LayoutCase, _sample
 
@@ -26,7 +26,7 @@ class TestConductorDefaults(LayoutCase):
 
     def _payload(self):
         with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-            return validation.payload(task.node, "native", layouts.template_step(task))
+            return sent.payload(task.node, "native", layouts.template_step(task))
 
     def test_the_conductor_fills_in_its_tang_servers_and_recovery_recipients(self):
         self.config(recovery_age_recipients=[AGE], group="provision_agent")
@@ -34,11 +34,11 @@ class TestConductorDefaults(LayoutCase):
                                  f"http://tang2.example:7500  {THP}"], group="provision_agent")
         self._set(traits=[TRAIT])
         self._template(_encrypted_template_layout())
-        sent = self._payload()
-        self.assertEqual({"age_recipients": [AGE]}, sent["recovery"])
+        doc = self._payload()
+        self.assertEqual({"age_recipients": [AGE]}, doc["recovery"])
         self.assertEqual([{"url": "http://tang1.example:7500", "thumbprint": THP},
                           {"url": "http://tang2.example:7500", "thumbprint": THP}],
-                         sent["encrypted"][0]["unlock"]["tang"])
+                         doc["encrypted"][0]["unlock"]["tang"])
         self._validate()
 
     def test_a_layout_naming_the_conductors_tang_servers_where_none_are_configured(self):
@@ -55,6 +55,6 @@ class TestConductorDefaults(LayoutCase):
         layout = _sample("encrypted-raid1-lvm.json")
         del layout["images"], layout["bootloader"]
         self._set(instance=layout)
-        sent = self._payload()
+        doc = self._payload()
         self.assertEqual(layout["recovery"]["age_recipients"] + ["age1other"],
-                         sent["recovery"]["age_recipients"])
+                         doc["recovery"]["age_recipients"])

@@ -11,7 +11,7 @@ from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import deploy, document, remote, validation
+from ironic_driver import deploy, document, remote, sent, validation
 from tests.unit.ironic_driver import dbcase
 
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -29,7 +29,7 @@ class TestWithNode(dbcase.NodeTestCase):
             properties={"root_device": {"serial": "s1"}, "capabilities": "boot_mode:uefi"})
 
     def test_document_is_the_contract(self):
-        doc = json.loads(json.dumps(validation.payload(self.node, "ironic")))
+        doc = json.loads(json.dumps(sent.payload(self.node, "ironic")))
         self.assertEqual({"node_uuid", "instance_info", "properties", "boot_mode", "secure_boot",
                           "rebuild", "layout"},
                          set(doc))
@@ -160,7 +160,7 @@ class TestWithNode(dbcase.NodeTestCase):
 
     def test_native_payload_needs_a_layout(self):
         self.node.instance_info = {"image_source": "x"}
-        self.assertRaises(exception.InvalidParameterValue, validation.payload, self.node,
+        self.assertRaises(exception.InvalidParameterValue, sent.payload, self.node,
                           "native")
 
 

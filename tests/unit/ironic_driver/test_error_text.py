@@ -13,7 +13,7 @@ from ironic.common import states
 from ironic.conductor import task_manager
 from oslo_utils import timeutils
 
-from ironic_driver import follow, remote, report, ssh
+from ironic_driver import follow, remote, report, sent, ssh
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -45,7 +45,7 @@ class TestStoredErrors(dbcase.NodeTestCase):
     def _follow(self, session):
         with mock.patch.object(follow, "_connect", return_value=session):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
 
     def test_an_sftp_status_message_of_any_size_is_kept_cut_and_clean(self):
@@ -61,7 +61,7 @@ class TestStoredErrors(dbcase.NodeTestCase):
         with mock.patch.object(follow, "_connect", side_effect=ssh.paramiko.SSHException(
                 'Indecipherable protocol version "' + HUGE + '"')):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
         _clean_and_small(self.node.driver_internal_info["provision_last_ssh_error"],
                          report.ERROR_CHARS)

@@ -6,7 +6,7 @@ from unittest import mock
 from ironic.common import states
 from ironic.conductor import task_manager
 
-from ironic_driver import deploy, fanout, follow, job
+from ironic_driver import deploy, fanout, follow, job, sent
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -162,7 +162,7 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.deploy_waiting()
         with mock.patch.object(follow, "_connect") as connect:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         connect.assert_not_called()
         self.node.refresh()
         self.assertIn("no heartbeat from the ramdisk yet",
@@ -182,7 +182,7 @@ class TestTokenLostInTakeover(dbcase.NodeTestCase):
     def _look(self, **internal):
         self.deploy_waiting(agent_secret_token="lost-with-conductor-0", **internal)
         with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-            follow.follow(task)
+            follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
         return self.node.driver_internal_info
 

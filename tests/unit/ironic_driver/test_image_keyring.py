@@ -7,7 +7,7 @@ import time
 
 from ironic.common import exception
 
-from ironic_driver import remote, validation
+from ironic_driver import remote, sent
 from tests.unit.ironic_driver.test_checksum_url import StaticNodeCase
 
 IMAGE = {"image_source": "http://images.example.com/disk.raw",
@@ -71,9 +71,9 @@ class TestImageKeyring(StaticNodeCase):
     def test_image_keyring_reads_the_bytes(self):
         path = self._keyring()
         opts = type("Opts", (), {"image_keyring": path})
-        self.assertEqual(KEYRING, validation.image_keyring(opts))
+        self.assertEqual(KEYRING, sent.image_keyring(opts))
         opts.image_keyring = None
-        self.assertIsNone(validation.image_keyring(opts))
+        self.assertIsNone(sent.image_keyring(opts))
 
 
 class LocalSession:

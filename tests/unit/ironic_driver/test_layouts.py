@@ -14,7 +14,7 @@ from ironic.conductor import steps as conductor_steps
 from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import deploy, layouts, validation
+from ironic_driver import deploy, layouts, sent
 from tests import REPO_ROOT
 from tests.unit.ironic_driver import dbcase
 
@@ -95,7 +95,7 @@ class LayoutCase(dbcase.NodeTestCase):
     def _chosen_at_validate(self):
         with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
             step = layouts.template_step(task)
-            return layouts.choose(task.node, step), validation.payload(task.node, "ironic",
+            return layouts.choose(task.node, step), sent.payload(task.node, "ironic",
                                                                        step)
 
 
@@ -143,9 +143,9 @@ class TestPrecedence(LayoutCase):
     def test_recorded_step_wins_over_node_default_and_loses_to_instance(self):
         self._set(driver="node-default")
         layouts.record_step(self.node, "from-template")
-        self.assertEqual("from-template", _mark(validation.payload(self.node, "ironic")))
+        self.assertEqual("from-template", _mark(sent.payload(self.node, "ironic")))
         self._set(instance="two-disks")
-        self.assertEqual(TWO_DISKS["disks"], validation.payload(self.node, "native")["disks"])
+        self.assertEqual(TWO_DISKS["disks"], sent.payload(self.node, "native")["disks"])
 
     def test_template_step_priority_must_come_before_the_deploy_step(self):
         self._set(traits=[TRAIT])
@@ -217,13 +217,13 @@ class TestDeployStepsRunByIronic(LayoutCase):
         info = self.node.driver_internal_info
         self.assertEqual("wait_ramdisk", info["provision_phase"])
         self.assertEqual("from-template", info[layouts.STEP_KEY]["name"])
-        self.assertEqual("from-template", _mark(validation.payload(self.node, "ironic")))
+        self.assertEqual("from-template", _mark(sent.payload(self.node, "ironic")))
 
     def test_deploy_steps_given_with_the_deploy_request_choose_the_layout_too(self):
         self._set(driver="node-default")
         self._deploy_with_step("from-template")
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
-        self.assertEqual("from-template", _mark(validation.payload(self.node, "ironic")))
+        self.assertEqual("from-template", _mark(sent.payload(self.node, "ironic")))
 
     def test_a_step_run_after_the_deploy_step_fails_instead_of_being_ignored(self):
         # `baremetal node deploy --deploy-steps` with a low priority: validate never saw it.
@@ -284,7 +284,7 @@ class TestStepRecordKeepsNoSecrets(LayoutCase):
         self.assertNotIn("temp_url_sig", json.dumps(record))
         self.assertNotIn("c2VjcmV0", json.dumps(record))
         # what the ramdisk gets is the whole layout, read from Ironic's deploy steps
-        self.assertEqual(layout, validation.payload(self.node, "native"))
+        self.assertEqual(layout, sent.payload(self.node, "native"))
         # Ironic's own undeploy (which drops its deploy_steps copy), with our clean_up and
         # tear_down inside it; the cleaning it would start next is not run here
         self.node.provision_state = states.DELETING
@@ -303,13 +303,13 @@ class TestStepRecordKeepsNoSecrets(LayoutCase):
         layouts.record_step(self.node, "from-template")
         with open(os.path.join(self.dir, "from-template.json"), "w") as f:
             json.dump(_marked(SINGLE, "edited meanwhile"), f)
-        exc = self.assertRaises(exception.InstanceDeployFailure, validation.payload,
+        exc = self.assertRaises(exception.InstanceDeployFailure, sent.payload,
                                 self.node, "native")
         self.assertIn("changed since the step checked it", str(exc))
 
     def test_a_step_record_without_its_step_is_refused(self):
         layouts.record_step(self.node, self._secret_layout())
-        exc = self.assertRaises(exception.InstanceDeployFailure, validation.payload,
+        exc = self.assertRaises(exception.InstanceDeployFailure, sent.payload,
                                 self.node, "native")
         self.assertIn("no longer among this deploy's steps", str(exc))
 

@@ -10,7 +10,7 @@ from ironic.common import states
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 
-from ironic_driver import follow, job
+from ironic_driver import follow, job, sent
 from tests.unit.ironic_driver import dbcase
 
 OUR_CLEAN_STEP = {"interface": "deploy", "step": "erase_devices_metadata", "priority": 99,
@@ -38,7 +38,7 @@ class TestLostResume(dbcase.NodeTestCase):
                 mock.patch.object(manager_utils, "notify_conductor_resume_deploy") as dep, \
                 mock.patch.object(follow, "_connect") as connect:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task, spawn)
+                follow.follow(task, sent.for_ramdisk, spawn)
         self.node.refresh()
         connect.assert_not_called()     # a resume needs nothing from the ramdisk
         return clean, dep

@@ -9,7 +9,7 @@ from unittest import mock
 
 from ironic.conductor import task_manager
 
-from ironic_driver import fanout, follow, heartbeat, pace, remote, ssh
+from ironic_driver import fanout, follow, heartbeat, pace, remote, sent, ssh
 from ironic_driver.deploy import sweep_order
 from tests.unit.ironic_driver import dbcase
 
@@ -83,7 +83,7 @@ class TestSlowLooks(dbcase.NodeTestCase):
     def _follow(self, **patches):
         with mock.patch.object(follow, "_connect", **patches):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
         return self.node.driver_internal_info
 
@@ -113,5 +113,5 @@ class TestSlowLooks(dbcase.NodeTestCase):
         with mock.patch.object(follow, "follow") as look, \
                 mock.patch.object(heartbeat, "_recorded_within", return_value=True):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                heartbeat._look_now(task, "the ramdisk says its job exited")
+                heartbeat._look_now(task, "the ramdisk says its job exited", sent.for_ramdisk)
         look.assert_not_called()

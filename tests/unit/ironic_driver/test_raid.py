@@ -12,7 +12,7 @@ from ironic.conductor import deployments, task_manager
 from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import layouts, raid_layout, validation
+from ironic_driver import layouts, raid_layout, sent
 from tests import REPO_ROOT
 from tests.unit.ironic_driver import dbcase
 
@@ -158,7 +158,7 @@ class RaidCase(dbcase.NodeTestCase):
         db_utils.create_test_inventory(node_id=self.node.id, inventory=INVENTORY)
 
     def _payload(self):
-        return validation.payload(self.node, "ironic")
+        return sent.payload(self.node, "ironic")
 
 
 class TestCleaningSteps(RaidCase):

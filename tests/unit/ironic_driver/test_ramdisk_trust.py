@@ -9,7 +9,7 @@ from unittest import mock
 from ironic.common import states
 from ironic.conductor import task_manager
 
-from ironic_driver import follow, remote, report, ssh
+from ironic_driver import follow, remote, report, sent, ssh
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -28,7 +28,7 @@ class TestBinding(dbcase.NodeTestCase):
                 mock.patch.object(remote, "start", return_value=True) as start, \
                 mock.patch.object(remote, "status", return_value=RUNNING):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
         return check, start
 
@@ -104,7 +104,7 @@ class TestHostileOutput(dbcase.NodeTestCase):
             b"\x1b[31mowned" if path.endswith(remote.EXIT_CODE) else b"")
         with mock.patch.object(follow, "_connect", return_value=session):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         session.close.assert_called_once()
         self.node.refresh()
         self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
@@ -117,7 +117,7 @@ class TestHostileOutput(dbcase.NodeTestCase):
                 mock.patch.object(remote, "status", side_effect=ssh.LimitExceeded(
                     "the ramdisk did not finish answering within 70 s")):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state)
         self.assertIn("within 70 s", self.node.driver_internal_info["provision_last_ssh_error"])

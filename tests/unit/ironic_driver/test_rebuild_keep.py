@@ -10,7 +10,7 @@ from ironic.common import states
 from ironic.conductor import manager, task_manager
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import document, rebuild, validation
+from ironic_driver import document, rebuild, sent
 from tests.unit.ironic_driver import dbcase
 
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -42,7 +42,7 @@ class TestKeepOnRebuild(dbcase.NodeTestCase):
             properties={"root_device": {"serial": "s1"}, "capabilities": "boot_mode:bios"})
 
     def kept(self, data_driver="native"):
-        doc = validation.payload(self.node, data_driver)
+        doc = sent.payload(self.node, data_driver)
         if data_driver != "native":
             from provision_agent.data_drivers.ironic import IronicDriver
             doc = IronicDriver(doc).native_document()
@@ -93,5 +93,5 @@ class TestKeepOnRebuild(dbcase.NodeTestCase):
         layout = copy.deepcopy(LAYOUT)
         layout["raids"] = [{"id": "md", "level": 1, "members": ["root"], "keep": "on_rebuild"}]
         self.node.instance_info = dict(self.node.instance_info, provision_layout=layout)
-        exc = self.assertRaises(Exception, validation.payload, self.node, "native")
+        exc = self.assertRaises(Exception, sent.payload, self.node, "native")
         self.assertIn("raids[0].keep: keeping an md array is not supported yet", str(exc))

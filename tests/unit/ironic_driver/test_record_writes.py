@@ -10,7 +10,7 @@ from ironic.common import states
 from ironic.conductor import deployments, task_manager
 from ironic.objects import node as node_object
 
-from ironic_driver import follow, record, remote
+from ironic_driver import follow, record, remote, sent
 from ironic_driver import turns as turns_mod
 from tests.unit.ironic_driver import dbcase
 
@@ -108,7 +108,7 @@ class TestWrites(dbcase.NodeTestCase):
         with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
                 mock.patch.object(remote, "status", return_value=exited), \
                 mock.patch("ironic.conductor.utils.notify_conductor_resume_deploy") as rpc:
-            follow.follow_in_worker(self.context, self.node.uuid, spawn)
+            follow.follow_in_worker(self.context, self.node.uuid, sent.for_ramdisk, spawn)
         rpc.assert_not_called()
         spawn.assert_called_once_with(deployments.continue_node_deploy, mock.ANY)
         task = spawn.call_args[0][1]
@@ -188,7 +188,7 @@ class TestSlowRamdisks(dbcase.NodeTestCase):
 
         def poll_other():
             with task_manager.acquire(self.context, other, shared=True) as task:
-                follow.follow(task)
+                follow.follow(task, sent.for_ramdisk)
             recorded.set()
 
         with mock.patch.object(follow, "_connect", side_effect=connect), \

@@ -9,7 +9,7 @@ import os
 from ironic.common import exception
 from ironic.conductor import task_manager
 
-from ironic_driver import validation
+from ironic_driver import sent
 from tests.unit.ironic_driver.test_layouts import SINGLE, LayoutCase
 
 KEYRING = b"\x98\x33\x04keyring bytes as gpg --export writes them"
@@ -64,7 +64,7 @@ class TestTenantsCannotRelaxChecks(TenantCase):
                                     data_driver)
             self.assertIn("instance_info/provision_layout: images[0].allow_unsigned", str(exc))
             self.assertIn("may not switch off signature verification", str(exc))
-            exc = self.assertRaises(exception.InvalidParameterValue, validation.payload,
+            exc = self.assertRaises(exception.InvalidParameterValue, sent.payload,
                                     self.node, data_driver)
             self.assertIn("images[0].allow_unsigned", str(exc))
 
@@ -88,7 +88,7 @@ class TestTenantsCannotRelaxChecks(TenantCase):
         self._validate()
         self._set(instance="", driver=UNSIGNED)
         self._validate()
-        self.assertTrue(validation.payload(self.node, "ironic")["layout"]["images"][0][
+        self.assertTrue(sent.payload(self.node, "ironic")["layout"]["images"][0][
             "allow_unsigned"])
 
     def test_a_tenants_signed_image_passes(self):
@@ -112,7 +112,7 @@ class TestNoRamdiskPaths(TenantCase):
             self.assertIn("instance_info/provision_layout: images[0].uri: a path in the "
                           "ramdisk", str(exc))
             self.assertNotIn("input.json", str(exc))
-            self.assertRaises(exception.InvalidParameterValue, validation.payload,
+            self.assertRaises(exception.InvalidParameterValue, sent.payload,
                               self.node, data_driver)
 
     def test_an_operators_key_file_path_is_refused_too(self):
@@ -161,16 +161,16 @@ class TestRecoveryAndTemplateEncryption(TenantCase):
     def _payload_at_validate(self):
         from ironic_driver import layouts
         with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
-            return validation.payload(task.node, "native", layouts.template_step(task))
+            return sent.payload(task.node, "native", layouts.template_step(task))
 
     def test_the_operators_recipients_are_added_to_a_tenants_own(self):
         self.config(recovery_age_recipients=[AGE_OPERATOR], group="provision_agent")
         self._set(instance=_encrypted(AGE_TENANT))
-        sent = validation.payload(self.node, "native")
-        self.assertEqual([AGE_TENANT, AGE_OPERATOR], sent["recovery"]["age_recipients"])
+        doc = sent.payload(self.node, "native")
+        self.assertEqual([AGE_TENANT, AGE_OPERATOR], doc["recovery"]["age_recipients"])
         self._set(instance=_encrypted(AGE_OPERATOR))      # no duplicate
-        sent = validation.payload(self.node, "native")
-        self.assertEqual([AGE_OPERATOR], sent["recovery"]["age_recipients"])
+        doc = sent.payload(self.node, "native")
+        self.assertEqual([AGE_OPERATOR], doc["recovery"]["age_recipients"])
 
     def test_a_tenants_plain_layout_cannot_replace_an_encrypting_template(self):
         self._set(instance=_plain_raid1(), traits=["CUSTOM_RAID1_LVM"])
@@ -190,19 +190,19 @@ class TestRecoveryAndTemplateEncryption(TenantCase):
             {"interface": "deploy", "step": layouts.STEP, "priority": 150,
              "args": {"layout": _encrypted(AGE_TEMPLATE)}}])
         self.node.save()
-        exc = self.assertRaises(exception.InvalidParameterValue, validation.payload,
+        exc = self.assertRaises(exception.InvalidParameterValue, sent.payload,
                                 self.node, "native")
         self.assertIn("may not drop the encryption", str(exc))
 
     def test_a_tenants_encrypting_layout_keeps_the_templates_recipients(self):
         self._set(instance=_encrypted(AGE_TENANT), traits=["CUSTOM_RAID1_LVM"])
         self._template(_encrypted(AGE_TEMPLATE))
-        sent = self._payload_at_validate()
-        self.assertEqual([AGE_TENANT, AGE_TEMPLATE], sent["recovery"]["age_recipients"])
-        self.assertEqual("crypt-os", sent["encrypted"][0]["id"])
+        doc = self._payload_at_validate()
+        self.assertEqual([AGE_TENANT, AGE_TEMPLATE], doc["recovery"]["age_recipients"])
+        self.assertEqual("crypt-os", doc["encrypted"][0]["id"])
 
     def test_without_a_tenants_layout_the_template_applies_as_before(self):
         self._set(traits=["CUSTOM_RAID1_LVM"])
         self._template(_encrypted(AGE_TEMPLATE))
-        sent = self._payload_at_validate()
-        self.assertEqual([AGE_TEMPLATE], sent["recovery"]["age_recipients"])
+        doc = self._payload_at_validate()
+        self.assertEqual([AGE_TEMPLATE], doc["recovery"]["age_recipients"])
