@@ -8,9 +8,9 @@ own on the loopback network, heartbeats every second, gone after HEARTBEAT_TIMEO
 hash rings rebuilt every second. Production's heartbeat_timeout is 60 s: the orphan times
 measured here are that much shorter than a production failover's.
 
-Who followed a node is read from the lines ironic_driver/follow.py logs when it looks at one
-("provision poll of node U in phase P", debug) or starts its job: a node is followed twice
-when two conductors looked at it while both were alive.
+Who followed a node is read from the lines ironic_driver/conversation/follow.py logs when it
+looks at one ("provision poll of node U in phase P", debug) or starts its job: a node is
+followed twice when two conductors looked at it while both were alive.
 """
 
 import collections

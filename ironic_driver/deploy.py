@@ -37,22 +37,10 @@ from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 
-from ironic_driver import (
-    config,
-    fanout,
-    follow,
-    heartbeat,
-    images,
-    ironic_compat,
-    job,
-    layouts,
-    oci,
-    pace,
-    rebuild,
-    sent,
-    validation,
-)
-from ironic_driver.job import ramdisk_options  # noqa: F401  (part of this module's API)
+from ironic_driver import config, ironic_compat, validation
+from ironic_driver.conversation import fanout, follow, heartbeat, job, pace
+from ironic_driver.conversation.job import ramdisk_options  # noqa: F401  (part of this module's API)
+from ironic_driver.document import images, layouts, oci, rebuild, sent
 
 LOG = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ from ironic.common import exception
 from ironic.common import raid as ironic_raid
 from ironic.drivers import base
 
-from ironic_driver import layouts, raid_layout, report
+from ironic_driver import report
+from ironic_driver.document import layouts, raid_layout
 
 CLEANED_KEY = layouts.RAID_MEMBERS_KEY
 
@@ -33,7 +34,7 @@ def _invalid(msg):
 
 
 def _inventory(task):
-    from ironic_driver import inventory
+    from ironic_driver.document import inventory
     return inventory.stored_disks(task)
 
 

@@ -6,17 +6,9 @@ import os
 from ironic.common import exception
 from ironic.conf import CONF
 
-from ironic_driver import (
-    document,
-    images,
-    inventory,
-    kernel_params,
-    layouts,
-    oci,
-    report,
-    sent,
-    ssh,
-)
+from ironic_driver import report
+from ironic_driver.conversation import kernel_params, ssh
+from ironic_driver.document import contract, images, inventory, layouts, oci, sent
 
 LOG = logging.getLogger(__name__)
 
@@ -125,7 +117,7 @@ def check_instance(task, data_driver):
     node = task.node
     info = node.instance_info or {}
     # Ironic's own boot mode for the instance; it refuses one the node's capabilities forbid.
-    document.boot_mode_of(node)
+    contract.boot_mode_of(node)
     # Ironic empties instance_info on undeploy; a redeploy that forgot to set it again used to
     # pass here and fail a minute later in the ramdisk. Refuse it before anything boots
     # (data_driver native needs a layout instead: sent.payload() says so).

@@ -4,9 +4,9 @@ its next look.
 
 The conductor starts provision detached in <job_dir>/<node UUID> (its [provision_agent]
 remote_dir), and the wrapper renames the exit code into place only after provision exited
-(ironic_driver/remote.py): the rename gives the file a new inode, so each exit is reported
-once. The heartbeat is a hint and nothing more: the conductor reads the exit code itself over
-SSH, and looks at a node at most once per poll_interval whatever the heartbeats say.
+(ironic_driver/conversation/remote.py): the rename gives the file a new inode, so each exit is
+reported once. The heartbeat is a hint and nothing more: the conductor reads the exit code
+itself over SSH, and looks at a node at most once per poll_interval whatever the heartbeats say.
 """
 
 import os

@@ -1,10 +1,10 @@
 """`"keep": "on_rebuild"` in a native document used through Ironic: kept on a rebuild of the
 same instance, made anew on its first deploy.
 
-Ironic's deploy interface (ironic_driver/rebuild.py) says which: a rebuild is a deploy of the
-node while the instance an earlier deploy of ours made is still there (not undeployed, the same
-instance_uuid). Undeploy and cleaning come between two tenants, so a first deploy never keeps
-what a previous tenant left. Partitions and volume groups can be kept so (a volume group with
+Ironic's deploy interface (ironic_driver/document/rebuild.py) says which: a rebuild is a deploy
+of the node while the instance an earlier deploy of ours made is still there (not undeployed,
+the same instance_uuid). Undeploy and cleaning come between two tenants, so a first deploy never
+keeps what a previous tenant left. Partitions and volume groups can be kept so (a volume group with
 its logical volumes; its physical volumes must then be kept on rebuild too); md arrays cannot
 be kept yet and are refused.
 """

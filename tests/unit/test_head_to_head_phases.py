@@ -78,7 +78,7 @@ def test_ours_takes_the_image_from_provision_events_and_the_end_from_the_conduct
     log = "\n".join([
         state("00:00.000", "deploying", "available"), power("00:03.000", "on"),
         heartbeat("00:40.000"),
-        line("01:20.500", "ironic_driver.follow",
+        line("01:20.500", "ironic_driver.conversation.follow",
              f"provision finished on node {NODE}; resuming the deploy steps"),
         state("01:30.000", "active", "deploying")])
     t0 = hp.seconds("2026-11-26 22:00:00.000")

@@ -19,7 +19,8 @@ import tracemalloc
 
 import pytest
 
-from ironic_driver import follow, remote, report, ssh
+from ironic_driver import report
+from ironic_driver.conversation import follow, remote, ssh
 from tests import REPO_ROOT
 from tests.ironic import realenv
 

@@ -9,7 +9,9 @@ from ironic.tests.unit.db import base as db_base
 from ironic.tests.unit.objects import utils as obj_utils
 
 # deploy: importing it registers [provision_agent] in Ironic's CONF (test_writes.py alone)
-from ironic_driver import deploy, fanout, follow, remote, sent  # noqa: F401
+from ironic_driver import deploy  # noqa: F401
+from ironic_driver.conversation import fanout, follow, remote
+from ironic_driver.document import sent
 
 API_URL = "http://192.0.2.1:6385"
 

@@ -13,7 +13,9 @@ from ironic.drivers.modules import fake
 
 # deploy imports Ironic's conductor modules now, before Ironic's test base forbids the
 # subprocess that one of their imports (zeroconf's ifaddr) runs at import time.
-from ironic_driver import deploy, follow, remote, sent
+from ironic_driver import deploy
+from ironic_driver.conversation import follow, remote
+from ironic_driver.document import sent
 from tests.unit.ironic_driver import dbcase
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"

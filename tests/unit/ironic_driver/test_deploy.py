@@ -11,7 +11,9 @@ from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import deploy, document, remote, sent, validation
+from ironic_driver import deploy, validation
+from ironic_driver.conversation import remote
+from ironic_driver.document import contract, sent
 from tests.unit.ironic_driver import dbcase
 
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDHmumCqAqb0cA1WYBMXuCCEYGo"
@@ -43,7 +45,7 @@ class TestWithNode(dbcase.NodeTestCase):
     def test_document_without_hints_or_layout(self):
         self.node.properties = {}
         self.node.instance_info = {"image_source": "x", "deploy_boot_mode": "bios"}
-        doc = document.build(self.node)
+        doc = contract.build(self.node)
         self.assertEqual({}, doc["properties"])
         self.assertNotIn("layout", doc)
         self.assertEqual("bios", doc["boot_mode"])
@@ -52,11 +54,11 @@ class TestWithNode(dbcase.NodeTestCase):
         """The ramdisk picks the root disk as Ironic does (the smallest of at least 4 GiB, never
         one of skip_block_devices) unless the operator asks for hints everywhere."""
         self.node.properties = {"skip_block_devices": [{"name": "/dev/sdb"}]}
-        doc = document.build(self.node)
+        doc = contract.build(self.node)
         self.assertEqual({"skip_block_devices": [{"name": "/dev/sdb"}]}, doc["properties"])
         self.assertNotIn("root_device_default", doc)
         self.config(root_device_hints_required=True, group="provision_agent")
-        self.assertEqual("refuse", document.build(self.node)["root_device_default"])
+        self.assertEqual("refuse", contract.build(self.node)["root_device_default"])
 
     def test_properties_listed(self):
         props = deploy.ProvisionDeploy().get_properties()

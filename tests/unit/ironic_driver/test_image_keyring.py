@@ -7,7 +7,8 @@ import time
 
 from ironic.common import exception
 
-from ironic_driver import remote, sent
+from ironic_driver.conversation import remote
+from ironic_driver.document import sent
 from tests.unit.ironic_driver.test_checksum_url import StaticNodeCase
 
 IMAGE = {"image_source": "http://images.example.com/disk.raw",

@@ -1,5 +1,5 @@
-"""Ironic's software RAID settings made into a layout (ironic_driver/raid_layout.py) and the
-`provision` RAID interface on Ironic's DB fixtures: the node's target_raid_config through the
+"""Ironic's software RAID settings made into a layout (ironic_driver/document/raid_layout.py) and
+the `provision` RAID interface on Ironic's DB fixtures: the node's target_raid_config through the
 create_configuration clean step, a deploy template's raid.apply_configuration step run by
 Ironic's own deploy machinery, and what is refused."""
 
@@ -12,7 +12,7 @@ from ironic.conductor import deployments, task_manager
 from ironic.tests.unit.db import utils as db_utils
 from ironic.tests.unit.objects import utils as obj_utils
 
-from ironic_driver import layouts, raid_layout, sent
+from ironic_driver.document import layouts, raid_layout, sent
 from tests import REPO_ROOT
 from tests.unit.ironic_driver import dbcase
 

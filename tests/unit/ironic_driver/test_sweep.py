@@ -9,7 +9,8 @@ from ironic.conductor import task_manager
 from ironic.db import api as dbapi
 from oslo_utils import uuidutils
 
-from ironic_driver import deploy, follow
+from ironic_driver import deploy
+from ironic_driver.conversation import follow
 from tests.unit.ironic_driver import dbcase
 
 

@@ -1,0 +1,13 @@
+"""Talking to the ramdisk and following its job, from the heartbeat to the exit code.
+
+heartbeat.py records what the ramdisk's heartbeat says (where its SSH is, its host key);
+follow.py is one look at a node: start the job over SSH (ssh.py, remote.py), read its progress
+and exit code, move the node on. job.py is the job's state in the node, record.py and turns.py
+its database writes, timeouts.py how long silence may last, recovery.py the recovery keys the
+ramdisk leaves, fanout.py and pace.py which looks run in the conductor's workers and when.
+kernel_params.py is placed here: it refuses the tenant's kernel parameters that would reach
+our ramdisk's command line, for every boot into the ramdisk (validate calls it too).
+
+Nothing here builds a document: the interface passes follow() the function that does
+(document.sent.for_ramdisk), and import-linter keeps document/ out.
+"""

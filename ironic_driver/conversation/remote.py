@@ -1,0 +1,194 @@
+"""What the conductor does in the ramdisk: upload the input, start provision detached, read
+its state back. Paths and commands only; the SSH session comes from ironic_driver.conversation.ssh.
+
+provision runs under setsid with stdin/stdout/stderr redirected, so it survives the SSH
+session and the conductor holds no connection while it works. It writes:
+    <dir>/events.jsonl   provision's --events_file, between two "wrapper" events
+    <dir>/provision.log  provision's --log_file (debug level)
+    <dir>/output.log     its stdout and stderr (the plan, the error line)
+    <dir>/exit_code      written (atomically, via rename) only after provision exited
+    <dir>/recovery-keys.json  the recovery keys of encrypted volumes, age ciphertext
+                         (recovery.py)
+    <dir>/lock           flock(1)ed by the wrapper for as long as provision runs
+    <dir>/job            the job's identity (driver_internal_info/provision_job), written
+                         before provision starts
+
+The lock and the job file make a second start harmless: if the node's progress could not be
+saved after a start (the node was locked by someone else, or the conductor died and another
+one took the node over), the next poll finds provision still running, or finished with this
+job's identity, and adopts it instead of wiping its files and starting another provision on
+the same disks. Files of an earlier job (another identity) are cleared.
+"""
+
+import json
+import re
+import shlex
+
+from ironic_driver.conversation import recovery, ssh
+from provision_agent import binding
+
+INPUT = "input.json"
+KEYRING = "keyring.pgp"     # [provision_agent]image_keyring's content, for --image_keyring
+EVENTS = "events.jsonl"
+LOG = "provision.log"
+OUTPUT = "output.log"
+EXIT_CODE = "exit_code"
+LOCK = "lock"
+JOB = "job"
+RUNNING = "provision-already-running"
+FINISHED = "provision-already-finished"
+
+# provision's debug log of a real deploy runs to megabytes; last_error needs a few lines, and
+# one poll need not pull a backlog of progress events at once (the rest comes next poll).
+TAIL_BYTES = 64 * 1024
+EVENTS_BYTES_PER_POLL = 1024 * 1024
+# An exit code is a few digits; a file that says more is not one.
+EXIT_CODE_BYTES = 32
+EXIT_CODE_RE = re.compile(rb"\s*(\d{1,3})\s*")
+
+
+class BadRamdisk(Exception):
+    """What the ramdisk shows cannot be what our wrapper wrote, or it is not this node's
+    ramdisk: not worth another look."""
+
+
+def provision_argv(provision, data_driver, extra_args=(), subcommand=None):
+    """provision's command line before the file options: `provision [erase] [--data_driver D]
+    [extra]` (a subcommand has to come first)."""
+    argv = [provision] + ([subcommand] if subcommand else [])
+    if data_driver:
+        argv += ["--data_driver", data_driver]
+    return argv + list(extra_args)
+
+
+def start_command(directory, command, job=None):
+    """command: provision_argv(...); the input, events and log files are added here. job:
+    the job's identity, kept in the directory beside its files."""
+    q = shlex.quote
+    path = lambda name: q(ssh.join(directory, name))  # noqa: E731
+    argv = list(command) + ["--input_data_file", ssh.join(directory, INPUT),
+                            "--events_file", ssh.join(directory, EVENTS),
+                            "--log_file", ssh.join(directory, LOG)]
+    if "erase" not in command[1:2]:
+        argv += ["--recovery_key_file", ssh.join(directory, recovery.FILE)]
+    # The wrapper's own two events bracket provision's, so the conductor sees the start and
+    # the exit even when provision emits nothing (a --dry_run, or a crash before its first).
+    started = q('{"event": "wrapper", "status": "started", "pid": %d}')
+    exited = q('{"event": "wrapper", "status": "exited", "exit_code": %d}')
+    inner = (f"printf {started}'\\n' $$ >>{path(EVENTS)}; "
+             f"{' '.join(q(a) for a in argv)} >{path(OUTPUT)} 2>&1; rc=$?; "
+             f"printf {exited}'\\n' $rc >>{path(EVENTS)}; "
+             f"echo $rc >{path(EXIT_CODE)}.tmp && mv {path(EXIT_CODE)}.tmp {path(EXIT_CODE)}")
+    # `&` must apply to setsid alone, whose redirections happen before it runs. In
+    # `cd D && setsid ... &` it backgrounded the whole list: a subshell that kept the SSH
+    # channel's stdout open and waited for provision, so the start call (and the conductor's
+    # periodic task with it) blocked for the whole provision.
+    identity = f"printf %s {q(job)} >{path(JOB)} || exit 1; " if job else ""
+    return (f"cd {q(directory)} || exit 1; {identity}"
+            f"setsid flock {path(LOCK)} sh -c {q(inner)} </dev/null >/dev/null 2>&1 &")
+
+
+def prepare_command(directory, job=None):
+    """Empties the directory for a new run; prints RUNNING and keeps everything when a
+    provision still holds the lock, FINISHED when the job named job already ran to its
+    exit code there."""
+    q = shlex.quote
+    names = " ".join(q(ssh.join(directory, n)) for n in
+                     (INPUT, KEYRING, EVENTS, LOG, OUTPUT, EXIT_CODE, EXIT_CODE + ".tmp", JOB,
+                      recovery.FILE))
+    lock = q(ssh.join(directory, LOCK))
+    finished = (f"if [ -s {q(ssh.join(directory, EXIT_CODE))} ] && "
+                f"[ \"$(cat {q(ssh.join(directory, JOB))} 2>/dev/null)\" = {q(job)} ]; "
+                f"then echo {FINISHED}; exit 0; fi; ") if job else ""
+    return (f"mkdir -p -m 700 {q(directory)} || exit 1; "
+            f"if ! flock -n {lock} true; then echo {RUNNING}; exit 0; fi; "
+            f"{finished}rm -f {names}")
+
+
+def verify_binding(session, binding_dir, node_uuid, token):
+    """BadRamdisk unless the ramdisk at the other end of session looked up node_uuid with the
+    agent token the node holds now (provision_agent/binding.py)."""
+    data = session.read(binding.path(binding_dir, node_uuid), 0, binding.MAX_BYTES + 1)
+    try:
+        binding.check(data, node_uuid, token)
+    except binding.Mismatch as exc:
+        raise BadRamdisk(f"it is not the ramdisk that looked up node {node_uuid}: {exc}") \
+            from None
+
+
+def start(session, directory, document_text, command, job=None, keyring=None):
+    """True when provision (command: provision_argv(...)) was started; False when one was
+    already running there, or the same job (job: its identity) had already finished.
+    keyring: the bytes of the image keyring, uploaded beside the document for
+    --image_keyring."""
+    rc, out = session.run(prepare_command(directory, job))
+    if rc != 0:
+        raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {out.strip()[:500]}")
+    if out.strip() in (RUNNING, FINISHED):
+        return False
+    session.upload(document_text, ssh.join(directory, INPUT))
+    if keyring is not None:
+        session.upload(keyring, ssh.join(directory, KEYRING))
+        command = list(command) + ["--image_keyring", ssh.join(directory, KEYRING)]
+    rc, out = session.run(start_command(directory, command, job))
+    if rc != 0:
+        raise RuntimeError(f"cannot start provision in the ramdisk: {out.strip()[:500]}")
+    return True
+
+
+def parse_exit_code(data):
+    """The exit code our wrapper wrote, None while there is none; BadRamdisk for anything
+    else (a ramdisk, or a hook of the image in its chroot, that wrote something else)."""
+    if data is None or not data.strip():
+        return None
+    match = EXIT_CODE_RE.fullmatch(data)
+    if not match:
+        raise BadRamdisk(f"its {EXIT_CODE} file holds {len(data)}"
+                         f"{'+' if len(data) > EXIT_CODE_BYTES else ''} bytes that are not an "
+                         "exit code")
+    return int(match.group(1))
+
+
+def parse_events(data):
+    """Complete JSON lines of data → (events, bytes consumed); a partial last line waits."""
+    events, used = [], 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        used += len(line)
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            events.append({"event": "unparsed", "line": line.decode(errors="replace")[:200]})
+    return events, used
+
+
+def tail(text, lines):
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def status(session, directory, events_offset, tail_lines):
+    """One look at a running provision: dict(exit_code, events, events_offset, tail)."""
+    code = parse_exit_code(session.read(ssh.join(directory, EXIT_CODE), 0, EXIT_CODE_BYTES + 1))
+    new = session.read(ssh.join(directory, EVENTS), events_offset, EVENTS_BYTES_PER_POLL) or b""
+    events, used = parse_events(new)
+    if not used and len(new) >= EVENTS_BYTES_PER_POLL:
+        # One line longer than a whole poll's read would stop the stream for good.
+        events, used = [{"event": "unparsed", "line": new[:200].decode(
+            errors="replace")}], len(new)
+    result = {"exit_code": code, "events": events, "events_offset": events_offset + used,
+              "tail": ""}
+    if code == 0:
+        try:
+            result["recovery_keys"] = recovery.parse(session.read(
+                ssh.join(directory, recovery.FILE), 0, recovery.MAX_BYTES + 1))
+        except recovery.BadKeys as exc:
+            raise BadRamdisk(f"its {recovery.FILE}: {exc}") from None
+    if code is not None:
+        output = session.read(ssh.join(directory, OUTPUT), -TAIL_BYTES, TAIL_BYTES) or b""
+        text = output.decode(errors="replace")
+        if not text.strip():
+            text = (session.read(ssh.join(directory, LOG), -TAIL_BYTES, TAIL_BYTES)
+                    or b"").decode(errors="replace")
+        result["tail"] = tail(text, tail_lines)
+    return result
