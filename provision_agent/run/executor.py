@@ -237,11 +237,11 @@ class Executor:
     # images and the target system
 
     def do_write_image(self, step):
-        from provision_agent.drivers.images import formats, writer  # heavy; images only
+        from provision_agent.drivers.images import formats, write_step  # heavy; images only
         appended = step.device in self.appended
-        result = writer.write_image(step.args, runner=self.runner, events=self.events,
-                                    target_root=self.root, options=self.options,
-                                    table_follows=appended)
+        result = write_step.write_image(step.args, runner=self.runner, events=self.events,
+                                        target_root=self.root, options=self.options,
+                                        table_follows=appended)
         if step.format == "qcow2" and step.device in self.wiped and not appended:
             # a whole disk, wiped without a re-read (do_wipe): the writer re-reads the table
             # only after a disk-format image

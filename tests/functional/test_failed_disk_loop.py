@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from provision_agent.drivers.images import writer
+from provision_agent.drivers.images import write_step
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
 from provision_agent.run.runner import Runner
 from tests import signing_keys as keys
@@ -81,7 +81,7 @@ def write(image, dev, zero="never", checksum=None, sig=None, keyring=None, fmt="
     options = {"image_zero_target": zero}
     if sig:
         args["signature"], options["image_keyring"] = sig, keyring
-    return writer.write_image(args, runner=Runner(), events=None, target_root="/nonexistent",
+    return write_step.write_image(args, runner=Runner(), events=None, target_root="/nonexistent",
                               options=options)
 
 
@@ -190,7 +190,7 @@ def test_a_tar_with_a_wrong_checksum_is_taken_out_of_its_filesystem(tmp_path, lo
     try:
         args = {"uri": str(image), "format": "tar", "mount_point": "/srv", "checksum": WRONG}
         with pytest.raises(ImageError, match="checksum mismatch"):
-            writer.write_image(args, runner=Runner(), events=None, target_root=str(root),
+            write_step.write_image(args, runner=Runner(), events=None, target_root=str(root),
                                options={})
         assert sorted(os.listdir(root / "srv")) == ["lost+found"]
     finally:

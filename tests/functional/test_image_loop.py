@@ -12,7 +12,7 @@ import threading
 import pytest
 import zstandard
 
-from provision_agent.drivers.images import formats, writer
+from provision_agent.drivers.images import formats, write_step, writer
 from provision_agent.errors import ImageError
 from provision_agent.run.runner import Runner
 from tests.functional.prereq import require, sh
@@ -78,7 +78,7 @@ def test_zstd_tar_into_mounted_ext4(tmp_path, loop):
         args = {"device": None, "mount_point": "/srv", "uri": str(packed), "format": "tar",
                 "compression": "auto", "checksum": None, "checksum_of": "compressed",
                 "allow_no_checksum": True, "fs_type": "ext4"}
-        report = writer.write_image(args, runner=Runner(), events=None,
+        report = write_step.write_image(args, runner=Runner(), events=None,
                                     target_root=str(root))
         out = root / "srv"
         st = os.stat(out / "etc" / "shadow")

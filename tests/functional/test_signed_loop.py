@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from provision_agent.drivers.images import holdback, writer
+from provision_agent.drivers.images import holdback, write_step
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
 from provision_agent.run.runner import Runner
 from tests import signing_keys as keys
@@ -66,7 +66,7 @@ def gpt_disk_image(tmp_path, size):
 def write(image, dev, sig, keyring, zero="never"):
     args = {"uri": str(image), "device": dev, "format": "raw" if "ext4" in str(image)
             else "disk", "allow_no_checksum": True, "signature": sig}
-    return writer.write_image(args, runner=Runner(), events=None, target_root="/nonexistent",
+    return write_step.write_image(args, runner=Runner(), events=None, target_root="/nonexistent",
                               options={"image_keyring": keyring, "image_zero_target": zero})
 
 
@@ -145,7 +145,7 @@ def test_a_failed_tar_image_is_taken_out_of_its_filesystem(tmp_path, loop, signi
         args = {"uri": str(image), "format": "tar", "mount_point": "/srv",
                 "allow_no_checksum": True, "signature": signing_keys.stranger_sign(image)}
         with pytest.raises(ImageError, match="does not verify"):
-            writer.write_image(args, runner=Runner(), events=None, target_root=str(root),
+            write_step.write_image(args, runner=Runner(), events=None, target_root=str(root),
                                options={"image_keyring": signing_keys.keyring})
         assert sorted(os.listdir(root / "srv")) == ["lost+found"]
         assert os.path.exists("/etc/passwd")

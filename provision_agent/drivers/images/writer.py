@@ -12,13 +12,14 @@ truncated stream is an ImageError, never a success. A signed image is also fed, 
 to the signature verifier (signature.py). An image with a checksum or a signature is kept
 invisible on the target until it verifies, and wiped from it when anything fails (holdback.py).
 
-write_to() is the plain keyword API; write_image() adapts a plan step's args for the executor.
+write_to() is the plain keyword API; write_step.write_image() adapts a plan step's args and the
+run's options to it for the executor.
 """
 
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from provision_agent.drivers import image_sectors, partitions
 from provision_agent.drivers.images import (
@@ -27,7 +28,6 @@ from provision_agent.drivers.images import (
     downloads,
     formats,
     holdback,
-    signature,
     sources,
 )
 from provision_agent.drivers.images.blockwrite import BLOCK, ZERO_GRAIN, BlockWriter, InFlight
@@ -93,20 +93,9 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         top = net = Peek(top)
         if compression in (None, "auto"):
             compression = decompressors.detect(net.peek(8))
-        if fmt in ("raw", "disk") and compression == "none":
-            # downloaded straight into the blocks it is written from, checked beside them
-            hashed = checksums.Hashing(None, expected[0]) if expected else None
-            checks = downloads.Checks(hashed, verifier) if hashed or verifier else None
-            top = ring = BlockRing(net, BLOCK, name="image-fetch", inspect=checks)
-        else:
-            top, hashed = downloads.read_ahead(net, expected, checksum_of, verifier)
-            top = decompressors.open_decompressor(compression, top)
-            if expected and checksum_of == "raw":
-                top = hashed = checksums.Hashing(top, expected[0])
-            if fmt in ("raw", "disk"):
-                top = ring = BlockRing(top, BLOCK, name="image-decompress")
+        top, hashed = _stream(net, fmt, compression, expected, checksum_of, verifier)
         if fmt in ("raw", "disk"):
-            head, skipped, zeroed = _write_blocks(ring, fmt, uri, compression, target_path,
+            head, skipped, zeroed = _write_blocks(top, fmt, uri, compression, target_path,
                                                   target_zeroed, taken, guarded, zero_policy)
         else:
             top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
@@ -136,6 +125,27 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
                        seconds=round(seconds, 3), mb_per_s=round(written / 1e6 / seconds, 1),
                        checksum_actual=actual, zero_bytes_skipped=skipped,
                        compression=compression, zero_bytes_zeroed=zeroed)
+
+
+def _stream(net, fmt, compression, expected, checksum_of, verifier):
+    """(the reader the image's data comes out of, the Hashing that checks it or None): for raw
+    and disk a BlockRing of aligned blocks to write from, else a decompressed stream."""
+    if fmt in ("raw", "disk") and compression == "none":
+        # downloaded straight into the blocks it is written from, checked beside them
+        hashed = checksums.Hashing(None, expected[0]) if expected else None
+        checks = downloads.Checks(hashed, verifier) if hashed or verifier else None
+        return BlockRing(net, BLOCK, name="image-fetch", inspect=checks), hashed
+    top, hashed = downloads.read_ahead(net, expected, checksum_of, verifier)
+    try:
+        top = decompressors.open_decompressor(compression, top)
+        if expected and checksum_of == "raw":
+            top = hashed = checksums.Hashing(top, expected[0])
+        if fmt in ("raw", "disk"):
+            top = BlockRing(top, BLOCK, name="image-decompress")
+    except BaseException:
+        top.close()     # what was built so far: its threads stop (closing net again is harmless)
+        raise
+    return top, hashed
 
 
 def _expected(uri, fmt, checksum, checksum_of, allow_no_checksum, target):
@@ -238,69 +248,3 @@ def _extract(fmt, head, data, target, mount_dir, runner, checks, uri, tmp_dir):
         _verify(expected, hashed, uri, verifier)
         formats.convert_qcow2(runner, tmp.name, target)
     return counter.count, 0
-
-
-def _headers(options):
-    headers = {}
-    for line in options.get("image_headers") or []:
-        name, _, value = str(line).partition(":")
-        headers[name.strip()] = value.strip()
-    if options.get("image_auth_token"):
-        headers["Authorization"] = f"Bearer {options['image_auth_token']}"
-    return headers
-
-
-def _checksum(args, options):
-    """The step's "algo:hex": as given, or read from its checksum file (before the target
-    is touched, so that a file without the image's entry changes nothing)."""
-    if not args.get("checksum_url"):
-        return args.get("checksum")
-    from provision_agent.drivers.images import checksum_file
-    return checksum_file.resolve(
-        args["checksum_url"], args["uri"], args.get("checksum_algo"),
-        tls_verify=not options.get("image_insecure"), ca_bundle=options.get("image_ca_bundle"),
-        headers=_headers(options))
-
-
-def write_image(args, *, runner, events, target_root, target_zeroed=False, options=None,
-                table_follows=False):
-    """The executor's entry: a write_image step's args -> a JSON-able report dict."""
-    from provision_agent.drivers import mount  # only for the tar target path
-    options = options or {}
-    checksum = _checksum(args, options)
-    headers = _headers(options)
-    if args.get("authorization"):
-        # this image's own credential (an OCI registry's): its download only, never the
-        # checksum file's; requests drops it when a redirect leaves the host
-        headers["Authorization"] = args["authorization"]
-    # the signature is read (and the policy applied) before the target is touched
-    with signature.checked(args, options, runner, _headers(options)) as verifier:
-        mount_dir = None
-        if args.get("format") == "tar":
-            mount_dir = mount.target_path(target_root, args.get("mount_point") or "/")
-        elif args.get("format", "raw") in ("raw", "disk") and not target_zeroed:
-            target_zeroed = formats.zero_device(
-                runner, args["device"], options.get("image_zero_target") or "auto")
-        report = _write(args, options, checksum, headers, mount_dir, target_zeroed, runner,
-                        events, verifier, table_follows)
-    result = asdict(report)
-    result["checksum"] = result.pop("checksum_actual")
-    result["target_zeroed"] = target_zeroed
-    result["signature"] = "verified" if verifier else "none"
-    return result
-
-
-def _write(args, options, checksum, headers, mount_dir, target_zeroed, runner, events,
-           verifier, table_follows):
-    return write_to(
-        args["uri"], args.get("device"), fmt=args.get("format", "raw"),
-        compression=args.get("compression") or "auto", checksum=checksum,
-        checksum_of=args.get("checksum_of") or "compressed",
-        allow_no_checksum=bool(args.get("allow_no_checksum")), fs_type=args.get("fs_type"),
-        mount_dir=mount_dir, tls_verify=not options.get("image_insecure"),
-        ca_bundle=options.get("image_ca_bundle"), headers=headers,
-        target_zeroed=target_zeroed, runner=runner, events=events,
-        stall={k: options[f"image_{k}"] for k in ("stall_seconds", "stall_bytes")
-               if options.get(f"image_{k}") is not None},
-        verifier=verifier, zero_policy=options.get("image_zero_target") or "auto",
-        table_follows=table_follows)

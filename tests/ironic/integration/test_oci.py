@@ -11,7 +11,7 @@ import os
 import pytest
 import zstandard
 
-from provision_agent.drivers.images import writer
+from provision_agent.drivers.images import write_step
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
 from provision_agent.run.runner import Runner
@@ -123,7 +123,7 @@ def test_provision_downloads_the_blob_with_the_header_and_checks_the_digest(depl
     step = _image_step(sent)
     assert step.args["checksum"] == "sha256:" + hashlib.sha256(BLOB).hexdigest()
     target = tmp_path / "disk"
-    result = writer.write_image(dict(step.args, device=str(target)), runner=Runner(),
+    result = write_step.write_image(dict(step.args, device=str(target)), runner=Runner(),
                                 events=None, target_root=str(tmp_path), options={})
     assert result["compression"] == "zstd" and result["bytes_in"] == len(BLOB)
     assert target.read_bytes() == DISK

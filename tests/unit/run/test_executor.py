@@ -209,14 +209,14 @@ def test_an_msdos_table_around_kept_partitions_is_edited_a_partition_at_a_time(t
 
 
 def test_write_image_is_handed_the_step_and_its_report_kept(tmp_path, monkeypatch):
-    from provision_agent.drivers.images import writer
+    from provision_agent.drivers.images import write_step
     seen = {}
 
     def fake(args, **kw):
         seen.update(args=args, **kw)
         return {"bytes_written": 42}
 
-    monkeypatch.setattr(writer, "write_image", fake)
+    monkeypatch.setattr(write_step, "write_image", fake)
     ex = Executor(FakeRunner(), Events(), str(tmp_path), options={"image_insecure": False})
     report = ex.execute([Step("write_image", {"device": "/dev/vda1", "mount_point": None,
                                               "uri": "file:///x", "format": "raw"})])
@@ -312,10 +312,10 @@ def test_a_disk_a_whole_disk_image_follows_is_wiped_without_zap(tmp_path, monkey
     # sgdisk --zap-all only makes the kernel forget the old table, after a second's sleep;
     # the image brings the new one, re-read after it (the writer does so for disk images)
     from provision_agent.drivers import wipe
-    from provision_agent.drivers.images import writer
+    from provision_agent.drivers.images import write_step
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     seen = {}
-    monkeypatch.setattr(writer, "write_image", lambda args, **kw: seen.update(kw) or {})
+    monkeypatch.setattr(write_step, "write_image", lambda args, **kw: seen.update(kw) or {})
     r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
         {"name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None}]})})
     steps = [Step("wipe", {"disk": "/dev/vda", "keep": []}),
@@ -333,10 +333,10 @@ def test_a_whole_disk_image_a_configdrive_partition_follows_leaves_its_table_to_
     # the configdrive's one sgdisk call moves the GPT's backup header and re-reads the table:
     # the writer does neither, nor does the executor re-read after a qcow2
     from provision_agent.drivers import configdrive, wipe
-    from provision_agent.drivers.images import writer
+    from provision_agent.drivers.images import write_step
     monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
     seen = {}
-    monkeypatch.setattr(writer, "write_image", lambda args, **kw: seen.update(kw) or {})
+    monkeypatch.setattr(write_step, "write_image", lambda args, **kw: seen.update(kw) or {})
     monkeypatch.setattr(configdrive, "write", lambda runner, args, options=None: 1)
     r = FakeRunner({"lsblk --json": json.dumps({"blockdevices": [
         {"name": "vda", "path": "/dev/vda", "type": "disk", "fstype": None}]})})

@@ -11,7 +11,7 @@ import pytest
 
 from provision_agent import redact
 from provision_agent.data_drivers.ironic import IronicDriver
-from provision_agent.drivers.images import writer
+from provision_agent.drivers.images import write_step
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError, InputError
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline, render
@@ -85,7 +85,7 @@ def test_the_image_download_sends_it_and_the_checksum_file_does_not(http_server,
                             image_os_hash_algo="sha256",
                             image_os_hash_value=http_server.url + "sums")))
     target = tmp_path / "disk"
-    writer.write_image(dict(step.args, device=str(target)), runner=Runner(), events=None,
+    write_step.write_image(dict(step.args, device=str(target)), runner=Runner(), events=None,
                        target_root=str(tmp_path), options={})
     assert target.read_bytes() == IMAGE
     sent = {path: headers.get("Authorization") for path, headers in http_server.requests}
@@ -99,7 +99,7 @@ def test_a_redirect_to_another_host_does_not_carry_it(http_server, tmp_path):
     http_server.rules["v2/blob"] = {"status": 307, "location": http_server.url.replace(
         "127.0.0.1", "localhost") + "cdn/blob"}
     step = _step(_plan(_doc(http_server.url + "v2/blob")))
-    writer.write_image(dict(step.args, device=str(tmp_path / "disk")), runner=Runner(),
+    write_step.write_image(dict(step.args, device=str(tmp_path / "disk")), runner=Runner(),
                        events=None, target_root=str(tmp_path), options={})
     sent = [(path, headers.get("Authorization")) for path, headers in http_server.requests]
     assert sent == [("/v2/blob", SECRET), ("/cdn/blob", None)]
@@ -113,7 +113,7 @@ def refused_download(args, tmp_path, caplog):
     events = Events([stream])
     caplog.set_level(logging.DEBUG)
     with pytest.raises(ImageError) as exc:
-        writer.write_image(dict(args, device=str(tmp_path / "disk")), runner=Runner(),
+        write_step.write_image(dict(args, device=str(tmp_path / "disk")), runner=Runner(),
                            events=events, target_root=str(tmp_path), options={})
     assert exc.value.exit_code == EXIT_IMAGE_ERROR
     assert "HTTP 401 Unauthorized, expected 200 (the server refused the image's " \

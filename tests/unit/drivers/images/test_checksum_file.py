@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from provision_agent.data_drivers.ironic import IronicDriver
-from provision_agent.drivers.images import checksum_file, writer
+from provision_agent.drivers.images import checksum_file, write_step
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline, render
@@ -218,7 +218,7 @@ def test_an_ironic_deploy_with_a_checksum_url_writes_the_verified_image(http_ser
     _, step = _image_step(_ironic(http_server,
                                   image_checksum=http_server.url + "images/SHA256SUMS"))
     target = tmp_path / "disk"
-    result = writer.write_image(dict(step.args, device=str(target)), runner=Runner(),
+    result = write_step.write_image(dict(step.args, device=str(target)), runner=Runner(),
                                 events=None, target_root=str(tmp_path), options={})
     assert result["checksum"] == f"sha256:{SHA256}"
     assert target.read_bytes() == IMAGE
@@ -234,7 +234,7 @@ def test_a_checksum_file_without_the_images_entry_leaves_the_target_alone(http_s
                                   image_checksum=http_server.url + "images/SHA256SUMS"))
     target = tmp_path / "disk"
     with pytest.raises(ImageError, match="has no entry for 'disk.raw'") as exc:
-        writer.write_image(dict(step.args, device=str(target)), runner=Runner(), events=None,
+        write_step.write_image(dict(step.args, device=str(target)), runner=Runner(), events=None,
                            target_root=str(tmp_path), options={})
     assert exc.value.exit_code == EXIT_IMAGE_ERROR
     assert not target.exists()
@@ -248,5 +248,5 @@ def test_a_wrong_digest_in_the_file_fails_the_image(http_server, tmp_path):
             "uri": http_server.url + "images/disk.raw", "format": "disk",
             "checksum_url": http_server.url + "images/disk.raw.sha256sum"}
     with pytest.raises(ImageError, match=f"checksum mismatch: expected {OTHER}"):
-        writer.write_image(args, runner=Runner(), events=None, target_root=str(tmp_path),
+        write_step.write_image(args, runner=Runner(), events=None, target_root=str(tmp_path),
                            options={})

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from provision_agent.drivers.images import holdback, signature, writer
+from provision_agent.drivers.images import holdback, signature, write_step, writer
 from provision_agent.errors import EXIT_IMAGE_ERROR, ImageError
 from provision_agent.run.runner import Runner
 from tests import signing_keys as keys
@@ -62,7 +62,7 @@ def args_for(image, target, **extra):
 
 def write(args, keyring=None, tmp_path=None):
     options = {"image_keyring": keyring} if keyring else {}
-    return writer.write_image(args, runner=Runner(), events=None,
+    return write_step.write_image(args, runner=Runner(), events=None,
                               target_root=str(tmp_path or "/nonexistent"), options=options)
 
 
@@ -271,7 +271,7 @@ def test_a_tar_image_is_extracted_and_taken_back_when_its_signature_fails(
     args = {"uri": str(image), "format": "tar", "mount_point": "/mnt",
             "allow_no_checksum": True, "signature": sig}
     options = {"image_keyring": signing_keys.keyring}
-    run = lambda: writer.write_image(args, runner=Runner(), events=None,  # noqa: E731
+    run = lambda: write_step.write_image(args, runner=Runner(), events=None,  # noqa: E731
                                      target_root=str(root), options=options)
     if good:
         run()

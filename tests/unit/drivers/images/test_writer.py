@@ -17,7 +17,7 @@ import sys
 import pytest
 import zstandard
 
-from provision_agent.drivers.images import decompressors, writer
+from provision_agent.drivers.images import decompressors, write_step, writer
 from provision_agent.errors import ImageError
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
@@ -220,7 +220,7 @@ def test_executor_entry_and_progress_events(tmp_path, http_server):
             "format": "raw", "compression": "auto", "checksum": None,
             "checksum_of": "compressed", "allow_no_checksum": True, "fs_type": None}
     with pytest.raises(ImageError, match="no filesystem"):
-        writer.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
+        write_step.write_image(args, runner=Runner(), events=events, target_root=str(tmp_path),
                            options={"image_auth_token": "s3cret"})
     assert http_server.requests[0][1]["Authorization"] == "Bearer s3cret"
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
