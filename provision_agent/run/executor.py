@@ -10,10 +10,10 @@ import logging
 import os
 import time
 
-from provision_agent.drivers import blockinfo, fstab, lvm, md, mkfs, mount, partitions, udev, wipe
+from provision_agent.drivers import blockinfo, lvm, md, mkfs, mount, partitions, udev, wipe
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
-from provision_agent.run import crypt_steps
+from provision_agent.run import crypt_steps, target_files
 
 LOG = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ class Executor:
         self.wiped = set()          # disks a wipe step clears
         self.appended = set()       # disks a configdrive partition is added to
         self.crypt = crypt_steps.CryptSteps(runner, target_root, self.options)
+        self.files = target_files.TargetFiles(runner, target_root, self.mounts)
         # kind -> handler(step): the one table steps are dispatched through; a plug-in's
         # kinds are added when its first step comes (extensions.py)
         self.handlers = {
@@ -68,8 +69,8 @@ class Executor:
             "vg_create": self.do_vg_create, "lv_create": self.do_lv_create,
             "vg_activate": self.do_vg_activate, "mkfs": self.do_mkfs,
             "write_image": self.do_write_image, "mount": self.do_mount,
-            "fstab": self.do_fstab, "mdadm_conf": self.do_mdadm_conf,
-            "multipath_conf": self.do_multipath_conf, "bootloader": self.do_bootloader,
+            "fstab": self.files.fstab, "mdadm_conf": self.files.mdadm_conf,
+            "multipath_conf": self.files.multipath_conf, "bootloader": self.do_bootloader,
             "configdrive": self.do_configdrive, "umount": self.do_umount,
             "luks_format": self.crypt.luks_format, "luks_open": self.crypt.luks_open,
             "crypttab": self.crypt.crypttab}
@@ -255,44 +256,6 @@ class Executor:
         made_here = any(fs["device"] == step.device for fs in self.filesystems)
         return {"path": self.mounts.mount(step.device, step.mount_point, step.fs_type,
                                           adopt=made_here or step.mount_point in BOOT_MOUNTS)}
-
-    def _root_mounted(self, what):
-        if mount.target_path(self.root, "/").rstrip("/") in [p.rstrip("/")
-                                                             for p in self.mounts.stack]:
-            return True
-        LOG.warning("no root filesystem mounted under %s: %s not written", self.root, what)
-        return False
-
-    def do_fstab(self, step):
-        entries = []
-        for entry in step.entries:
-            uuid = blockinfo.uuid(self.runner, entry["device"])
-            if not uuid:
-                raise udev.DeviceMissing(f"{entry['device']} has no filesystem UUID for fstab")
-            entries.append((uuid, entry))
-        text = fstab.render(entries)
-        if self._root_mounted("/etc/fstab"):
-            fstab.write(self.root, text)
-        return {"fstab": text}
-
-    def do_mdadm_conf(self, step):
-        lines = md.device_lines(self.runner, step.device_members or []) + \
-            md.conf_lines(self.runner, step.arrays)
-        text = ("# written by provision-agent\nHOMEHOST <ignore>\nMAILADDR root\n"
-                + "".join(line + "\n" for line in lines))
-        if self._root_mounted("mdadm.conf"):
-            fstab.write(self.root, text, "etc/mdadm/mdadm.conf")
-        return {"mdadm_conf": text}
-
-    def do_multipath_conf(self, step):
-        if not self._root_mounted("/etc/multipath/wwids"):
-            return None
-        from provision_agent.drivers import multipath
-        text = multipath.write_wwids(self.root, step.wwids)
-        if not multipath.has_tools(self.root):
-            LOG.warning("the image has no multipath-tools: the installed system will use one "
-                        "path of %s, not the multipath device", ", ".join(step.wwids))
-        return {"wwids": text}
 
     def do_bootloader(self, step):
         from provision_agent.drivers import bootloader

@@ -1,0 +1,57 @@
+"""The executor's handlers for the files a run writes into the installed system's /etc: fstab
+(by filesystem UUID), mdadm.conf (the arrays and their member devices) and multipath's wwids.
+
+Each goes into the target only when the run mounted the target's root filesystem (a warning
+says so otherwise); fstab's and mdadm.conf's text is the step's result either way.
+"""
+
+import logging
+
+from provision_agent.drivers import blockinfo, fstab, md, mount, udev
+
+LOG = logging.getLogger(__name__)
+
+
+class TargetFiles:
+    def __init__(self, runner, target_root, mounts):
+        self.runner = runner
+        self.root = target_root
+        self.mounts = mounts
+
+    def root_mounted(self, what):
+        if mount.target_path(self.root, "/").rstrip("/") in [p.rstrip("/")
+                                                             for p in self.mounts.stack]:
+            return True
+        LOG.warning("no root filesystem mounted under %s: %s not written", self.root, what)
+        return False
+
+    def fstab(self, step):
+        entries = []
+        for entry in step.entries:
+            uuid = blockinfo.uuid(self.runner, entry["device"])
+            if not uuid:
+                raise udev.DeviceMissing(f"{entry['device']} has no filesystem UUID for fstab")
+            entries.append((uuid, entry))
+        text = fstab.render(entries)
+        if self.root_mounted("/etc/fstab"):
+            fstab.write(self.root, text)
+        return {"fstab": text}
+
+    def mdadm_conf(self, step):
+        lines = md.device_lines(self.runner, step.device_members or []) + \
+            md.conf_lines(self.runner, step.arrays)
+        text = ("# written by provision-agent\nHOMEHOST <ignore>\nMAILADDR root\n"
+                + "".join(line + "\n" for line in lines))
+        if self.root_mounted("mdadm.conf"):
+            fstab.write(self.root, text, "etc/mdadm/mdadm.conf")
+        return {"mdadm_conf": text}
+
+    def multipath_conf(self, step):
+        if not self.root_mounted("/etc/multipath/wwids"):
+            return None
+        from provision_agent.drivers import multipath
+        text = multipath.write_wwids(self.root, step.wwids)
+        if not multipath.has_tools(self.root):
+            LOG.warning("the image has no multipath-tools: the installed system will use one "
+                        "path of %s, not the multipath device", ", ".join(step.wwids))
+        return {"wwids": text}
