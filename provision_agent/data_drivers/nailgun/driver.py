@@ -155,23 +155,25 @@ class _Translation(VgSpaces, DiskVolumes):
 
     # --- disk spaces -------------------------------------------------------------------------
 
-    def disk_space(self, i, space):
-        where = space_where(i, space)
+    def used_volumes(self, where, space):
+        """The (index, volume) pairs of a disk space that make partitions, or None when the
+        disk is not used: the space refused (each problem reported), empty, or holding only
+        Nailgun's /boot leftover."""
         size = space.get("size")
         # fuel-agent's schema required the list on every disk; Nailgun always writes one.
         volumes = space.get("volumes")
         if not _is_num(size) or not isinstance(volumes, list):
             self.problem(where, "a disk space needs a numeric size (MiB) and a volumes list")
-            return
+            return None
         if "id" in space and not isinstance(space["id"], str):
             self.problem(where, "id must be a string (a kernel name or a disk/by-path, "
                                 "disk/by-id link)")
-            return
+            return None
         if self.fractional(where, size):
-            return
+            return None
         if size <= 0:
             LOG.info("%s: size %s MiB, disk not used", where, size)
-            return
+            return None
         refused = self.check_sizes(where, volumes)
         used = [(j, v) for j, v in _used(volumes) if j not in refused]
         bad = [j for j, v in enumerate(volumes) if not isinstance(v, dict)
@@ -180,12 +182,22 @@ class _Translation(VgSpaces, DiskVolumes):
             self.problem(f"{where} volumes[{j}]", "a volume needs a type and a numeric size (MiB)")
         if not used:
             LOG.info("%s: no volume to create, disk not used", where)
-            return
+            return None
         if all(v.get("mount") == "/boot" for _, v in used):
             # fuel-agent's rule: Nailgun puts a /boot volume on every disk; a disk with nothing
             # else is left as it is (not wiped, not added to the /boot array).
             LOG.info("%s: only Nailgun's /boot leftover, disk not used (as fuel-agent)", where)
+            return None
+        return used
+
+    def disk_space(self, i, space):
+        """The disk a used disk space becomes: Fuel's reserved partitions, one per volume,
+        the configdrive on the OS disk, the last partition fitted to the space's size."""
+        where = space_where(i, space)
+        used = self.used_volumes(where, space)
+        if used is None:
             return
+        size, volumes = space["size"], space["volumes"]
         n = len(self.disks)
         disk_id = _disk_id(n, space)
         parts = [
