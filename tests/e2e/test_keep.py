@@ -1,0 +1,109 @@
+"""A pet re-installed under UEFI (issue 54): a layout with an ESP, a new / and a data volume
+group is provisioned, data is written into the data LV and a marker into the ESP, whose grub is
+then removed; the same layout with the ESP and the volume group kept is provisioned again. The
+data's checksum and the ESP's filesystem are unchanged, / is written anew, the kept ESP holds a
+new grub, and OVMF (with empty NVRAM, so by the removable path) boots the disk to the test OS.
+
+Outside CI (tox -e e2e-keep, ~6 min: two provisionings with the test OS's ext4 written as it is,
+so its own initramfs is kept, and one boot)."""
+
+import copy
+import json
+
+import pytest
+
+from tests.vmbench import FileServer, testos
+
+pytestmark = pytest.mark.keep
+
+MARKER = r"PROVISION-BOOT-OK cd=(\S+)"
+ESP_MNT = "/mnt/esp"
+
+
+def layout(image_url, checksum):
+    return {
+        "version": 1,
+        "disks": [{"id": "disk0", "match": {"serial": "disk0"}, "partitions": [
+            {"id": "esp", "size": "256MiB", "type": "esp", "name": "EFI"},
+            {"id": "root", "size": "1536MiB", "type": "linux", "name": "root"},
+            {"id": "pv0", "size": "remaining", "type": "lvm", "name": "data"}]}],
+        "volume_groups": [{"id": "vg-data", "name": "data", "pvs": ["pv0"],
+                           "logical_volumes": [{"id": "lv-data", "name": "data",
+                                                "size": "512MiB"}]}],
+        "filesystems": [
+            {"device": "esp", "type": "vfat", "mount": "/boot/efi", "label": "EFI"},
+            {"device": "root", "type": "ext4", "mount": "/", "label": "root"},
+            {"device": "lv-data", "type": "ext4", "mount": "/srv/data", "label": "data"}],
+        "images": [{"uri": image_url, "format": "raw", "target": "root", "checksum": checksum}],
+        "bootloader": {"boot_mode": "uefi", "kernel_params": "console=ttyS0"},
+        "configdrive": {"format": "config-2", "meta_data": {"uuid": "keep-e2e"}},
+    }
+
+
+def kept(doc):
+    """The same layout re-provisioned: the ESP, the data PV and its volume group kept."""
+    doc = copy.deepcopy(doc)
+    for part in doc["disks"][0]["partitions"]:
+        if part["id"] in ("esp", "pv0"):
+            part["keep"] = True
+    doc["volume_groups"][0]["keep"] = True
+    return doc
+
+
+def _prepare_for_the_second_run(vm):
+    """Data into the LV (its checksum kept on the ramdisk), a marker on /, and on the ESP a
+    marker while its grub goes: only a run that installs grub into the kept ESP brings it
+    back."""
+    vm.ssh("mkdir -p /mnt/d /mnt/r " + ESP_MNT + " && mount /dev/data/data /mnt/d && "
+           "head -c 16M /dev/urandom > /mnt/d/kept.bin && "
+           "(cd /mnt/d && sha256sum kept.bin) > /tmp/kept.sha256 && umount /mnt/d && "
+           "mount /dev/vda2 /mnt/r && touch /mnt/r/old-os && umount /mnt/r && "
+           f"mount /dev/vda1 {ESP_MNT} && test -d {ESP_MNT}/EFI/BOOT && "
+           f"echo pet > {ESP_MNT}/KEPT-MARK && rm -rf {ESP_MNT}/EFI && umount {ESP_MNT}")
+
+
+def _check_the_second_run(vm, before):
+    after = vm.blkid()
+    # the ESP and the data LV are the same filesystems; / was written anew
+    assert after["/dev/vda1"]["UUID"] == before["/dev/vda1"]["UUID"]
+    assert after["/dev/mapper/data-data"]["UUID"] == before["/dev/mapper/data-data"]["UUID"]
+    vm.ssh("mount /dev/data/data /mnt/d && cd /mnt/d && sha256sum -c /tmp/kept.sha256 && "
+           "cd / && umount /mnt/d")
+    vm.ssh(f"mount /dev/vda1 {ESP_MNT} && mount /dev/vda2 /mnt/r")
+    try:
+        assert vm.read_text(f"{ESP_MNT}/KEPT-MARK").strip() == "pet"
+        assert vm.exists(f"{ESP_MNT}/EFI/BOOT/BOOTX64.EFI"), "no grub in the kept ESP"
+        assert not vm.exists("/mnt/r/old-os"), "/ was not written anew"
+        fstab = vm.read_text("/mnt/r/etc/fstab")
+        assert "/srv/data" in fstab and "/boot/efi" in fstab, fstab
+    finally:
+        vm.ssh(f"umount {ESP_MNT} /mnt/r")
+
+
+def test_uefi_pet_reprovisioned_keeps_its_data_lv_and_its_esp_and_boots(make_vm):
+    image = testos.ext4_zst()
+    with FileServer(image.parent) as srv:
+        doc = layout(srv.guest_url(image.name), testos.checksum(image))
+        vm = make_vm(disks=1, disk_size="4G", firmware="uefi", keep_disks=True,
+                     serials=["disk0"])
+        run = vm.provision(doc, ["--debug"])
+        assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+        _prepare_for_the_second_run(vm)
+        before = vm.blkid()
+        dry = vm.provision(kept(doc), ["--dry_run", "--plan_format", "json"])
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        steps = json.loads(dry.stdout)["steps"]
+        # no mkfs at all: / is the image's ext4, the ESP and the data LV are kept
+        assert [s["args"]["device"] for s in steps if s["kind"] == "mkfs"] == []
+        assert [s["args"]["device"] for s in steps if s["kind"] == "write_image"] == \
+            ["/dev/vda2"]
+        assert [s["args"]["device"] for s in steps
+                if s["kind"] == "partition" and s["args"]["keep"]] == ["/dev/vda1", "/dev/vda3"]
+        run = vm.provision(kept(doc), ["--debug"])
+        assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+        assert "keep volume group data" in run.log
+        _check_the_second_run(vm, before)
+        vm.stop()
+    booted = make_vm(disk_images=list(vm.disk_images), boot="disk", firmware="uefi")
+    booted.wait_console(MARKER, timeout=1800)
+    vm.keep_disks = False
