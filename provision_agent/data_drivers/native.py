@@ -167,7 +167,8 @@ def _disk(d, where, problems):
             type=p.get("type", "linux"), type_guid=p.get("type_guid"), name=p.get("name"),
             guid=p.get("guid"), flags=list(p.get("flags", [])),
             keep=p.get("keep", False) is True, keep_if_present=p.get("keep") == "if_present",
-            origin=p.get("origin", pwhere)))
+            origin=p.get("origin", pwhere), number=p.get("number"), wipe=p.get("wipe"),
+            offset=_size(p["offset"], pwhere + ".offset", problems) if "offset" in p else None))
     return disk
 
 
@@ -179,7 +180,8 @@ def _raid(r, where, problems):
     return model.Raid(id=r["id"], name=r.get("name", r["id"]), level=r["level"],
                       members=list(r["members"]), spares=list(r.get("spares", [])),
                       metadata=r.get("metadata", "1.2"), chunk_kib=chunk_kib,
-                      origin=r.get("origin", where))
+                      origin=r.get("origin", where), keep=r.get("keep", False) is True,
+                      wipe=r.get("wipe"))
 
 
 def _vg(v, where, problems):

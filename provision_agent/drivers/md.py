@@ -56,3 +56,52 @@ def device_lines(runner, members):
                         member)
         names.append(sorted(stable)[0] if stable else member)
     return [f"DEVICE {name}" for name in names]
+
+
+def examine(runner, member):
+    """mdadm --examine --export of member as a dict (MD_UUID, MD_NAME, MD_LEVEL, MD_DEVICES,
+    ...); {} when it holds no md superblock."""
+    res = runner.run(["mdadm", "--examine", "--export", member], check=False)
+    if res.returncode != 0:
+        return {}
+    return dict(line.split("=", 1) for line in res.stdout.splitlines() if "=" in line)
+
+
+def kept_array_problems(runner, args):
+    """Why the array a plan keeps (an md_assemble step's args) is not on its members as
+    planned: [] when every member and spare carries a superblock of one array, of the planned
+    name and level, that counts exactly the listed members. Anything else would assemble
+    another array, or one with members on disks the plan does not keep."""
+    name, level, listed = args["name"], f"raid{args['level']}", args["members"]
+    found = {m: examine(runner, m) for m in listed + list(args.get("spares") or [])}
+    bare = [m for m, sb in found.items() if not sb.get("MD_UUID")]
+    if bare:
+        return [f"{', '.join(bare)}: no md superblock, so there is no array {name} on it to "
+                f"keep; remove keep to create the array"]
+    problems = []
+    uuids = {sb["MD_UUID"] for sb in found.values()}
+    if len(uuids) > 1:
+        problems.append(f"the members of {name} to keep belong to {len(uuids)} different "
+                        f"arrays ({', '.join(sorted(uuids))})")
+    for member, sb in found.items():
+        have = sb.get("MD_NAME", "").rpartition(":")[2]      # "host:name" or "name"
+        if have != name:
+            problems.append(f"{member} is a member of array {have or '(unnamed)'}, the layout "
+                            f"keeps {name}")
+        if sb.get("MD_LEVEL") != level:
+            problems.append(f"{member}: the array is {sb.get('MD_LEVEL')}, the layout says "
+                            f"{level}")
+        if sb.get("MD_DEVICES") != str(len(listed)):
+            problems.append(f"{member}: the array has {sb.get('MD_DEVICES')} devices, the layout "
+                            f"lists {len(listed)} members: list every one (kept), or one on a "
+                            f"disk the plan does not keep would be kept only in part")
+    return list(dict.fromkeys(problems))
+
+
+def assemble(runner, args, active):
+    """Bring the kept array up as /dev/md/NAME from its listed members and spares, stopping
+    first `active`: the arrays udev assembled from them already (under whatever name)."""
+    for device in active:
+        runner.run(["mdadm", "--stop", device])
+    runner.run(["mdadm", "--assemble", args["device"], "--run",
+                *args["members"], *(args.get("spares") or [])])

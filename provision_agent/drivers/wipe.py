@@ -150,3 +150,24 @@ def zero_edges(device, edge=EDGE):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# Zeroing a whole partition or array: hours for a large one on slow disks.
+ZERO_TIMEOUT = 48 * 3600
+
+
+def wipe_contents(runner, device, how):
+    """Give up the contents of a kept partition or array, which itself stays: whatever udev
+    assembled or activated on it is taken down, LUKS keyslots destroyed, RAID and LVM labels and
+    every signature cleared and its first and last MiB zeroed ("superblock"), or every byte
+    of it zeroed ("zero", blkdiscard --zeroout: the kernel's write-zeroes, or plain writes)."""
+    top = blockinfo.tree(runner, device)
+    nodes = blockinfo.descendants(top)
+    crypto_erase(runner, top, nodes, cleared=blockinfo.disks_under(runner, device))
+    _take_down(runner, device, nodes)
+    _clear_members(runner, device, top.get("fstype"))
+    runner.run(["wipefs", "--all", "--force", device])
+    if how == "zero":
+        runner.run(["blkdiscard", "--zeroout", "--force", device], timeout=ZERO_TIMEOUT)
+    else:
+        zero_edges(device)

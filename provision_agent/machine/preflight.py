@@ -7,7 +7,7 @@ Everything here only reads. Problems exit 3 (MachineMismatch) with nothing writt
 import logging
 import os
 
-from provision_agent.drivers import blockinfo, bootloader, lvm, partitions
+from provision_agent.drivers import blockinfo, bootloader, lvm, md, partitions
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.machine import crypt_needs
 from provision_agent.plan import geometry, inventory
@@ -92,6 +92,9 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     problems += _kept_mounts(planned.steps, runner)
     problems += [Problem(f"volume group {step.args['name']}", msg) for step in planned.steps
                  if step.kind == "vg_activate" for msg in lvm.kept_vg_problems(runner, step.args)]
+    problems += [Problem(f"raid {step.args['name']}", msg) for step in planned.steps
+                 if step.kind == "md_assemble" for msg in md.kept_array_problems(runner,
+                                                                                 step.args)]
     problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
     problems += [Problem(f"encrypted volume {name}", msg)
                  for name, msg in crypt_needs.problems(planned.steps)]
@@ -141,6 +144,7 @@ def _kept_mounts(steps, runner):
     another type, would stop the run there. (A kept volume group's logical volumes are checked
     when their mount runs: they appear only once the group is activated.)"""
     kept = {s.args["device"] for s in steps if s.kind == "partition" and s.args.get("keep")}
+    kept -= {s.args["device"] for s in steps if s.kind == "wipe_contents"}     # made anew
     problems = []
     for step in steps:
         if step.kind != "mount" or step.args["device"] not in kept:

@@ -4,9 +4,9 @@ same instance, made anew on its first deploy.
 Ironic's deploy interface (ironic_driver/document/rebuild.py) says which: a rebuild is a deploy
 of the node while the instance an earlier deploy of ours made is still there (not undeployed,
 the same instance_uuid). Undeploy and cleaning come between two tenants, so a first deploy never
-keeps what a previous tenant left. Partitions and volume groups can be kept so (a volume group with
-its logical volumes; its physical volumes must then be kept on rebuild too); md arrays cannot
-be kept yet and are refused.
+keeps what a previous tenant left. Partitions, md arrays and volume groups can be kept so (a
+volume group with its logical volumes, an array assembled from its members; what they stand on
+must then be kept on rebuild too).
 """
 
 ON_REBUILD = "on_rebuild"
@@ -18,8 +18,7 @@ def _items(obj, key):
 
 
 def places(doc):
-    """(path, item) of every partition and volume group saying keep on_rebuild, and of every
-    md array saying keep at all."""
+    """(path, item) of every partition, md array and volume group saying keep on_rebuild."""
     for i, disk in enumerate(_items(doc, "disks")):
         for j, part in enumerate(_items(disk, "partitions")):
             if isinstance(part, dict) and part.get("keep") == ON_REBUILD:
@@ -28,21 +27,16 @@ def places(doc):
         if isinstance(vg, dict) and vg.get("keep") == ON_REBUILD:
             yield f"volume_groups[{i}]", vg
     for i, raid in enumerate(_items(doc, "raids")):
-        if isinstance(raid, dict) and "keep" in raid:
+        if isinstance(raid, dict) and raid.get("keep") == ON_REBUILD:
             yield f"raids[{i}]", raid
 
 
 def apply(doc, rebuild, add, where="layout"):
     """Turn every keep on_rebuild of doc into true (a rebuild) or false (a first deploy), in
-    place; add(location, message) for what cannot be kept. Returns how many were turned."""
+    place (add(location, message) is kept for callers: everything can be kept now). Returns how
+    many were turned."""
     turned = 0
-    for path, item in places(doc):
-        if path.startswith("raids"):
-            add(f"{where}.{path}.keep", "keeping an md array is not supported yet: the plan "
-                                        "would re-create it; keep the data on partitions or "
-                                        "in a kept volume group")
-            item.pop("keep")        # said here; the schema would only call it unknown
-            continue
+    for _path, item in places(doc):
         item["keep"] = bool(rebuild)
         turned += 1
     return turned

@@ -31,6 +31,10 @@ class Partition:
     # Ironic's preserve_ephemeral. Resolution (plan/existing.py) decides `keep` from the table.
     keep_if_present: bool = False
     origin: str = ""
+    number: int | None = None         # None: one more than the partition before (geometry)
+    offset: Size | None = None        # first byte; None: aligned behind the partition before
+    # "superblock" | "zero": its contents are new (a kept one keeps only its place)
+    wipe: str | None = None
 
 
 @dataclass
@@ -57,6 +61,8 @@ class Raid:
     metadata: str = "1.2"
     chunk_kib: int | None = None
     origin: str = ""
+    keep: bool = False                 # assemble the existing array; create nothing
+    wipe: str | None = None            # "superblock" | "zero": its contents are new
 
 
 @dataclass
@@ -201,6 +207,8 @@ class Layout:
                 if im.format == "disk" or (im.format == "qcow2" and im.target in disk_ids)}
 
     def kept_ids(self):
-        """Ids of the devices whose contents stay: kept partitions, and the LVs of kept VGs."""
-        kept = {p.id for _, p in self.partitions() if p.keep}
+        """Ids of the devices whose contents stay: kept partitions and arrays not wiped, and
+        the LVs of kept VGs."""
+        kept = {p.id for _, p in self.partitions() if p.keep and not p.wipe}
+        kept |= {r.id for r in self.raids if r.keep and not r.wipe}
         return kept | {lv.id for vg, lv in self.logical_volumes() if vg.keep}

@@ -1,14 +1,15 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
 Order: wipes → tables (one after another, so that the executor writes them at once) →
-partitions → settle → md → LUKS (not on LVs) → LVM (kept VGs only activated) → LUKS on LVs →
+partitions → settle → wiped kept partitions → md (kept arrays assembled) → LUKS (not on LVs) →
+LVM (kept VGs only activated) → LUKS on LVs →
 mkfs → block-level images → mount → tar images → fstab/crypttab/mdadm.conf/multipath wwids →
 bootloader → configdrive → umount (a whole-disk image's own bootloader after the configdrive).
 Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import redact
-from provision_agent.plan import parttypes, planner_boot, planner_crypt
+from provision_agent.plan import parttypes, planner_boot, planner_crypt, planner_kept
 from provision_agent.plan import steps as st
 from provision_agent.plan.units import human
 
@@ -83,7 +84,7 @@ def _tables(res):
         steps.append(st.Settle([dev(d.id) for d in tabled], part_devices,
                                description="re-read partition tables and wait for the "
                                            "partition devices"))
-    return steps
+    return steps + planner_kept.partition_wipes(res)
 
 
 def _table_text(layout, res, disk):
@@ -105,18 +106,15 @@ def _partition_step(layout, disk, name, p, sector_size):
         name=part.name if part else None,
         flags=parttypes.flags(disk.table, part.type, part.flags) if part else [],
         kind_=p.kind, guid=part.guid if part else None, keep=bool(part and part.keep),
-        description=(f"keep partition {p.device} {human(p.size)} {part.type} as it is"
+        description=(f"keep partition {p.device} {human(p.size)} {part.type} "
+                     + ("in place" if part.wipe else "as it is")
                      if part and part.keep else
                      f"partition {p.device} {human(p.size)} "
                      + (part.type if part else "extended")))
 
 
 def _arrays(res):
-    dev = res.devices.get
-    return [st.MdCreate(dev(r.id), r.name, r.level, [dev(m) for m in r.members],
-                        [dev(s) for s in r.spares], r.metadata, r.chunk_kib,
-                        description=f"RAID{r.level} {dev(r.id)} over {len(r.members)} members")
-            for r in res.layout.raids]
+    return [step for r in res.layout.raids for step in planner_kept.array(res, r)]
 
 
 def _lvm(res):

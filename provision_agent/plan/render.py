@@ -21,12 +21,14 @@ def layout_dict(res):
                 "size": p.size, "kind": p.kind,
                 "type": parts[p.part_id].type if p.part_id else "extended",
                 "keep": bool(p.part_id and parts[p.part_id].keep),
+                "wipe": parts[p.part_id].wipe if p.part_id else None,
             } for p in res.placed.get(d.id, [])],
         } for d in lay.disks],
         "raids": [{
             "id": r.id, "device": res.devices[r.id], "level": r.level, "metadata": r.metadata,
             "members": [res.devices.get(m) for m in r.members],
             "spares": [res.devices.get(s) for s in r.spares], "size": res.sizes.get(r.id),
+            "keep": r.keep, "wipe": r.wipe,
         } for r in lay.raids],
         "volume_groups": [{
             "id": vg.id, "name": vg.name, "pvs": [res.devices.get(p) for p in vg.pvs],
@@ -95,7 +97,12 @@ def plan_text(planned):
                 (" (kept: not re-created)" if obj_id in kept else "")
         return used_by.get(obj_id, "")
 
+    wiped = {x.id: x.wipe for x in [p for _, p in lay.partitions()] + lay.raids
+             if x.keep and x.wipe}
+
     def mark(obj_id):
+        if obj_id in wiped:
+            return f"  kept in place, contents wiped ({wiped[obj_id]})"
         return "  kept" if obj_id in kept else ""
 
     lines = [f"Warning: {w}" for w in warnings(res)] + ["Layout:"]
@@ -115,7 +122,9 @@ def plan_text(planned):
                          + (mark(p.part_id) if p.part_id else "") + (f"  → {t}" if t else ""))
     for r in lay.raids:
         lines.append(f"{res.devices[r.id]}  RAID{r.level}  ~{human(res.sizes.get(r.id, 0))}"
-                     f"  metadata {r.metadata}" + (f"  → {tail(r.id)}" if tail(r.id) else ""))
+                     f"  metadata {r.metadata}"
+                     + (mark(r.id) + ": assembled as it is" if r.keep else "")
+                     + (f"  → {tail(r.id)}" if tail(r.id) else ""))
     for vg in lay.volume_groups:
         lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}"
                      + ("  kept: activated as it is, not re-created" if vg.keep else ""))

@@ -7,7 +7,7 @@ its partitions, volume groups too small for their volumes): they exit 3, not 2.
 from dataclasses import dataclass, field
 
 from provision_agent.errors import Problem
-from provision_agent.plan import blocks, geometry, inventory
+from provision_agent.plan import blocks, geometry, geometry_explicit, inventory, validate_kept
 from provision_agent.plan.devnames import lv_device, mapper_device, md_device, multipath_link
 from provision_agent.plan.units import MiB, align_up, human
 
@@ -156,13 +156,16 @@ def _match(disks, disk, taken, res, problems):
 
 
 def _place(disk, dev, res, problems):
-    if sum(p.size.remaining for p in disk.partitions) > 1:
+    explicit = validate_kept.explicit(disk.partitions)
+    if sum(p.size.remaining for p in disk.partitions) > 1 and not explicit:
         return      # validation reports it; there is no single way to place them
     logical, physical, _ = res.block_sizes[disk.id]
-    placed, errs = geometry.place(dev["name"], dev["size"], disk.table, disk.partitions,
-                                  partitions_of=res.partition_bases[disk.id], sector=logical,
-                                  physical=physical)
-    problems += [Problem(disk.origin or disk.id, e) for e in errs]
+    placer = geometry_explicit.place if explicit else geometry.place
+    placed, errs = placer(dev["name"], dev["size"], disk.table, disk.partitions,
+                          partitions_of=res.partition_bases[disk.id], sector=logical,
+                          physical=physical)
+    problems += [e if isinstance(e, Problem) else Problem(disk.origin or disk.id, e)
+                 for e in errs]
     res.placed[disk.id] = placed
     for p in placed:
         if p.part_id:

@@ -84,6 +84,26 @@ class MdCreate(Step):
 
 
 @dataclass
+class MdAssemble(Step):
+    """A kept array brought up as it is from its `members` (kept partitions or whole disks)."""
+    kind: ClassVar[str] = "md_assemble"
+    device: str
+    name: str
+    level: int
+    members: list
+    spares: list = field(default_factory=list)
+
+
+@dataclass
+class WipeContents(Step):
+    """The contents of `device` (a kept partition or array, whose place stays) given up:
+    `how` "superblock" (every signature, the first and last MiB) or "zero" (every byte)."""
+    kind: ClassVar[str] = "wipe_contents"
+    device: str
+    how: str
+
+
+@dataclass
 class PvCreate(Step):
     """An LVM physical volume on `device`."""
     kind: ClassVar[str] = "pv_create"
@@ -228,9 +248,9 @@ class Umount(Step):
     mount_points: list
 
 
-BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, LuksFormat, LuksOpen, PvCreate,
-            VgCreate, LvCreate, VgActivate, Mkfs, WriteImage, Mount, Fstab, MdadmConf,
-            MultipathConf, Crypttab, Bootloader, Configdrive, Umount)
+BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, MdAssemble, WipeContents,
+            LuksFormat, LuksOpen, PvCreate, VgCreate, LvCreate, VgActivate, Mkfs, WriteImage,
+            Mount, Fstab, MdadmConf, MultipathConf, Crypttab, Bootloader, Configdrive, Umount)
 KINDS = {cls.kind: cls for cls in BUILT_IN}
 
 

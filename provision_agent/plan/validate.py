@@ -7,7 +7,7 @@ from collections import Counter
 
 from provision_agent.errors import ImageError, Problem
 from provision_agent.plan import configdrive_format as configdrive
-from provision_agent.plan import validate_boot, validate_crypt, validate_text
+from provision_agent.plan import validate_boot, validate_crypt, validate_kept, validate_text
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 
@@ -54,7 +54,7 @@ def check(layout):
     for e in layout.encrypted:
         ids.use(e.device, e, "device",
                 set(ids.parts) | set(ids.raids) | set(ids.lvs) | set(ids.whole_disks))
-    _check_kept(layout, ids.parts, add)
+    problems += validate_kept.check(layout)
     _check_filesystems(layout, ids.use, ids.block, add)
     _check_images(layout, add, ids.block, ids.disks)
     validate_boot.check(layout, add, ids.disks)
@@ -179,33 +179,6 @@ def _check_configdrive_disk(layout, add):
                 f"with 'partition' or another disk with 'disk'")
 
 
-def _check_kept(layout, parts, add):
-    """A kept partition's data survives only if nothing in the plan writes to it. One kept if
-    present counts as kept: whether it is comes from the disk, after these checks."""
-    kept = {pid for pid, p in parts.items() if p.keep or p.keep_if_present}
-    for r in layout.raids:
-        for ref in set(r.members + r.spares) & kept:
-            add(r, f"partition {ref!r} is kept, so it cannot become a RAID member")
-    for vg in layout.volume_groups:
-        if vg.keep:
-            for ref in vg.pvs:
-                if ref not in kept or parts[ref].keep_if_present:
-                    add(vg, f"the volume group is kept, so its physical volume {ref!r} must be "
-                            f"a kept partition (keep: true); anything else is wiped or "
-                            f"re-created before the volume group is activated")
-            continue
-        for ref in sorted(set(vg.pvs) & kept):
-            add(vg, f"partition {ref!r} is kept, so it cannot become a physical volume of a "
-                    f"new volume group (keep the volume group too, if it is one already)")
-    kept_lvs = layout.kept_ids() - kept
-    for im in layout.images:
-        if im.target in kept:
-            add(im, f"partition {im.target!r} is kept, so no image can be written to it")
-        if im.target in kept_lvs:
-            add(im, f"logical volume {im.target!r} is in a kept volume group, so no image can "
-                    f"be written to it")
-
-
 def _referencable(layout):
     yield from layout.disks
     yield from (p for _, p in layout.partitions())
@@ -218,7 +191,7 @@ def _referencable(layout):
 def _check_disks(layout, add):
     for disk in layout.disks:
         remaining = [p for p in disk.partitions if p.size.remaining]
-        if len(remaining) > 1:
+        if len(remaining) > 1 and not validate_kept.explicit(disk.partitions):
             add(disk, f"'remaining' is used by {len(remaining)} partitions on one disk; "
                       "at most one may")
         for p in disk.partitions:

@@ -13,7 +13,7 @@ import time
 from provision_agent.drivers import blockinfo, lvm, md, mkfs, mount, partitions, udev, wipe
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
-from provision_agent.run import crypt_steps, target_files
+from provision_agent.run import crypt_steps, kept_steps, target_files
 
 LOG = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class Executor:
             "multipath_conf": self.files.multipath_conf, "bootloader": self.do_bootloader,
             "configdrive": self.do_configdrive, "umount": self.do_umount,
             "luks_format": self.crypt.luks_format, "luks_open": self.crypt.luks_open,
-            "crypttab": self.crypt.crypttab}
+            "crypttab": self.crypt.crypttab, **kept_steps.handlers(self)}
 
     def execute(self, steps):
         started = time.monotonic()

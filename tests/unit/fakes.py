@@ -4,9 +4,9 @@ from provision_agent.errors import CommandError
 from provision_agent.run.runner import Result
 
 WRITING = ("sgdisk", "parted", "sfdisk --part-type", "sfdisk --quiet", "wipefs", "mdadm --create",
-           "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove", "vgcreate",
-           "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd", "grub-install",
-           "fallocate", "blkdiscard", "cryptsetup")
+           "mdadm --assemble", "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove",
+           "vgcreate", "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd",
+           "grub-install", "fallocate", "blkdiscard", "cryptsetup")
 
 
 class FakeRunner:

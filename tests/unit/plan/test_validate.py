@@ -179,8 +179,10 @@ def test_kept_partition_cannot_be_raid_member_or_pv():
         d["disks"][0]["partitions"][1]["keep"] = True      # boot0, a RAID1 member
         d["disks"][0]["partitions"][2]["keep"] = True      # os0, a member too
     _, found = problems_of(mutate(sample("two-disk-raid-lvm"), change))
-    assert any("'boot0' is kept, so it cannot become a RAID member" in p for p in found)
-    assert any("'os0' is kept, so it cannot become a RAID member" in p for p in found)
+    assert any("'boot0' is kept with its contents, so it cannot become a member of a new array"
+               in p for p in found), found
+    assert any("'os0' is kept with its contents, so it cannot become a member of a new array"
+               in p for p in found), found
 
 
 def test_kept_partition_keeps_its_filesystem(tmp_path):
@@ -241,7 +243,7 @@ def test_kept_volume_group_needs_kept_partitions_and_takes_no_image():
     _, found = problems_of(mutate(sample("single-disk"), change))
     assert any("$.volume_groups[0]" in p and "the volume group is kept, so its physical volume "
                "'pv-data' must be a kept partition" in p for p in found), found
-    assert any("logical volume 'lv-srv' is in a kept volume group, so no image" in p
+    assert any("$.images[0]: 'lv-srv' is kept with its contents, so no image" in p
                for p in found), found
 
 
@@ -250,8 +252,8 @@ def test_kept_partition_in_a_new_volume_group_is_refused():
         _kept_vg(d)
         d["volume_groups"][0]["keep"] = False
     _, found = problems_of(mutate(sample("single-disk"), change))
-    assert any("partition 'pv-data' is kept, so it cannot become a physical volume of a new "
-               "volume group" in p for p in found), found
+    assert any("'pv-data' is kept with its contents, so it cannot become a physical volume of "
+               "a new volume group" in p for p in found), found
 
 
 def test_a_bootloader_needs_an_image_to_install_into(tmp_path):

@@ -89,9 +89,22 @@ class TestKeepOnRebuild(dbcase.NodeTestCase):
         job.begin(self.node)
         self.assertIn(rebuild.KEY, self.node.driver_internal_info)
 
-    def test_an_array_cannot_be_kept_on_rebuild(self):
+    def test_an_array_is_kept_on_rebuild_and_made_on_a_first_deploy(self):
+        """An md array and its member partitions (issue 54; refused before: the plan would
+        have re-created the array)."""
         layout = copy.deepcopy(LAYOUT)
-        layout["raids"] = [{"id": "md", "level": 1, "members": ["root"], "keep": "on_rebuild"}]
+        layout["disks"][0]["partitions"][2:2] = [
+            {"id": "m1", "size": "1GiB", "type": "raid", "keep": "on_rebuild"},
+            {"id": "m2", "size": "1GiB", "type": "raid", "keep": "on_rebuild"}]
+        layout["raids"] = [{"id": "md", "level": 1, "members": ["m1", "m2"],
+                            "keep": "on_rebuild"}]
+        layout["filesystems"].append({"device": "md", "type": "ext4", "mount": "/data"})
         self.node.instance_info = dict(self.node.instance_info, provision_layout=layout)
-        exc = self.assertRaises(Exception, sent.payload, self.node, "native")
-        self.assertIn("raids[0].keep: keeping an md array is not supported yet", str(exc))
+
+        def kept():
+            doc = sent.payload(self.node, "native")
+            return ([p["keep"] for p in doc["disks"][0]["partitions"][2:4]],
+                    doc["raids"][0]["keep"])
+        self.assertEqual(([False, False], False), kept())
+        rebuild.mark(self.node)
+        self.assertEqual(([True, True], True), kept())
