@@ -93,7 +93,7 @@ def _table_text(layout, res, disk):
             if p.part_id and _part(layout, p.part_id).keep]
     if not keep:
         return f"new {disk.table} partition table on {name}"
-    return (f"{disk.table} partition table on {name} edited: partitions {keep} kept as they "
+    return (f"{disk.table} partition table on {name} edited: partitions {keep} kept where they "
             f"are, the others deleted and made anew")
 
 

@@ -107,3 +107,75 @@ def test_uefi_pet_reprovisioned_keeps_its_data_lv_and_its_esp_and_boots(make_vm)
     booted = make_vm(disk_images=list(vm.disk_images), boot="disk", firmware="uefi")
     booted.wait_console(MARKER, timeout=1800)
     vm.keep_disks = False
+
+
+def array_layout(keep):
+    """An md RAID1 across two disks holding /srv, and a data partition beside it: made, then
+    kept (the array assembled from its kept members, the partition kept in place and its
+    contents wiped for a new filesystem). No OS image: nothing here needs one."""
+    kept = {"keep": True} if keep else {}
+    return {
+        "version": 1,
+        "disks": [{"id": "a", "match": {"serial": "disk0"}, "partitions": [
+            {"id": "root", "size": "512MiB"},
+            {"id": "m0", "size": "512MiB", "type": "raid", **kept},
+            {"id": "w", "size": "256MiB", **({"keep": True, "wipe": "superblock"}
+                                             if keep else {})}]},
+            {"id": "b", "match": {"serial": "disk1"}, "partitions": [
+                {"id": "m1", "size": "512MiB", "type": "raid", **kept}]}],
+        "raids": [{"id": "md", "name": "srv", "level": 1, "members": ["m0", "m1"], **kept}],
+        "filesystems": [{"device": "root", "type": "ext4", "mount": "/"},
+                        {"device": "md", "type": "ext4", "mount": "/srv"},
+                        {"device": "w", "type": "ext4", "mount": "/w"}],
+        "bootloader": {"type": "none"},
+    }
+
+
+def test_a_kept_md_array_is_assembled_with_its_data_and_a_wiped_kept_partition_made_anew(
+        make_vm):
+    vm = make_vm(disks=2, disk_size="2G", serials=["disk0", "disk1"])
+    run = vm.provision(array_layout(False), ["--debug"])
+    assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+    vm.ssh("mkdir -p /mnt/s /mnt/w && mount /dev/md/srv /mnt/s && "
+           "head -c 16M /dev/urandom > /mnt/s/kept.bin && "
+           "(cd /mnt/s && sha256sum kept.bin) > /tmp/kept.sha256 && umount /mnt/s && "
+           "mount /dev/vda3 /mnt/w && touch /mnt/w/old && umount /mnt/w")
+    array_uuid = "mdadm --detail --export /dev/md/srv | grep '^MD_UUID='"
+    before, uuid_before = _fs_uuids(vm), vm.ssh(array_uuid).stdout.strip()
+    tables_before = _places(vm)
+    # an array kept under another name is another array: refused before the first write
+    wrong = array_layout(True)
+    wrong["raids"][0]["name"] = "data"
+    refused = vm.provision(wrong, ["--debug"])
+    assert refused.returncode == 3, refused.stderr[-3000:]
+    assert "is a member of array srv, the layout keeps data" in refused.stderr
+    assert vm.ssh(array_uuid).stdout.strip() == uuid_before
+    run = vm.provision(array_layout(True), ["--debug"])
+    assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+    assert "mdadm --assemble /dev/md/srv --run" in run.log
+    assert "mdadm --create" not in run.log
+    after = _fs_uuids(vm)
+    assert vm.ssh(array_uuid).stdout.strip() == uuid_before
+    assert after["/dev/md/srv"] == before["/dev/md/srv"]
+    vm.ssh("mount /dev/md/srv /mnt/s && cd /mnt/s && sha256sum -c /tmp/kept.sha256 && "
+           "cd / && umount /mnt/s")
+    # the wiped partition: the same place, a new filesystem, nothing of the old one
+    assert after["/dev/vda3"] != before["/dev/vda3"]
+    vm.ssh("mount /dev/vda3 /mnt/w")
+    try:
+        assert not vm.exists("/mnt/w/old")
+    finally:
+        vm.ssh("umount /mnt/w")
+    assert _places(vm) == tables_before
+
+
+def _fs_uuids(vm):
+    return {dev: vm.ssh(f"blkid -p -o value -s UUID {dev}").stdout.strip()
+            for dev in ("/dev/md/srv", "/dev/vda3")}
+
+
+def _places(vm):
+    """Every partition's (node, start, size) on both disks."""
+    tables = [json.loads(vm.ssh(f"sfdisk --json {d}").stdout)["partitiontable"]
+              for d in ("/dev/vda", "/dev/vdb")]
+    return [(p["node"], p["start"], p["size"]) for t in tables for p in t["partitions"]]
