@@ -160,16 +160,23 @@ def _disk(d, where, problems):
                       wipe=d.get("wipe", True), origin=d.get("origin", where),
                       from_inventory=d.get("from_inventory", False), pick=d.get("pick"),
                       exclude=[dict(h) for h in d.get("exclude", [])])
-    for j, p in enumerate(d.get("partitions", [])):
+    disk.partitions = _partitions(d, where, problems)
+    return disk
+
+
+def _partitions(holder, where, problems):
+    """The partitions of a disk or an array."""
+    out = []
+    for j, p in enumerate(holder.get("partitions", [])):
         pwhere = f"{where}.partitions[{j}]"
-        disk.partitions.append(model.Partition(
+        out.append(model.Partition(
             id=p["id"], size=_size(p["size"], pwhere + ".size", problems),
             type=p.get("type", "linux"), type_guid=p.get("type_guid"), name=p.get("name"),
             guid=p.get("guid"), flags=list(p.get("flags", [])),
             keep=p.get("keep", False) is True, keep_if_present=p.get("keep") == "if_present",
             origin=p.get("origin", pwhere), number=p.get("number"), wipe=p.get("wipe"),
             offset=_size(p["offset"], pwhere + ".offset", problems) if "offset" in p else None))
-    return disk
+    return out
 
 
 def _raid(r, where, problems):
@@ -181,7 +188,8 @@ def _raid(r, where, problems):
                       members=list(r["members"]), spares=list(r.get("spares", [])),
                       metadata=r.get("metadata", "1.2"), chunk_kib=chunk_kib,
                       origin=r.get("origin", where), keep=r.get("keep", False) is True,
-                      wipe=r.get("wipe"))
+                      wipe=r.get("wipe"), table=r.get("table", "gpt"),
+                      partitions=_partitions(r, where, problems))
 
 
 def _vg(v, where, problems):

@@ -39,6 +39,8 @@ def propagate(layout, res):
                                     f"filesystem, written in the array's {logicals[-1]}-byte "
                                     f"sectors; put the array on disks of one sector size"))
         sizes[r.id] = (logicals[-1], max(s[1] for _, s in members))
+        for p in r.partitions:
+            sizes[p.id] = sizes[r.id]
     lvs = {lv.id for _, lv in layout.logical_volumes()}
     problems += _luks([e for e in layout.encrypted if e.device not in lvs], res)
     for vg in layout.volume_groups:

@@ -29,6 +29,9 @@ def places(doc):
     for i, raid in enumerate(_items(doc, "raids")):
         if isinstance(raid, dict) and raid.get("keep") == ON_REBUILD:
             yield f"raids[{i}]", raid
+        for j, part in enumerate(_items(raid, "partitions")):
+            if isinstance(part, dict) and part.get("keep") == ON_REBUILD:
+                yield f"raids[{i}].partitions[{j}]", part
 
 
 def apply(doc, rebuild, add, where="layout"):

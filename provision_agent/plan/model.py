@@ -63,6 +63,8 @@ class Raid:
     origin: str = ""
     keep: bool = False                 # assemble the existing array; create nothing
     wipe: str | None = None            # "superblock" | "zero": its contents are new
+    table: str = "gpt"                 # with partitions: the array's partition table
+    partitions: list = field(default_factory=list)   # the array is then used through them
 
 
 @dataclass
@@ -190,9 +192,10 @@ class Layout:
     warnings: list = field(default_factory=list)      # shown with the plan; nothing refused
 
     def partitions(self):
-        for disk in self.disks:
-            for part in disk.partitions:
-                yield disk, part
+        """(disk or array, partition) of every partition, disks' first."""
+        for holder in self.disks + [r for r in self.raids if r.partitions]:
+            for part in holder.partitions:
+                yield holder, part
 
     def logical_volumes(self):
         for vg in self.volume_groups:
@@ -210,5 +213,5 @@ class Layout:
         """Ids of the devices whose contents stay: kept partitions and arrays not wiped, and
         the LVs of kept VGs."""
         kept = {p.id for _, p in self.partitions() if p.keep and not p.wipe}
-        kept |= {r.id for r in self.raids if r.keep and not r.wipe}
+        kept |= {r.id for r in self.raids if r.keep and not r.wipe and not r.partitions}
         return kept | {lv.id for vg, lv in self.logical_volumes() if vg.keep}

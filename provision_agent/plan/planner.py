@@ -114,7 +114,10 @@ def _partition_step(layout, disk, name, p, sector_size):
 
 
 def _arrays(res):
-    return [step for r in res.layout.raids for step in planner_kept.array(res, r)]
+    """Each array made or assembled, then its partitions, if it has any."""
+    return [step for r in res.layout.raids
+            for step in planner_kept.array(res, r)
+            + planner_kept.array_table(res, r, _partition_step, _table_text)]
 
 
 def _lvm(res):

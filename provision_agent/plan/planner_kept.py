@@ -12,9 +12,10 @@ def partition_wipes(res):
     """After the partitions settle: a kept partition's contents cleared as `wipe` says (a new
     one is cleared of signatures by the settle step already; `zero` zeroes it all)."""
     out = []
-    for disk, part in res.layout.partitions():
-        if part.wipe and part.id in res.devices and (part.keep or part.wipe == "zero"):
-            out.append(_wipe(res.devices[part.id], part.wipe, part.keep))
+    for disk in res.layout.disks:
+        for part in disk.partitions:
+            if part.wipe and part.id in res.devices and (part.keep or part.wipe == "zero"):
+                out.append(_wipe(res.devices[part.id], part.wipe, part.keep))
     return out
 
 
@@ -34,6 +35,23 @@ def array(res, r):
     if r.wipe and (r.keep or r.wipe == "zero"):
         steps.append(_wipe(dev(r.id), r.wipe, r.keep))
     return steps
+
+
+def array_table(res, r, partition_step, table_text):
+    """An array's partition table, its partitions and the wait for them, as a disk's
+    (planner.py lends its builders): written whole on a new or wiped array, edited around
+    the kept partitions of a kept one."""
+    placed = res.placed.get(r.id, [])
+    if not placed:
+        return []
+    name = res.devices[r.id]
+    steps = [st.PartitionTable(name, r.table, description=table_text(res.layout, res, r))]
+    steps += [partition_step(res.layout, r, name, p, res.block_sizes[r.id][0]) for p in placed]
+    steps.append(st.Settle([name], [p.device for p in placed if p.kind != "extended"],
+                           description=f"re-read {name}'s partition table and wait for its "
+                                       f"partition devices"))
+    return steps + [_wipe(res.devices[p.id], p.wipe, p.keep) for p in r.partitions
+                    if p.wipe and (p.keep or p.wipe == "zero")]
 
 
 def _wipe(device, how, kept):

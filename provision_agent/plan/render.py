@@ -29,6 +29,11 @@ def layout_dict(res):
             "members": [res.devices.get(m) for m in r.members],
             "spares": [res.devices.get(s) for s in r.spares], "size": res.sizes.get(r.id),
             "keep": r.keep, "wipe": r.wipe,
+            **({"table": r.table, "partitions": [{
+                "id": p.part_id, "number": p.number, "device": p.device, "offset": p.offset,
+                "size": p.size, "kind": p.kind, "keep": parts[p.part_id].keep,
+                "wipe": parts[p.part_id].wipe} for p in res.placed.get(r.id, [])]}
+               if r.partitions else {}),
         } for r in lay.raids],
         "volume_groups": [{
             "id": vg.id, "name": vg.name, "pvs": [res.devices.get(p) for p in vg.pvs],
@@ -75,6 +80,18 @@ def plan_json(planned):
                                        "warnings": warnings(planned.resolved)}), indent=2)
 
 
+def _partition_lines(placed, types, tail, mark):
+    """The tree lines of a disk's or an array's partitions."""
+    lines = []
+    for i, p in enumerate(placed):
+        branch = "└─" if i == len(placed) - 1 else "├─"
+        t = tail(p.part_id) if p.part_id else ""
+        lines.append(f"  {branch} {p.device}  {human(p.size):>8}  "
+                     f"{types[p.part_id] if p.part_id else 'extended'}"
+                     + (mark(p.part_id) if p.part_id else "") + (f"  → {t}" if t else ""))
+    return lines
+
+
 def plan_text(planned):
     res = planned.resolved
     lay = res.layout
@@ -106,25 +123,24 @@ def plan_text(planned):
         return "  kept" if obj_id in kept else ""
 
     lines = [f"Warning: {w}" for w in warnings(res)] + ["Layout:"]
+    types = {x.id: x.type for _, x in lay.partitions()}
+
+    def partition_lines(holder_id):
+        lines.extend(_partition_lines(res.placed.get(holder_id, []), types, tail, mark))
+
     for d in lay.disks:
         table = d.table if d.partitions else "whole disk"
         lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {table}"
                      + (_sectors_text(res, d.id) if d.partitions else "")
                      + f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"
                      + (f"  → {tail(d.id)}" if tail(d.id) else ""))
-        placed = res.placed.get(d.id, [])
-        for i, p in enumerate(placed):
-            branch = "└─" if i == len(placed) - 1 else "├─"
-            ptype = "extended" if not p.part_id else \
-                next(x.type for _, x in lay.partitions() if x.id == p.part_id)
-            t = tail(p.part_id) if p.part_id else ""
-            lines.append(f"  {branch} {p.device}  {human(p.size):>8}  {ptype}"
-                         + (mark(p.part_id) if p.part_id else "") + (f"  → {t}" if t else ""))
+        partition_lines(d.id)
     for r in lay.raids:
         lines.append(f"{res.devices[r.id]}  RAID{r.level}  ~{human(res.sizes.get(r.id, 0))}"
-                     f"  metadata {r.metadata}"
-                     + (mark(r.id) + ": assembled as it is" if r.keep else "")
+                     f"  metadata {r.metadata}" + (f"  {r.table}" if r.partitions else "")
+                     + ((mark(r.id) or "  kept") + ": assembled as it is" if r.keep else "")
                      + (f"  → {tail(r.id)}" if tail(r.id) else ""))
+        partition_lines(r.id)
     for vg in lay.volume_groups:
         lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}"
                      + ("  kept: activated as it is, not re-created" if vg.keep else ""))

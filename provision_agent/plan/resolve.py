@@ -75,6 +75,7 @@ def resolve(layout, disks):
         if dev is not None:
             _place(disk, dev, res, problems)
     _size_arrays(layout, res, problems)
+    _place_on_arrays(layout, res, problems)
     lvs = {lv.id for _, lv in layout.logical_volumes()}
     _size_encrypted([e for e in layout.encrypted if e.device not in lvs], res)
     _size_volume_groups(layout, res, problems)
@@ -156,6 +157,7 @@ def _match(disks, disk, taken, res, problems):
 
 
 def _place(disk, dev, res, problems):
+    """disk's partitions (or an array's: dev its device and estimated size) placed."""
     explicit = validate_kept.explicit(disk.partitions)
     if sum(p.size.remaining for p in disk.partitions) > 1 and not explicit:
         return      # validation reports it; there is no single way to place them
@@ -183,6 +185,19 @@ def _size_arrays(layout, res, problems):
             for s in small:
                 problems.append(Problem(r.origin or r.id,
                                         f"spare {s!r} is smaller than the smallest member"))
+
+
+def _place_on_arrays(layout, res, problems):
+    """An array's partitions, placed as on a disk of its estimated size (never more than mdadm
+    leaves) and of the largest of its members' block sizes."""
+    disk_of = {p.id: d.id for d in layout.disks for p in d.partitions}
+    for r in (r for r in layout.raids if r.partitions and r.id in res.sizes):
+        sizes = [res.block_sizes[disk_of.get(m, m)] for m in r.members + r.spares
+                 if disk_of.get(m, m) in res.block_sizes]
+        res.block_sizes[r.id] = (max(s[0] for s in sizes), max(s[1] for s in sizes),
+                                 all(s[2] for s in sizes))
+        res.partition_bases[r.id] = res.devices[r.id]
+        _place(r, {"name": res.devices[r.id], "size": res.sizes[r.id]}, res, problems)
 
 
 def _size_volume_groups(layout, res, problems):

@@ -23,7 +23,8 @@ class _Ids:
         self.add = add
         self.disks = {d.id: d for d in layout.disks}
         self.parts = {p.id: p for _, p in layout.partitions()}
-        self.raids = {r.id: r for r in layout.raids}
+        self.raids = {r.id: r for r in layout.raids if not r.partitions}
+        self.partitioned = {r.id for r in layout.raids if r.partitions}
         self.lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
         self.whole_disks = {d.id: d for d in layout.disks if not d.partitions}
         self.crypts = {e.id: e for e in layout.encrypted}
@@ -35,6 +36,7 @@ class _Ids:
         """One more user of ref: a device may hold one array, volume group or filesystem."""
         if ref not in allowed:
             kind = "disk with partitions" if ref in self.disks else \
+                "array with partitions" if ref in self.partitioned else \
                 "an encrypted volume" if ref in self.crypts else "unknown id"
             self.add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
             return
@@ -189,7 +191,7 @@ def _referencable(layout):
 
 
 def _check_disks(layout, add):
-    for disk in layout.disks:
+    for disk in layout.disks + [r for r in layout.raids if r.partitions]:
         remaining = [p for p in disk.partitions if p.size.remaining]
         if len(remaining) > 1 and not validate_kept.explicit(disk.partitions):
             add(disk, f"'remaining' is used by {len(remaining)} partitions on one disk; "

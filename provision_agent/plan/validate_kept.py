@@ -29,8 +29,9 @@ def explicit(partitions):
 def check(layout):
     problems = []
     add = lambda obj, msg: problems.append(Problem(_where(obj), msg))  # noqa: E731
-    for disk in layout.disks:
+    for disk in layout.disks + [r for r in layout.raids if r.partitions]:
         _check_placement(disk, add)
+    _check_array_partitions(layout, add)
     parts = {p.id: p for _, p in layout.partitions()}
     _check_extended_unused(layout, parts, add)
     contents = _kept_contents(layout, parts)
@@ -44,8 +45,27 @@ def _kept_contents(layout, parts):
     """Ids whose contents stay: partitions kept (or kept if present) and arrays kept, neither
     wiped, and the logical volumes of kept volume groups."""
     kept = {pid for pid, p in parts.items() if (p.keep or p.keep_if_present) and not p.wipe}
-    kept |= {r.id for r in layout.raids if r.keep and not r.wipe}
+    kept |= {r.id for r in layout.raids if r.keep and not r.wipe and not r.partitions}
     return kept | {lv.id for vg, lv in layout.logical_volumes() if vg.keep}
+
+
+def _check_array_partitions(layout, add):
+    """Partitions on an array: its table is edited around the kept ones as a disk's is, so the
+    array must be kept (assembled, not created) and not wiped; firmware reads no array's
+    table, and what a disk's table holds is read from disks only."""
+    for r in layout.raids:
+        kept = [p for p in r.partitions if p.keep or p.keep_if_present]
+        if kept and (not r.keep or r.wipe):
+            add(kept[0], f"a partition of array {r.id!r} is kept, so the array must be kept "
+                         f"too (keep: true, no wipe): a new or wiped array has no table to "
+                         f"keep it in")
+        for p in r.partitions:
+            if p.type in ("bios_grub", "esp"):
+                add(p, f"a {p.type} partition on an md array: firmware reads the partition "
+                       f"tables of disks, not of arrays")
+            if p.keep_if_present:
+                add(p, "keep \"if_present\" reads a disk's table; on an array say true or "
+                       "false")
 
 
 def _check_placement(disk, add):

@@ -179,3 +179,47 @@ def _places(vm):
     tables = [json.loads(vm.ssh(f"sfdisk --json {d}").stdout)["partitiontable"]
               for d in ("/dev/vda", "/dev/vdb")]
     return [(p["node"], p["start"], p["size"]) for t in tables for p in t["partitions"]]
+
+
+def partitioned_array_layout(keep):
+    """An md RAID1 with a partition table of its own (curtin's partition-existing-raid): made,
+    then kept with its first partition, the second made anew."""
+    kept = {"keep": True} if keep else {}
+    return {
+        "version": 1,
+        "disks": [{"id": "a", "match": {"serial": "disk0"}, "partitions": [
+            {"id": "root", "size": "512MiB"},
+            {"id": "m0", "size": "768MiB", "type": "raid", **kept}]},
+            {"id": "b", "match": {"serial": "disk1"}, "partitions": [
+                {"id": "m1", "size": "768MiB", "type": "raid", **kept}]}],
+        "raids": [{"id": "md", "name": "data", "level": 1, "members": ["m0", "m1"], **kept,
+                   "partitions": [{"id": "srv", "size": "256MiB", **kept},
+                                  {"id": "var", "size": "remaining"}]}],
+        "filesystems": [{"device": "root", "type": "ext4", "mount": "/"},
+                        {"device": "srv", "type": "ext4", "mount": "/srv"},
+                        {"device": "var", "type": "ext4", "mount": "/var"}],
+        "bootloader": {"type": "none"},
+    }
+
+
+def test_a_kept_array_keeps_its_partition_table_and_the_kept_partition_in_it(make_vm):
+    vm = make_vm(disks=2, disk_size="2G", serials=["disk0", "disk1"])
+    run = vm.provision(partitioned_array_layout(False), ["--debug"])
+    assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+    vm.ssh("mkdir -p /mnt/s /mnt/v && mount /dev/md/data1 /mnt/s && "
+           "head -c 16M /dev/urandom > /mnt/s/kept.bin && "
+           "(cd /mnt/s && sha256sum kept.bin) > /tmp/kept.sha256 && umount /mnt/s && "
+           "mount /dev/md/data2 /mnt/v && touch /mnt/v/old && umount /mnt/v")
+    uuid = "blkid -p -o value -s UUID "
+    srv, var = (vm.ssh(uuid + d).stdout.strip() for d in ("/dev/md/data1", "/dev/md/data2"))
+    run = vm.provision(partitioned_array_layout(True), ["--debug"])
+    assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
+    assert "mdadm --create" not in run.log
+    assert vm.ssh(uuid + "/dev/md/data1").stdout.strip() == srv
+    assert vm.ssh(uuid + "/dev/md/data2").stdout.strip() not in ("", var)
+    vm.ssh("mount /dev/md/data1 /mnt/s && cd /mnt/s && sha256sum -c /tmp/kept.sha256 && "
+           "cd / && umount /mnt/s && mount /dev/md/data2 /mnt/v")
+    try:
+        assert not vm.exists("/mnt/v/old")
+    finally:
+        vm.ssh("umount /mnt/v")

@@ -361,3 +361,61 @@ def test_the_msdos_example_of_the_docs_plans_as_it_says():
                                                             (5, 3075, 2047), (6, 5123, 3069)]
     assert on(steps, "/dev/vda1") == ["partition", "wipe_contents", "mkfs", "mount"]
     assert on(steps, "/dev/vda5") == ["partition", "wipe_contents"]
+
+
+# (c) a partition table on an md array
+
+def partitioned_array(keep=False, wipe=None, parts=None):
+    doc = two_member_array(keep=keep, wipe=wipe, member_keep=keep)
+    doc["disks"][1]["partitions"][0]["keep"] = keep
+    doc["raids"][0]["partitions"] = parts or [{"id": "md-a", "size": "256MiB"},
+                                              {"id": "md-b", "size": "remaining"}]
+    doc["filesystems"][1]["device"] = "md-a"
+    doc["filesystems"].append({"device": "md-b", "type": "xfs", "mount": "/var"})
+    return doc
+
+
+def test_a_new_array_gets_its_partition_table_after_it_is_made():
+    steps = steps_of(partitioned_array())
+    kinds = [s["kind"] for s in steps]
+    assert on(steps, "/dev/md/md1")[:2] == ["md_create", "partition_table"]
+    assert on(steps, "/dev/md/md1a") == [] and on(steps, "/dev/md/md1p1") == [
+        "partition", "mkfs", "mount"]
+    settle = [s for s in steps if s["kind"] == "settle"][-1]["args"]
+    assert settle == {"disks": ["/dev/md/md1"], "devices": ["/dev/md/md1p1", "/dev/md/md1p2"]}
+    assert kinds.index("md_create") < kinds.index("mkfs")
+
+
+def test_a_kept_array_keeps_its_table_and_the_kept_partition_in_it():
+    doc = partitioned_array(keep=True, parts=[{"id": "md-a", "size": "256MiB", "keep": True},
+                                              {"id": "md-b", "size": "remaining"}])
+    steps = steps_of(doc)
+    assert on(steps, "/dev/md/md1p1") == ["partition", "mount"]
+    assert on(steps, "/dev/md/md1p2") == ["partition", "mkfs", "mount"]
+    table = next(s for s in steps if s["kind"] == "partition_table"
+                 and s["args"]["disk"] == "/dev/md/md1")
+    assert "partitions [1] kept where they are" in table["description"]
+    kinds = [s["kind"] for s in steps]
+    assert kinds.index("md_assemble") < steps.index(table)
+    assert "md_create" not in kinds
+
+
+def test_a_kept_array_wiped_gets_a_new_table():
+    """curtin's partition-existing-raid: the array preserved, wiped, a new gpt on it."""
+    steps = steps_of(partitioned_array(keep=True, wipe="superblock"))
+    assert on(steps, "/dev/md/md1") == ["md_assemble", "wipe_contents", "partition_table",
+                                        "partition", "partition"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda d: d["raids"][0]["partitions"][0].update(keep=True),
+     "$.raids[0].partitions[0]: a partition of array 'md' is kept, so the array must be kept"),
+    (lambda d: d["raids"][0]["partitions"][0].update(type="esp"),
+     "$.raids[0].partitions[0]: a esp partition on an md array: firmware reads"),
+    (lambda d: d["filesystems"].append({"device": "md", "type": "ext4", "mount": "/x"}),
+     "$.filesystems[3]: device 'md' is not a usable device here (array with partitions)"),
+])
+def test_partitions_on_arrays_that_cannot_be_are_refused(change, expected):
+    doc = partitioned_array()
+    change(doc)
+    assert any(p.startswith(expected) for p in refused(doc)), refused(doc)
