@@ -8,9 +8,9 @@ partition (validate_kept.explicit). Partitions lie on the disk in the order list
   usable byte, not inside the partition before it); one without starts behind the one before,
   aligned as in geometry.py (a logical one an alignment unit later, room for its EBR);
 - sizes are taken exactly, rounded up to whole logical sectors only (an existing partition
-  need not end on a MiB); a percentage is of the usable space, aligned down; `remaining` (the
-  last partition, or the last logical one) runs to the end of the usable space, or of its
-  extended partition;
+  need not end on a MiB); a percentage is of the usable space, aligned down; `remaining` runs
+  to the end of the usable space (or of its extended partition), less the room of the
+  partitions listed behind it without an offset (a layout's implied configdrive partition);
 - numbers default to one more than the partition before; after an msdos extended partition,
   5 and up: those are logical partitions and must lie inside it. On msdos, numbers 1 to 4 are
   primary (or the extended one).
@@ -31,7 +31,7 @@ def place(disk_name, disk_bytes, table, partitions, partitions_of=None,
     first, end = geometry.usable_range(disk_bytes, table, sector, physical)
     state = _State(first, end)
     placed, problems = [], []
-    for p in partitions:
+    for i, p in enumerate(partitions):
         where = p.origin or p.id
         number, kind = _number(state, p, table)
         if kind == "logical" and state.container is None:
@@ -44,7 +44,9 @@ def place(disk_name, disk_bytes, table, partitions, partitions_of=None,
                                            f"{disk_name}'s {sector}-byte sectors"))
             return [], problems
         top = state.container.end if kind == "logical" else end
-        size = _size(p, start, top, end - first, align, sector)
+        room = _behind(partitions, i, kind, align, sector)
+        size = _size(p, start, align_down(top - room, align) if room else top, end - first,
+                     align, sector)
         if start < low or start + size > top or size <= 0:
             problems.append(Problem(where, _misfit(disk_name, kind, start, size, low, top)))
             return [], problems
@@ -108,6 +110,22 @@ def _start(state, p, kind, align, sector):
         low = state.primary_end
         auto = align_up(low, align)
     return (p.offset.bytes if p.offset is not None else auto), low
+
+
+def _behind(partitions, i, kind, align, sector):
+    """Room a `remaining` partition leaves for the ones listed behind it without an offset in
+    its part of the disk (the configdrive's partition a layout implies, for one): their sizes,
+    each with an alignment unit for where it starts (and a logical one's EBR)."""
+    if not partitions[i].size.remaining:
+        return 0
+    room = 0
+    for p in partitions[i + 1:]:
+        logical = p.type != "extended" and (p.number is None and kind == "logical"
+                                            or (p.number or 0) > 4)
+        if p.offset is not None or logical != (kind == "logical"):
+            break
+        room += align_up(p.size.bytes, sector) + align * (2 if logical else 1)
+    return room
 
 
 def _size(p, start, top, usable, align, sector):

@@ -100,8 +100,8 @@ def _check_placement(disk, add):
     for p in remaining:
         if not _last_of_its_kind(disk, p):
             add(p, "with partitions placed by number or offset, \"remaining\" is for the last "
-                   "partition only (and the last logical one, which fills its extended "
-                   "partition)")
+                   "partition (and the last logical one, which fills its extended partition), "
+                   "or one followed only by partitions of fixed size without an offset")
     if extended:
         _check_kept_logicals(disk, extended[0], add)
 
@@ -117,11 +117,15 @@ def _last_of_its_kind(disk, part):
     def logical(p):
         return p.number is None or p.number > 4
 
+    def behind(p):
+        """Placed behind it, in the room it leaves."""
+        return p.offset is None and p.size.is_fixed
+
     if ext is None or i < ext:
-        return not later
+        return all(behind(p) for p in later)
     if i == ext:
         return all(logical(p) for p in later)
-    return not any(logical(p) for p in later)
+    return not any(logical(p) and not behind(p) for p in later)
 
 
 def _check_kept_logicals(disk, extended, add):

@@ -316,7 +316,7 @@ def test_new_logical_partitions_without_offsets_follow_each_other_inside_the_ext
     # remaining before the end
     (lambda d: d["disks"][0]["partitions"][0].update(size="remaining"),
      "$.disks[0].partitions[0]: with partitions placed by number or offset, \"remaining\" is "
-     "for the last partition only"),
+     "for the last partition (and the last logical one"),
 ])
 def test_explicit_placements_that_cannot_be_are_refused_at_their_entry(change, expected):
     doc = msdos_logicals()
@@ -419,3 +419,13 @@ def test_partitions_on_arrays_that_cannot_be_are_refused(change, expected):
     doc = partitioned_array()
     change(doc)
     assert any(p.startswith(expected) for p in refused(doc)), refused(doc)
+
+
+def test_remaining_leaves_room_for_the_configdrive_partition_a_layout_implies():
+    doc = doc_with([{"id": "esp", "number": 1, "offset": "1MiB", "size": "512MiB",
+                     "type": "esp"}, {"id": "root", "size": "remaining"}],
+                   filesystems=[ROOT_FS], configdrive={"meta_data": {"uuid": "x"}})
+    parts = [(s["args"]["number"], s["args"]["offset"] // MiB, s["args"]["size"] // MiB)
+             for s in steps_of(doc) if s["kind"] == "partition"]
+    # 4 GiB less GPT's backup: the last MiB is not usable; 64 MiB for the configdrive
+    assert parts == [(1, 1, 512), (2, 513, 4095 - 513 - 64 - 1), (3, 4095 - 65, 64)]
