@@ -429,3 +429,16 @@ def test_remaining_leaves_room_for_the_configdrive_partition_a_layout_implies():
              for s in steps_of(doc) if s["kind"] == "partition"]
     # 4 GiB less GPT's backup: the last MiB is not usable; 64 MiB for the configdrive
     assert parts == [(1, 1, 512), (2, 513, 4095 - 513 - 64 - 1), (3, 4095 - 65, 64)]
+
+
+def test_luks_on_a_kept_partition_is_refused_before_anything_is_written():
+    """A defect found on the way: encryption on a kept partition was planned (luks_format on
+    the kept device, its contents overwritten by the LUKS header)."""
+    doc = doc_with([ROOT, {"id": "c", "size": "512MiB", "keep": True}], filesystems=[ROOT_FS],
+                   encrypted=[{"id": "cr", "device": "c", "unlock": {"tpm2": {}}}],
+                   recovery={"age_recipients": ["age1" + "q" * 58]})
+    with pytest.raises(InputError) as exc:
+        planned(doc)
+    assert [str(p) for p in exc.value.problems] == [
+        "$.encrypted[0]: 'c' is kept with its contents, so it cannot be encrypted (the LUKS "
+        "header would overwrite them)"]
