@@ -19,6 +19,7 @@ def assemble(executor, step):
     if problems:
         raise MachineMismatch([Problem(f"raid {step.name}", p) for p in problems])
     members = step.members + list(step.spares or [])
+    udev.settle(runner)         # udev's incremental assembly of the members, done before it is read
     active = []
     for node in blockinfo.trees(runner, members):
         active += [n["path"] for n in blockinfo.descendants(node)
