@@ -4,8 +4,11 @@ then removed; the same layout with the ESP and the volume group kept is provisio
 data's checksum and the ESP's filesystem are unchanged, / is written anew, the kept ESP holds a
 new grub, and OVMF (with empty NVRAM, so by the removable path) boots the disk to the test OS.
 
-Outside CI (tox -e e2e-keep, ~6 min: two provisionings with the test OS's ext4 written as it is,
-so its own initramfs is kept, and one boot)."""
+Then md arrays: one kept with its data (and refused when the layout names another array), one
+kept with its own partition table.
+
+Outside CI (tox -e e2e-keep, ~15 min; the pet: two provisionings with the test OS's ext4
+written as it is, so its own initramfs is kept, and one boot)."""
 
 import copy
 import json
