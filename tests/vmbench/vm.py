@@ -104,7 +104,7 @@ class VM(GuestQueries):
                  name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
                  extra_args=(), tpm=None, console_input=False, nvram=None,
-                 nic="virtio-net-pci"):
+                 nic="virtio-net-pci", block_size=None):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -117,6 +117,9 @@ class VM(GuestQueries):
         self.append = append
         self.extra_args = list(extra_args)     # more qemu arguments, e.g. a second NIC
         self.nic = nic                  # qemu's NIC model for the first NIC: e1000, vmxnet3, ...
+        # the disks' logical/physical block sizes: None (qemu's 512), 4096 (4Kn), a pair
+        # (512, 4096) for 512e, or a list with one of those per disk
+        self.block_size = block_size
         self.tpm = tpm                  # a tpm.SoftTPM: the VM's TPM 2.0
         # UEFI: the variable store to start from (a copy of it), e.g. another VM's
         # nvram_file after it ran: its boot entries; default: the firmware's empty one
@@ -237,7 +240,8 @@ class VM(GuestQueries):
                              + ",share-rw=on"]
                 continue
             argv += ["-drive", f"{drive},id=d{i}"]
-            argv += ["-device", self._disk_device(i, disk, bus)]
+            for device in self._with_block_size(i, self._disk_device(i, disk, bus)):
+                argv += ["-device", device]
         return argv
 
     @property
@@ -284,6 +288,26 @@ class VM(GuestQueries):
         if bus == "sata":
             return f"ide-hd,drive=d{i},bus=ide.{i},serial={disk.serial}{boot}"
         raise ValueError(f"unknown disk bus {bus!r}")
+
+    def block_sizes(self, i):
+        """(logical, physical) of disk i, or None for qemu's default (512/512)."""
+        size = self.block_size[i] if isinstance(self.block_size, list) else self.block_size
+        return (size, size) if isinstance(size, int) else size
+
+    def _with_block_size(self, i, device):
+        """The -device values of disk i with its block sizes. An NVMe controller cannot take
+        them: they are a namespace's (nvme-ns), which then holds the drive and boot index."""
+        sizes = self.block_sizes(i)
+        if not sizes:
+            return [device]
+        props = f"logical_block_size={sizes[0]},physical_block_size={sizes[1]}"
+        if not device.startswith("nvme,"):
+            return [f"{device},{props}"]
+        opts = dict(o.split("=", 1) for o in device.split(",")[1:])
+        ns = f"nvme-ns,drive={opts.pop('drive')},bus=nvme{i},nsid=1,{props}"
+        if "bootindex" in opts:
+            ns += f",bootindex={opts.pop('bootindex')}"
+        return [",".join(["nvme", f"id=nvme{i}"] + [f"{k}={v}" for k, v in opts.items()]), ns]
 
     def _make_disks(self, images, count, size, serials):
         if images:
