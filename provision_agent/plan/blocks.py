@@ -12,6 +12,9 @@ disks' (the inventory's), and what the tools refuse or choose from them.
 - LVM refuses physical volumes of different logical block sizes in one volume group
   (lvm.conf allow_mixed_block_sizes is off by default): such a group is refused here.
   Logical volumes have their group's sizes.
+- Legacy BIOS reads its boot disk in 512-byte sectors: SeaBIOS does not take a virtio or SCSI
+  disk of 4096-byte sectors as a boot disk at all, and server firmware supports 4Kn boot disks
+  in UEFI mode only. BIOS boot from a disk of larger logical sectors is refused.
 """
 
 from provision_agent.errors import Problem
@@ -57,7 +60,23 @@ def propagate(layout, res):
         for lv in vg.logical_volumes:
             sizes[lv.id] = sizes[vg.id]
     problems += _luks([e for e in layout.encrypted if e.device in lvs], res)
-    return problems
+    return problems + _bios_boot(layout, res)
+
+
+def _bios_boot(layout, res):
+    bl = layout.bootloader
+    if not bl or bl.boot_mode != "bios" or bl.type == "none":
+        return []
+    from provision_agent.plan import planner_boot
+    targets = (bl.targets or sorted(layout.whole_disk_targets())) if bl.type == "image" \
+        else planner_boot.boot_targets(layout, res)
+    return [Problem(bl.origin or "bootloader", (
+        f"BIOS boot from {res.devices.get(t, t)}, a disk of {res.blocks[t][0]}-byte logical "
+        f"sectors (4Kn): legacy BIOS reads its boot disk in 512-byte sectors and does not boot "
+        f"a 4Kn disk (server firmware supports 4Kn boot disks in UEFI mode only); boot the "
+        f"machine in UEFI mode (bootloader boot_mode 'uefi' and an esp partition) or put the "
+        f"bootloader on a disk of 512-byte logical sectors"))
+        for t in targets if t in res.blocks and res.blocks[t][0] > 512]
 
 
 def luks_default(logical, physical):

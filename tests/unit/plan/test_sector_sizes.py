@@ -135,19 +135,26 @@ def test_a_volume_group_over_different_logical_sizes_is_refused_with_the_reason(
     build(doc, two_disks((512, 512), (512, 4096)))
 
 
+def encrypted_any_firmware():
+    """The encrypted layout booted in the mode the machine has: BIOS boot from a 4Kn disk is
+    refused (below)."""
+    return mutate(encrypted_raid_lvm(), lambda d: d["bootloader"].__setitem__("boot_mode",
+                                                                              "auto"))
+
+
 @pytest.mark.parametrize("a,b,sector", [((512, 512), (512, 512), 512),
                                         ((512, 4096), (512, 4096), 4096),
                                         ((4096, 4096), (4096, 4096), 4096)])
 def test_luks_sector_size_defaults_to_what_cryptsetup_picks_for_the_disk(a, b, sector):
-    planned = build(encrypted_raid_lvm(), two_disks(a, b))
+    planned = build(encrypted_any_firmware(), two_disks(a, b))
     (step,) = [s for s in planned.steps if s.kind == "luks_format"]
     assert step.args["sector_size"] == sector
     assert planned.resolved.blocks["vg-os"][0] == sector
 
 
 def test_a_luks_sector_smaller_than_the_disks_is_refused():
-    doc = mutate(encrypted_raid_lvm(), lambda d: d["encrypted"][0].__setitem__("sector_size",
-                                                                               512))
+    doc = mutate(encrypted_any_firmware(),
+                 lambda d: d["encrypted"][0].__setitem__("sector_size", 512))
     assert refused(doc, two_disks((4096, 4096), (4096, 4096))) == [
         "$.encrypted[0]: sector_size 512 is smaller than the 4096-byte logical blocks of "
         "/dev/md/os: cryptsetup cannot encrypt in sectors smaller than the device's; use 4096 "
@@ -155,3 +162,40 @@ def test_a_luks_sector_smaller_than_the_disks_is_refused():
     step = next(s for s in build(doc, two_disks((512, 4096), (512, 4096))).steps
                 if s.kind == "luks_format")
     assert step.args["sector_size"] == 512          # said in the input: kept
+
+
+def bios_single_disk():
+    def change(d):
+        d["bootloader"] = {"boot_mode": "bios"}
+        d["images"] = sample("uefi")["images"]
+    return mutate(sample("single-disk"), change)
+
+
+def one_disk(logical, physical):
+    return inventory.from_document({"disks": [
+        {"name": "vda", "size": 4 * GiB, "logical_block_size": logical,
+         "physical_block_size": physical}]})
+
+
+def test_bios_boot_from_a_4kn_disk_is_refused_with_what_to_do():
+    """Legacy BIOS reads 512-byte sectors: SeaBIOS does not take a 4Kn virtio or SCSI disk
+    (tests/e2e/test_sector_sizes.py), server firmware boots 4Kn only in UEFI mode."""
+    assert refused(bios_single_disk(), one_disk(4096, 4096)) == [
+        "$.bootloader: BIOS boot from /dev/vda, a disk of 4096-byte logical sectors (4Kn): "
+        "legacy BIOS reads its boot disk in 512-byte sectors and does not boot a 4Kn disk "
+        "(server firmware supports 4Kn boot disks in UEFI mode only); boot the machine in "
+        "UEFI mode (bootloader boot_mode 'uefi' and an esp partition) or put the bootloader "
+        "on a disk of 512-byte logical sectors"]
+
+
+@pytest.mark.parametrize("logical,physical", [(512, 512), (512, 4096)])
+def test_bios_boot_from_512_and_512e_disks_is_planned(logical, physical):
+    planned = build(bios_single_disk(), one_disk(logical, physical))
+    assert [s.boot_mode for s in planned.steps if s.kind == "bootloader"] == ["bios"]
+
+
+def test_uefi_and_auto_boot_from_a_4kn_disk_are_planned():
+    for mode in ("uefi", "auto"):
+        doc = mutate(sample("uefi"), lambda d: d["bootloader"].__setitem__("boot_mode", mode))
+        doc["disks"][0]["match"] = {"name": "vda"}
+        build(doc, one_disk(4096, 4096))
