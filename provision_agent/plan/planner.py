@@ -174,8 +174,10 @@ def _filesystems(res, copies):
 
 def _block_images(res):
     fs_of = {fs.device: fs for fs in res.layout.filesystems}
+    whole = res.layout.whole_disk_targets()
     return [_image_step(im, res.devices.get(im.target), None,
-                        fs_of[im.target].type if im.target in fs_of else None)
+                        fs_of[im.target].type if im.target in fs_of else None,
+                        whole_disk=im.format == "qcow2" and im.target in whole or None)
             for im in res.layout.images if im.format != "tar"]
 
 
@@ -247,12 +249,13 @@ def _configdrive(res):
     return [step]
 
 
-def _image_step(im, device, mount_point, fs_type):
+def _image_step(im, device, mount_point, fs_type, whole_disk=None):
     return st.WriteImage(
         device, mount_point, im.uri, im.format, im.compression, im.checksum, im.checksum_of,
         im.allow_no_checksum, fs_type, checksum_url=im.checksum_url or None,
         checksum_algo=im.checksum_algo or None, authorization=im.authorization or None,
         signature=im.signature or None, allow_unsigned=im.allow_unsigned or None,
+        whole_disk=whole_disk,
         description=f"{im.format} image {redact.url(im.uri)} to {device or mount_point}"
                     + (", its signature verified while it streams" if im.signature else ""))
 

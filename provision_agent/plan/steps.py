@@ -155,7 +155,8 @@ class Mkfs(Step):
 class WriteImage(Step):
     """`device` for block-level formats, `mount_point` (inside the target root) for tar;
     `signature`: a detached OpenPGP signature verified while the image streams (its URL
-    shortened, inline armour `<redacted>`)."""
+    shortened, inline armour `<redacted>`); `whole_disk`: a qcow2 converted onto a whole disk,
+    whose partition table is checked against the disk's sector size first."""
     kind: ClassVar[str] = "write_image"
     device: str | None
     mount_point: str | None
@@ -171,6 +172,7 @@ class WriteImage(Step):
     authorization: str | None = field(default=None, metadata=OPTIONAL)
     signature: str | None = field(default=None, metadata=OPTIONAL)
     allow_unsigned: bool | None = field(default=None, metadata=OPTIONAL)
+    whole_disk: bool | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass

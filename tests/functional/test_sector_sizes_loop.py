@@ -189,3 +189,34 @@ def test_a_whole_disk_image_for_other_sectors_is_refused_before_it_is_written(
     # the image's table ended at 64 MiB; its backup header was moved to the disk's end, which
     # needs the table found where this sector size puts it
     assert got["lastlba"] == DISK // disk - 2 - 16384 // disk
+
+
+@pytest.mark.parametrize("fmt", ["disk", "qcow2"])
+def test_a_512_byte_whole_disk_image_is_refused_on_a_4kn_disk(tmp_path, sector_loop, fmt):
+    """The plan's write_image step for a whole-disk image made for 512-byte sectors, raw
+    (format disk) or qcow2 converted onto the disk (Ironic's commonest whole-disk image):
+    refused on a 4Kn disk before any of the image reaches it (the qcow2's table read from the
+    verified copy before qemu-img converts it)."""
+    from provision_agent.errors import ImageError
+    dev = sector_loop(4096)
+    raw = tmp_path / "disk512.img"
+    with open(raw, "wb") as f:
+        f.truncate(64 * MiB)
+    sh("sgdisk", "-n1:2048:0", "-t1:8300", str(raw))
+    image = raw
+    if fmt == "qcow2":
+        image = tmp_path / "disk512.qcow2"
+        sh("qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(raw), str(image))
+    doc = {"version": 1, "disks": [{"id": "d", "match": {"name": dev}}],
+           "images": [{"uri": str(image), "format": fmt, "target": "d",
+                       "allow_no_checksum": True}],
+           "bootloader": {"type": "image", "boot_mode": "uefi"}}
+    planned = pipeline.build_plan(NativeDriver(doc).layout(), [live_disk(dev)])
+    steps = [s for s in planned.steps if s.kind == "write_image"]
+    with pytest.raises(ImageError) as exc:
+        Executor(Runner(), Events(), str(tmp_path / "target")).execute(steps)
+    assert (f"its gpt partition table was made for 512-byte sectors, and {dev} has 4096-byte "
+            f"logical sectors") in str(exc.value)
+    with open(dev, "rb") as f:
+        head = f.read(8 * MiB)
+    assert b"EFI PART" not in head and head[510:512] != b"\x55\xaa"

@@ -20,7 +20,9 @@ to a few dozen characters and quoted.
 """
 
 import json
+import os
 import struct
+import tempfile
 
 from provision_agent.errors import CommandError, ImageError
 
@@ -91,6 +93,23 @@ def info(runner, path):
         raise ImageError(f"the qcow2 image keeps its data in an external data file "
                          f"{shown(data_file)}: refused, a qcow2 image must hold all of its data")
     return found
+
+
+def head(runner, path, size, tmp_dir=None):
+    """The first size bytes of the disk the qcow2 at path holds (its partition table), read
+    by qemu-img dd under the same limits as info(); run info() on path first."""
+    with tempfile.TemporaryDirectory(prefix="provision-qcow2-head-", dir=tmp_dir) as where:
+        out = os.path.join(where, "head.raw")
+        try:
+            runner.run([*LIMITS, "qemu-img", "dd", "-f", "qcow2", "-O", "raw", f"bs={size}",
+                        "count=1", f"if={source_name(path)}", f"of={out}"],
+                       timeout=INFO_SECONDS)
+        except CommandError as exc:
+            last = (exc.stderr.strip().splitlines() or [exc.reason or "no reason given"])[-1]
+            raise ImageError(f"qemu-img cannot read the qcow2 image's first {size} bytes: "
+                             f"{shown(last)}") from None
+        with open(out, "rb") as f:
+            return f.read(size)
 
 
 def source_name(path):

@@ -74,4 +74,4 @@ def _write(args, options, checksum, headers, mount_dir, target_zeroed, runner, e
         stall={k: options[f"image_{k}"] for k in ("stall_seconds", "stall_bytes")
                if options.get(f"image_{k}") is not None},
         verifier=verifier, zero_policy=options.get("image_zero_target") or "auto",
-        table_follows=table_follows)
+        table_follows=table_follows, whole_disk=bool(args.get("whole_disk")))

@@ -28,6 +28,7 @@ from provision_agent.drivers.images import (
     downloads,
     formats,
     holdback,
+    qcow2,
     sources,
 )
 from provision_agent.drivers.images.blockwrite import BLOCK, ZERO_GRAIN, BlockWriter, InFlight
@@ -75,7 +76,7 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
              checksum_of="compressed", allow_no_checksum=False, fs_type=None, mount_dir=None,
              tls_verify=True, ca_bundle=None, headers=None, target_zeroed=False, runner,
              events=None, tmp_dir=None, grow=True, stall=None, verifier=None,
-             zero_policy="auto", table_follows=False):
+             zero_policy="auto", table_follows=False, whole_disk=False):
     """Write the image at uri to target_path (raw, disk, qcow2) or mount_dir (tar); verifier:
     a signature.Verifier fed the downloaded bytes. One with a checksum or a verifier is visible
     only once both say yes, taken back when anything fails. table_follows: the configdrive's
@@ -101,8 +102,8 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
             top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
             head = data.read_full(BLOCK)
             _check_content(fmt, head, uri, compression)
-            taken.written, skipped = _extract(fmt, head, data, target_path, mount_dir, runner,
-                                              (expected, hashed, verifier), uri, tmp_dir)
+            taken.written, skipped = _extract(fmt, head, data, target_path, mount_dir, runner, (
+                expected, hashed, verifier, whole_disk), uri, tmp_dir)
         progress.finish()
         actual = f"{hashed.algo}:{hashed.hexdigest()}" if hashed else None
         if fmt in ("raw", "disk"):
@@ -236,8 +237,10 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero
 
 def _extract(fmt, head, data, target, mount_dir, runner, checks, uri, tmp_dir):
     """tar into the mounted filesystem; qcow2 spooled to a file, then converted.
-    checks: (expected checksum, its Hashing, the signature verifier), judged at the end."""
-    expected, hashed, verifier = checks
+    checks: (expected checksum, its Hashing, the signature verifier), judged at the end, and
+    whole_disk: a qcow2 converted onto a whole disk (write_to's keyword; a disk image is one
+    always), whose partition table must be made for the disk's sector size."""
+    expected, hashed, verifier, whole_disk = checks
     if fmt == "tar":
         counter = Counting(_Rest(head, data))
         formats.extract_tar(runner, counter, mount_dir, BLOCK)
@@ -246,5 +249,9 @@ def _extract(fmt, head, data, target, mount_dir, runner, checks, uri, tmp_dir):
     counter = Counting(_Rest(head, data))
     with formats.spool(counter, BLOCK, tmp_dir) as tmp:
         _verify(expected, hashed, uri, verifier)
+        if whole_disk:      # as a disk image's first block: a table for other sectors
+            qcow2.info(runner, tmp.name)        # self-contained before anything reads it
+            image_sectors.check(qcow2.head(runner, tmp.name, BLOCK, tmp_dir), target,
+                                partitions.logical_sector_size(target), uri)
         formats.convert_qcow2(runner, tmp.name, target)
     return counter.count, 0
