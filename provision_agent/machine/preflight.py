@@ -103,6 +103,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
                  for step in planned.steps if step.kind == "bootloader"
                  and step.args.get("secure_boot")
                  and bootloader.boot_mode(step.args.get("boot_mode") or "auto") != "uefi"]
+    problems += _bios_on_4kn(planned.steps, live)
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
@@ -122,6 +123,23 @@ def _block_sizes(name, want, have):
                 f"to {geometry.alignment(logical, physical)} bytes{said}: plan again against "
                 f"this machine's inventory"]
     return []
+
+
+def _bios_on_4kn(steps, live):
+    """boot_mode auto is known only here: a machine that booted the ramdisk in BIOS mode
+    cannot boot a disk of larger logical sectors than 512 (plan/blocks.py says why and
+    refuses boot_mode bios at plan time)."""
+    return [Problem("bootloader", f"this machine booted the ramdisk in BIOS mode (the layout "
+                                  f"says boot_mode auto), and BIOS cannot boot {t}, a disk of "
+                                  f"{live[t]['logical_block_size']}-byte logical sectors "
+                                  f"(4Kn): boot the machine in UEFI mode, or put the "
+                                  f"bootloader on a disk of 512-byte logical sectors")
+            for step in steps if step.kind == "bootloader"
+            and step.args.get("type") == "grub2"
+            and (step.args.get("boot_mode") or "auto") == "auto"
+            and bootloader.boot_mode("auto") == "bios"
+            for t in step.args.get("targets") or []
+            if live.get(t, {}).get("logical_block_size", 512) > 512]
 
 
 def _kept_partitions(steps, runner):

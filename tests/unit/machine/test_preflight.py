@@ -372,3 +372,27 @@ def test_preflight_checks_a_kept_root_holds_the_filesystem_the_layout_says(blkid
         return
     assert problems(plan, answers=answers) == [
         says + ": correct its type in the layout, or do not keep it"]
+
+
+def test_preflight_refuses_bios_boot_from_a_4kn_disk_when_auto_finds_a_bios_machine(
+        monkeypatch):
+    """boot_mode auto is only known in the ramdisk: a BIOS machine cannot boot the 4Kn disk
+    (plan/blocks.py refuses boot_mode bios at plan time); UEFI, or a 512e disk, runs."""
+    from provision_agent.drivers import bootloader
+    kn = {"logical_block_size": 4096, "physical_block_size": 4096}
+    disks = {"d0": {"name": "/dev/vda", "size": 4 << 30, **kn}}
+    live = [{"name": "/dev/vda", "size": 4 << 30, **kn}]
+    step = Step("bootloader", {"type": "grub2", "boot_mode": "auto", "targets": ["/dev/vda"]},
+                "grub2")
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "bios")
+    assert problems(planned(disks, [step]), live=live) == [
+        "bootloader: this machine booted the ramdisk in BIOS mode (the layout says boot_mode "
+        "auto), and BIOS cannot boot /dev/vda, a disk of 4096-byte logical sectors (4Kn): "
+        "boot the machine in UEFI mode, or put the bootloader on a disk of 512-byte logical "
+        "sectors"]
+    ok = FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})})
+    e512 = {"logical_block_size": 512, "physical_block_size": 4096}
+    preflight.check(planned({"d0": dict(disks["d0"], **e512)}, [step]),
+                    [dict(live[0], **e512)], ok, mounted={}, swaps=[])
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
+    preflight.check(planned(disks, [step]), live, ok, mounted={}, swaps=[])
