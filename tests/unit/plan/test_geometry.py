@@ -159,3 +159,21 @@ def test_sector_sizes_no_table_is_written_for_are_a_problem(logical, physical):
     placed, problems = geometry.place("/dev/sdb", GiB, "gpt", parts("remaining"),
                                       sector=logical, physical=physical)
     assert placed == [] and "/dev/sdb reports a logical block size" in problems[0]
+
+
+@pytest.mark.parametrize("logical,physical", SIZES)
+def test_msdos_with_logical_partitions_is_the_same_bytes_at_every_sector_size(logical,
+                                                                             physical):
+    """Three primaries, the extended partition and logicals behind 1 MiB for each EBR: the
+    same bytes at 512, 512e and 4Kn, every start and end on whole physical blocks (the VM's
+    4Kn SCSI disk reads them back, tests/e2e/test_sector_sizes.py)."""
+    placed, problems = geometry.place("/dev/sda", 4 * GiB, "msdos",
+                                      parts(256, "2GiB", 256, 256, 256, "remaining"),
+                                      sector=logical, physical=physical)
+    assert problems == []
+    assert [(p.number, p.kind, p.offset // MiB, p.size // MiB) for p in placed] == [
+        (1, "primary", 1, 256), (2, "primary", 257, 2048), (3, "primary", 2305, 256),
+        (4, "extended", 2561, 4096 - 2561), (5, "logical", 2562, 256),
+        (6, "logical", 2819, 256), (7, "logical", 3076, 4096 - 3076)]
+    for p in placed:
+        assert p.offset % physical == p.size % physical == 0
