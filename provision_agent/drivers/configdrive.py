@@ -11,6 +11,7 @@ import shutil
 import tempfile
 
 from provision_agent import bounded_http, redact
+from provision_agent.drivers import blockinfo
 from provision_agent.errors import ImageError, InputError
 from provision_agent.plan.configdrive_format import (
     CONFIG2_LABEL,
@@ -20,6 +21,9 @@ from provision_agent.plan.configdrive_format import (
     decode_ironic,
     iso_label,
 )
+
+ISO_BLOCK = 2048        # ISO 9660's block: the largest logical sector it mounts on
+FAT_SECTOR = 512        # mkfs.vfat's sector in a file
 
 
 def fetch(url, timeout=60, options=None):
@@ -111,8 +115,37 @@ def write(runner, args, options=None):
                           args.get("network_data"), out)
         else:
             raise InputError([f"unknown configdrive format {fmt!r}"])
+        sector = int(blockinfo.queue_value(device, "logical_block_size") or 512)
+        if sector > (FAT_SECTOR if fmt == "nocloud" and not content else ISO_BLOCK):
+            return _on_large_sectors(runner, out, device, work, fmt if not content
+                                     else "config-2")
         need, have = os.path.getsize(out), device_size(device)
         if need > have:
             raise ImageError(f"configdrive is {need} bytes, {device} holds only {have}")
         runner.run(["dd", f"if={out}", f"of={device}", "bs=1M", "conv=fsync,notrunc"])
         return need
+
+
+def _on_large_sectors(runner, image, device, work, fmt):
+    """Linux mounts no filesystem whose blocks are smaller than the device's logical sectors:
+    an ISO 9660 (2048-byte blocks) or a vfat built in a file (512-byte sectors) written to a
+    4Kn partition is found by its label but cannot be read, and cloud-init gets nothing. So
+    the drive's files go into a vfat made on the partition itself, in its own sectors, with
+    the same label (cloud-init and glean read a config-2 drive from vfat as from ISO 9660).
+    Returns the bytes of files written."""
+    tree = os.path.join(work, "tree")
+    if fmt == "config-2":
+        runner.run(["xorriso", "-osirrox", "on", "-indev", image, "-extract", "/", tree])
+    else:
+        runner.run(["mcopy", "-s", "-i", image, "::*", tree + "/"])
+    label = CONFIG2_LABEL if fmt == "config-2" else NOCLOUD_LABEL
+    runner.run(["mkfs.vfat", "-n", label, device])
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt)
+    runner.run(["mount", "-t", "vfat", device, mnt])
+    try:
+        runner.run(["cp", "-r", tree + "/.", mnt])
+    finally:
+        runner.run(["umount", mnt])
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(tree)
+               for f in files)
