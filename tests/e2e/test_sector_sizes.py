@@ -21,6 +21,7 @@ import time
 import pytest
 
 from tests.vmbench import VM, FileServer, testos
+from tests.vmbench.ramdisk import REPO_ROOT
 
 MiB = 1 << 20
 MARKER = r"PROVISION-BOOT-OK cd=(\S+) mpath=\S+ root=(\S+) keys=(\S+)"
@@ -31,9 +32,15 @@ TIMES = {}
 
 @pytest.fixture(scope="module", autouse=True)
 def report_times():
+    """What each case read back and how long it took: printed, and kept in
+    artifacts/vmbench/sector-sizes.json (an xdist worker's output is not shown)."""
     yield
     for case, line in TIMES.items():
         print(f"\nsectors: {case}: {line}")
+    if TIMES:
+        out = REPO_ROOT / "artifacts" / "vmbench"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sector-sizes.json").write_text(json.dumps(TIMES, indent=1) + "\n")
 
 
 def _image_doc(doc, srv, test_os, target):
