@@ -77,6 +77,10 @@ mmdebstrap --mode=root --variant=minbase --quiet "${components[@]}" \
 # MANA): a ramdisk without its NIC's driver never heartbeats, which Ironic reports only as a
 # timeout. All of drivers/net/ethernet is ~8 MB of the compressed initramfs (measured
 # 2026-11-28), less than choosing families would save being worth a missed NIC.
+# Fusion-MPT (mptsas, mptspi: LSI SAS1068 and 53c1030 HBAs of older servers, and qemu's
+# mptsas1068) lives outside drivers/scsi; USB host controllers and usb-storage/uas let the
+# ramdisk see a USB stick or a BMC's virtual media, so that it is listed as removable and left
+# alone rather than unknown.
 kx=$root/.build/kernel/x
 kver=$(ls "$kx/lib/modules")
 cp "$kx/boot/vmlinuz-$kver" "$out/vmlinuz"
@@ -85,6 +89,7 @@ mods=$kx/lib/modules/$kver
 keep=(
   kernel/block kernel/drivers/md kernel/drivers/block kernel/drivers/scsi kernel/drivers/ata
   kernel/drivers/nvme kernel/drivers/virtio kernel/drivers/cdrom kernel/drivers/firmware
+  kernel/drivers/message/fusion kernel/drivers/usb/host kernel/drivers/usb/storage
   kernel/drivers/net/virtio_net.ko kernel/drivers/net/net_failover.ko
   kernel/drivers/net/ethernet kernel/drivers/net/vmxnet3 kernel/drivers/net/hyperv
   kernel/drivers/char/hw_random kernel/drivers/char/virtio_console.ko
