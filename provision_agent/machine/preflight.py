@@ -24,8 +24,6 @@ def _where(layout, disk_id):
 
 # Labels of the media a ramdisk boots from: Ironic's virtual media ISO and its parameter floppy.
 BOOT_MEDIUM_LABELS = {"VMEDIA_BOOT_ISO", "ir-vfd-dev"}
-# Hints that name one disk; size or rotational alone could pick up a stick that happens to fit.
-NAMING_HINTS = ("name", "serial", "wwn", "by_path", "by_id")
 
 
 def _named(layout, disk_id):
@@ -33,7 +31,8 @@ def _named(layout, disk_id):
     interface's "every disk") name nothing: a USB stick in that inventory has a serial too."""
     for disk in layout.disks:
         if disk.id == disk_id:
-            return not disk.from_inventory and any(disk.hints.get(h) for h in NAMING_HINTS)
+            # size or rotational alone could pick up a stick that happens to fit
+            return not disk.from_inventory and inventory.names_a_disk(disk.hints)
     return False
 
 
@@ -82,10 +81,11 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
                                            f"made for serial {want['serial']}"))
         if have.get("read_only"):
             problems.append(Problem(where, f"{name} is read-only"))
-        if have.get("removable") and not _named(res.layout, disk_id):
-            problems.append(Problem(where, f"{name} is removable (a USB stick, a card, virtual "
-                                           f"media): name it by serial, wwn, path or name in "
-                                           f"the input to write it"))
+        if inventory.left_alone(have) and not have.get("read_only") \
+                and not _named(res.layout, disk_id):
+            problems.append(Problem(where, f"{name} is {inventory.left_alone(have)}: name it "
+                                           f"by serial, wwn, path or name in the input to "
+                                           f"write it"))
         for reason in in_use(runner, name, mounted, swaps, trees.get(name)):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
     problems += _kept_partitions(planned.steps, runner)

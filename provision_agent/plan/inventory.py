@@ -117,6 +117,16 @@ def left_alone(disk):
     return None
 
 
+# Hints that name one disk (its identity or its place); the others (size, model, vendor,
+# rotational) are rules, which a USB stick or a read-only disk may happen to satisfy.
+NAMING_HINTS = ("name", "serial", "wwn", "wwn_with_extension", "wwn_vendor_extension",
+                "by_path", "by_id", "hctl")
+
+
+def names_a_disk(hints):
+    return any(hints.get(h) for h in NAMING_HINTS)
+
+
 def _matches_by_id(disk, link):
     if not link.startswith("/dev/"):
         link = "/dev/disk/by-id/" + link

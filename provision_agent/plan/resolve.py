@@ -102,14 +102,17 @@ def _match(disks, disk, taken, res, problems):
     except ValueError as exc:
         problems.append(Problem(where, f"bad disk hint: {exc}"))
         return None
-    picked = None
+    picked = left = None
+    if found and not inventory.names_a_disk(hints):
+        found, left = _rule_found(found)
     if disk.pick == "smallest" and found:
         found, picked = _smallest(found)
-        if not found:
-            problems.append(Problem(where, f"every disk {_hint_text(hints)} matches is one no "
-                                           f"program picks by itself ({picked}); name the disk "
-                                           f"with a root device hint"))
-            return None
+    picked = "; ".join(filter(None, (picked, left)))
+    if not found and picked:
+        problems.append(Problem(where, f"every disk {_hint_text(hints)} matches is one no "
+                                       f"program picks by itself ({picked}); name the disk "
+                                       f"with a root device hint"))
+        return None
     path = inventory.path_named(disks, hints)
     if path:
         name, mp = path
@@ -219,6 +222,15 @@ def _without_excluded(disks, disk):
             out.setdefault(d["name"], f"exclude[{i}]")
     return ([d for d in disks if d["name"] not in out],
             ", ".join(f"{name}: {why}" for name, why in out.items()))
+
+
+def _rule_found(found):
+    """(found, what was left out) for hints that name no disk (size, model, rotational: a
+    rule): a read-only or removable disk is no install target that a rule may find."""
+    left = [f"{d['name']} {inventory.left_alone(d)}" for d in found if inventory.left_alone(d)]
+    if not left:
+        return found, None
+    return [d for d in found if not inventory.left_alone(d)], "left out: " + "; ".join(left)
 
 
 def _smallest(found):

@@ -239,6 +239,16 @@ def test_a_removable_disk_is_refused_unless_named():
     preflight.check(_layout_with({"serial": "USB123"}), live, r, mounted={}, swaps=[])
 
 
+def test_a_usb_disk_that_does_not_flag_itself_removable_is_refused_unless_named():
+    """qemu's usb-storage and many USB hard disks say removable 0: the transport tells. A
+    recorded inventory's size rule could find it; the live machine's preflight refuses it."""
+    live = [{"name": "/dev/sdb", "size": 1 << 30, "removable": False, "tran": "usb"}]
+    r = FakeRunner({"lsblk --json": json.dumps(EMPTY), "pvs --reportformat": "{}"})
+    with pytest.raises(MachineMismatch, match="/dev/sdb is removable"):
+        preflight.check(_layout_with({"size": ">= 1"}), live, r, mounted={}, swaps=[])
+    preflight.check(_layout_with({"hctl": "2:0:0:0"}), live, r, mounted={}, swaps=[])
+
+
 def test_a_serial_picked_from_the_inventory_does_not_name_a_removable_disk():
     """Ironic's RAID interface names every inventoried disk by its serial; that is not the
     operator naming the USB stick among them (issue 52 item 3)."""
