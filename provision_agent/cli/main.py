@@ -145,7 +145,9 @@ def run_erase(conf):
 
 def run(command, conf):
     if command == "inventory":
-        print(json.dumps({"inventory": {"disks": _live_disks()}}, indent=2))
+        from provision_agent.machine import disks as live
+        print(json.dumps({"inventory": {"disks": _live_disks(),
+                                        "optical_drives": live.optical()}}, indent=2))
         return errors.EXIT_OK
     if command == "erase":
         return run_erase(conf)

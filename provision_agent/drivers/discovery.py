@@ -41,6 +41,31 @@ def _block_sizes(device):
     return out
 
 
+def transport(device):
+    """How the disk is attached, with lsblk's TRAN names where we can tell: usb, nvme, sata,
+    sas, virtio; None when udev and sysfs do not say. A USB disk is left alone by rules that
+    pick disks (plan/inventory.left_alone) even when it does not flag itself removable."""
+    path = device.sys_path or ""
+    if "/usb" in path or device.get("ID_BUS") == "usb":
+        return "usb"
+    if device.sys_name.startswith("nvme"):
+        return "nvme"
+    if device.get("ID_BUS") == "ata" or "/ata" in path:
+        return "sata"
+    if "/end_device-" in path:      # the SAS transport class: a disk behind a SAS HBA
+        return "sas"
+    if "/virtio" in path and device.find_parent("scsi") is None:
+        return "virtio"
+    return None
+
+
+def controller(device):
+    """The kernel driver of the PCI device the disk hangs off (megaraid_sas, mptsas,
+    sym53c8xx, vmw_pvscsi, ahci, nvme, virtio-pci, xhci_hcd): which HBA it is behind."""
+    parent = device.find_parent("pci")
+    return getattr(parent, "driver", None) if parent is not None else None
+
+
 def describe(device):
     """One disk dict (IPA field names) from a pyudev Device, or None to leave it out."""
     name = device.sys_name
@@ -67,8 +92,43 @@ def describe(device):
         "hctl": parent.sys_name if parent is not None else None,
         "by_path": by_path[0] if by_path else None,
         "by_id": _links(device, "/dev/disk/by-id/"),
+        "tran": transport(device),
+        "controller": controller(device),
         **_block_sizes(device),
     }
+
+
+def describe_optical(device):
+    """An optical drive (a BMC's virtual-media CD-ROM, a DVD drive) as `provision inventory`
+    shows it beside the disks: never a disk a plan may name, listed so that an operator sees
+    what the machine has. size: the medium's bytes, 0 when the drive is empty."""
+    sectors = _attr(device, "size")
+    by_path = _links(device, "/dev/disk/by-path/")
+    parent = device.find_parent("scsi")
+    return {
+        "name": device.device_node or f"/dev/{device.sys_name}",
+        "type": "cdrom",
+        "size": int(sectors) * 512 if sectors and sectors.isdigit() else 0,
+        "model": device.get("ID_MODEL") or _attr(device, "device/model"),
+        "vendor": device.get("ID_VENDOR") or _attr(device, "device/vendor"),
+        "serial": device.get("ID_SERIAL_SHORT") or device.get("ID_SERIAL"),
+        "label": device.get("ID_FS_LABEL"),
+        "removable": True,
+        "read_only": True,
+        "hctl": parent.sys_name if parent is not None else None,
+        "by_path": by_path[0] if by_path else None,
+        "tran": transport(device),
+        "controller": controller(device),
+    }
+
+
+def discover_optical(context=None):
+    """The optical drives (sr*), for `provision inventory` only: no plan, erase or RAID
+    interface ever sees them as disks."""
+    context = context or pyudev.Context()
+    found = [describe_optical(d) for d in context.list_devices(subsystem="block", DEVTYPE="disk")
+             if d.sys_name.startswith("sr")]
+    return sorted(found, key=lambda d: d["name"])
 
 
 def is_multipath_map(device):
@@ -103,6 +163,7 @@ def describe_multipath(device, paths):
         "hctl": None,
         "by_path": None,
         "by_id": sorted(by_id),
+        "tran": first["tran"],
         **_block_sizes(device),
         "multipath": {"wwid": uuid.removeprefix("mpath-"), "dm": f"/dev/{device.sys_name}",
                       "paths": [{"name": d["name"], "by_path": d["by_path"], "hctl": d["hctl"]}

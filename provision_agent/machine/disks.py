@@ -9,6 +9,11 @@ def discover():
     return [inventory.normalize(d) for d in discovery.discover_disks()]
 
 
+def optical():
+    """This machine's optical drives (virtual media, DVD), never disks to write to."""
+    return discovery.discover_optical()
+
+
 def with_tables(disks, runner):
     """disks, each with its partition table as `sfdisk --json` gives it (null: none), for the
     partitions kept if the disk holds them (plan/existing.py)."""

@@ -105,3 +105,44 @@ def test_block_sizes_are_recorded_as_sysfs_says():
     assert sda["size"] == 4 << 30
     assert (sda["logical_block_size"], sda["physical_block_size"]) == (4096, 4096)
     assert (sdb["logical_block_size"], sdb["physical_block_size"]) == (512, 4096)
+
+
+class Parent:
+    def __init__(self, sys_name=None, driver=None):
+        self.sys_name, self.driver = sys_name, driver
+
+
+def test_transport_and_controller_say_what_a_disk_is_behind():
+    """A USB disk that does not flag itself removable is told by its transport; the HBA by its
+    PCI device's driver."""
+    pci = "/sys/devices/pci0000:00/0000:00:05.0"
+    usb = disk("sda", sys_path=f"{pci}/usb2/2-1/2-1:1.0/host3/target3:0:0/3:0:0:0/block/sda",
+               ID_BUS="usb")
+    sas = disk("sdb", sys_path=f"{pci}/host2/port-2:0/end_device-2:0/target2:0:0/2:0:0:0/"
+                               "block/sdb", ID_BUS="scsi")
+    sata = disk("sdc", sys_path=f"{pci}/ata1/host0/target0:0:0/0:0:0:0/block/sdc", ID_BUS="ata")
+    vd = disk("vda", sys_path=f"{pci}/virtio1/block/vda")
+    nvme = disk("nvme0n1", sys_path=f"{pci}/nvme/nvme0/nvme0n1")
+    other = disk("sdd", sys_path=f"{pci}/host4/target4:0:0/4:0:0:0/block/sdd", ID_BUS="scsi")
+    for d in (usb, sas, sata, other):
+        d._scsi = Parent("0:0:0:0", driver="mptsas")
+    found = {d["name"]: d for d in discovery.discover_disks(
+        FakeContext([usb, sas, sata, vd, nvme, other]))}
+    assert {n: d["tran"] for n, d in found.items()} == {
+        "/dev/sda": "usb", "/dev/sdb": "sas", "/dev/sdc": "sata", "/dev/vda": "virtio",
+        "/dev/nvme0n1": "nvme", "/dev/sdd": None}
+    assert found["/dev/sdb"]["controller"] == "mptsas" and found["/dev/vda"]["controller"] is None
+
+
+def test_optical_drives_are_listed_apart_as_read_only_removable_cdroms():
+    cd = FakeDevice("sr0", {"DEVTYPE": "disk", "ID_MODEL": "QEMU_DVD-ROM",
+                            "ID_FS_LABEL": "VMEDIA_BOOT_ISO"}, {"size": "4096"},
+                    links=["/dev/disk/by-path/pci-0000:00:1f.2-ata-2"],
+                    scsi=Parent("1:0:0:0", driver="ahci"))
+    context = FakeContext([cd, disk("vda")])
+    assert [d["name"] for d in discovery.discover_disks(context)] == ["/dev/vda"]
+    (found,) = discovery.discover_optical(context)
+    assert found["name"] == "/dev/sr0" and found["type"] == "cdrom"
+    assert found["read_only"] and found["removable"] and found["size"] == 2 << 20
+    assert found["label"] == "VMEDIA_BOOT_ISO" and found["hctl"] == "1:0:0:0"
+    assert found["by_path"] == "/dev/disk/by-path/pci-0000:00:1f.2-ata-2"
