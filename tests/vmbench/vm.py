@@ -41,6 +41,11 @@ OVMF_SB_CODE = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd"
 OVMF_SB_VARS = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"
 
 
+# Storage controllers qemu emulates, by the bus name a VM's disks give (see _hba_args)
+HBA_MODELS = {"megasas": "megasas-gen2", "mptsas": "mptsas1068", "lsi": "lsi53c895a",
+              "pvscsi": "pvscsi", "ahci": "ahci", "usb": "qemu-xhci"}
+
+
 def parse_size(size):
     """'4G' -> bytes (binary units, like qemu-img and truncate)."""
     if isinstance(size, int):
@@ -228,6 +233,7 @@ class VM(GuestQueries):
         if "multipath" in buses:
             # the second path through its own HBA, as a dual-ported SAS disk or a SAN LUN has
             argv += ["-device", "virtio-scsi-pci,id=scsi1"]
+        argv += self._hba_args(buses)
         for i, (disk, bus) in enumerate(zip(self.disks, buses)):
             drive = f"file={disk.path},format=raw,if=none,cache=unsafe,discard=unmap"
             if bus == "multipath":
@@ -277,7 +283,31 @@ class VM(GuestQueries):
                 f"wwn={scsi_wwn(disk.serial)}"
                 f"{self._boot_index(i)}")
 
+    def _hba_args(self, buses):
+        """One controller per emulated HBA bus in use (megasas, mptsas, lsi, pvscsi, ahci,
+        usb): the storage controllers qemu emulates, each driven by its own kernel driver."""
+        argv = []
+        for bus in dict.fromkeys(buses):
+            if bus in HBA_MODELS:
+                argv += ["-device", f"{HBA_MODELS[bus]},id={bus}0"]
+        return argv
+
+    def _hba_device(self, i, disk, bus):
+        """A disk behind one of HBA_MODELS: SCSI disks with serial and WWN; AHCI and USB ports
+        numbered among that bus's disks."""
+        if bus in ("megasas", "mptsas", "lsi", "pvscsi"):
+            return self._scsi_device(f"d{i}", f"{bus}0", disk, i)
+        port = self.buses()[:i].count(bus)
+        if bus == "ahci":
+            return (f"ide-hd,drive=d{i},bus=ahci0.{port},serial={disk.serial}"
+                    f"{self._boot_index(i)}")
+        # a USB mass-storage device (a stick): qemu's default is not flagged removable, as a
+        # USB hard disk is not; the transport says what it is
+        return f"usb-storage,drive=d{i},bus=usb0.0,port={port + 1},serial={disk.serial}"
+
     def _disk_device(self, i, disk, bus):
+        if bus in HBA_MODELS:
+            return self._hba_device(i, disk, bus)
         boot = self._boot_index(i)
         if bus == "virtio":
             return f"virtio-blk-pci,drive=d{i},serial={disk.serial}{boot}"
