@@ -87,7 +87,8 @@ def machine_disks(conf):
 # What the real run's preflight checks and only the live machine can answer.
 LIVE_ONLY_CHECKS = ("disks in use (mounted or swap)", "read-only disks",
                     "kept partitions as they are on disk", "volume group and md array names "
-                    "held on disks the plan does not name")
+                    "held on disks the plan does not name", "arrays and volume groups that "
+                    "also stand on disks the plan does not name")
 
 
 def check_live(planned, conf, disks):

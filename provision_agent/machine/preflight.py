@@ -9,7 +9,7 @@ import os
 
 from provision_agent.drivers import blockinfo, bootloader, lvm, md, partitions
 from provision_agent.errors import MachineMismatch, Problem
-from provision_agent.machine import crypt_needs
+from provision_agent.machine import crypt_needs, spanning
 from provision_agent.plan import geometry, inventory
 
 LOG = logging.getLogger(__name__)
@@ -88,6 +88,9 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
                                            f"write it"))
         for reason in in_use(runner, name, mounted, swaps, trees.get(name)):
             problems.append(Problem(where, f"{name} is in use: {reason}"))
+    planned_disks = {want["name"] for want in res.disks.values()}
+    problems += [Problem(_where(res.layout, disk_id), msg) for disk_id, msg in
+                 _ids(res, spanning.problems(runner, trees, planned_disks))]
     problems += _kept_partitions(planned.steps, runner)
     problems += _kept_mounts(planned.steps, runner)
     problems += [Problem(f"volume group {step.args['name']}", msg) for step in planned.steps
@@ -95,7 +98,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     problems += [Problem(f"raid {step.args['name']}", msg) for step in planned.steps
                  if step.kind == "md_assemble" for msg in md.kept_array_problems(runner,
                                                                                  step.args)]
-    problems += _name_clashes(planned.steps, runner, {want["name"] for want in res.disks.values()})
+    problems += _name_clashes(planned.steps, runner, planned_disks)
     problems += [Problem(f"encrypted volume {name}", msg)
                  for name, msg in crypt_needs.problems(planned.steps)]
     problems += [Problem("bootloader", "secure_boot needs UEFI, but this machine booted the "
@@ -107,6 +110,12 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
+
+
+def _ids(res, found):
+    """[(disk id, message)] of [(disk name, message)]."""
+    ids = {want["name"]: disk_id for disk_id, want in res.disks.items()}
+    return [(ids[name], msg) for name, msg in found]
 
 
 def _block_sizes(name, want, have):

@@ -406,3 +406,49 @@ def test_preflight_refuses_bios_boot_from_a_4kn_disk_when_auto_finds_a_bios_mach
                     [dict(live[0], **e512)], ok, mounted={}, swaps=[])
     monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
     preflight.check(planned(disks, [step]), live, ok, mounted={}, swaps=[])
+
+
+# vda1 and vdf1 form md127; vda2 and vdf2 are the physical volumes of VG "oldvg": the plan
+# names vda only, so clearing it would break an array and a group that live on vdf too.
+SPANNING_TREE = {"blockdevices": [{"name": "vda", "path": "/dev/vda", "type": "disk",
+                                   "children": [
+    {"name": "vda1", "path": "/dev/vda1", "type": "part", "fstype": "linux_raid_member",
+     "children": [{"name": "md127", "path": "/dev/md127", "type": "raid1", "fstype": "ext4"}]},
+    {"name": "vda2", "path": "/dev/vda2", "type": "part", "fstype": "LVM2_member",
+     "children": [{"name": "oldvg-data", "path": "/dev/mapper/oldvg-data", "type": "lvm"}]}]}]}
+SPANNING_PVS = {"report": [{"pv": [{"pv_name": "/dev/vda2", "vg_name": "oldvg"},
+                                   {"pv_name": "/dev/vdf2", "vg_name": "oldvg"},
+                                   {"pv_name": "/dev/vdg1", "vg_name": "elsewhere"}]}]}
+
+
+def _inverse(path, *disks):
+    return json.dumps({"blockdevices": [{"path": path, "type": "x", "children": [
+        {"path": d, "type": "disk"} for d in disks]}]})
+
+
+def test_preflight_refuses_arrays_and_groups_that_also_stand_on_a_disk_it_does_not_name():
+    """Before: the wipe of vda stopped md127 and deactivated oldvg, then zeroed vda1's
+    superblock and vda2's label: the array and the group on vdf were left broken."""
+    answers = {"lsblk --json --bytes": json.dumps(SPANNING_TREE),
+               "lsblk --json --inverse -o PATH,TYPE /dev/md127": _inverse(
+                   "/dev/md127", "/dev/vda", "/dev/vdf"),
+               "lsblk --json --inverse -o PATH,TYPE /dev/vda2": _inverse("/dev/vda2", "/dev/vda"),
+               "lsblk --json --inverse -o PATH,TYPE /dev/vdf2": _inverse("/dev/vdf2", "/dev/vdf"),
+               "lsblk --json --inverse -o PATH,TYPE /dev/mapper/oldvg-data": _inverse(
+                   "/dev/mapper/oldvg-data", "/dev/vda", "/dev/vdf"),
+               "pvs --reportformat": json.dumps(SPANNING_PVS)}
+    found = problems(planned({"d0": {"name": "/dev/vda", "size": 1 << 30}}), answers=answers)
+    assert any(p.startswith("disks[0]: md array /dev/md127 on /dev/vda also stands on /dev/vdf, "
+                            "which the plan does not name") for p in found), found
+    assert any(p.startswith("disks[0]: volume group oldvg on /dev/vda also stands on /dev/vdf")
+               for p in found), found
+    assert not any("elsewhere" in p or "vdg" in p for p in found)
+    # the same machine with vdf named too: both are cleared with the disks they stand on
+    live = LIVE + [{"name": "/dev/vdf", "size": 1 << 30}]
+    r = FakeRunner(dict(answers, **{"lsblk --json --bytes": json.dumps(
+        {"blockdevices": SPANNING_TREE["blockdevices"] + [
+            {"name": "vdf", "path": "/dev/vdf", "type": "disk", "children": []}]})}))
+    preflight.check(planned({"d0": {"name": "/dev/vda", "size": 1 << 30},
+                             "d1": {"name": "/dev/vdf", "size": 1 << 30}}), live, r,
+                    mounted={}, swaps=[])
+    assert r.writes() == []
