@@ -79,7 +79,8 @@ def _tables(res):
     for disk in tabled:
         steps += [_partition_step(layout, disk, dev(disk.id), p, res.block_sizes[disk.id][0])
                   for p in res.placed.get(disk.id, [])]
-    part_devices = [p.device for ps in res.placed.values() for p in ps if p.kind != "extended"]
+    part_devices = [p.device for d in tabled for p in res.placed.get(d.id, [])
+                    if p.kind != "extended"]
     if part_devices:
         steps.append(st.Settle([dev(d.id) for d in tabled], part_devices,
                                description="re-read partition tables and wait for the "

@@ -381,7 +381,9 @@ def test_a_new_array_gets_its_partition_table_after_it_is_made():
     assert on(steps, "/dev/md/md1")[:2] == ["md_create", "partition_table"]
     assert on(steps, "/dev/md/md1a") == [] and on(steps, "/dev/md/md1p1") == [
         "partition", "mkfs", "mount"]
-    settle = [s for s in steps if s["kind"] == "settle"][-1]["args"]
+    first, settle = [s["args"] for s in steps if s["kind"] == "settle"]
+    # the disks' partitions are waited for before the array is made, its own after
+    assert first["devices"] == ["/dev/vda1", "/dev/vda2", "/dev/vdb1"]
     assert settle == {"disks": ["/dev/md/md1"], "devices": ["/dev/md/md1p1", "/dev/md/md1p2"]}
     assert kinds.index("md_create") < kinds.index("mkfs")
 
