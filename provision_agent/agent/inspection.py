@@ -129,7 +129,8 @@ def collect(disks=None, bootif=None):
     kernel command line's BOOTIF."""
     if disks is None:
         from provision_agent.machine import disks as machine_disks
-        disks = machine_disks.discover()
+        from provision_agent.run.runner import Runner
+        disks = machine_disks.discover(Runner())
     return {"interfaces": interfaces(), "cpu": cpu(), "memory": memory(), "disks": disks,
             "system_vendor": system_vendor(), "boot": boot_info(bootif),
             "hostname": platform.node()}

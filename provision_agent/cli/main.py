@@ -234,4 +234,5 @@ def _live_tables(disks):
 
 def _live_disks():
     from provision_agent.machine import disks  # pyudev and the drivers: a live machine only
-    return disks.discover()
+    from provision_agent.run.runner import Runner
+    return disks.discover(Runner())

@@ -35,7 +35,7 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
                 "recovery keys (encrypted to recovery.age_recipients) are written")])
         mount.check_target_root(runner, conf.target_root, planned.disk_names)
         mount.release_stale(runner, conf.target_root)
-        preflight.check(planned, disks.discover() if live_disks is None else live_disks,
+        preflight.check(planned, disks.discover(runner) if live_disks is None else live_disks,
                         runner)
         report = executor.Executor(runner, events, conf.target_root,
                                    image_options(conf)).execute(planned.steps)

@@ -115,7 +115,7 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     from provision_agent.drivers import blockinfo, udev, wipe
     hints = skip_hints(document)
     mode, passes = method(document)
-    disks = machine_disks.discover() if disks is None else disks
+    disks = machine_disks.discover(runner) if disks is None else disks
     mounted = blockinfo.mounted_sources() if mounted is None else mounted
     swaps = blockinfo.active_swaps() if swaps is None else swaps
     chosen, skipped = choose(disks, hints, runner, mounted, swaps)
