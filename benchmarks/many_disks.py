@@ -50,7 +50,7 @@ def layout(count):
         "raids": [{"id": "md-data", "name": "data", "level": 10, "members": names}],
         "volume_groups": [{"id": "vg", "name": "jbod", "pvs": ["md-data"], "logical_volumes": [
             {"id": "lv", "name": "data", "size": "remaining"}]}],
-        "filesystems": [{"device": "lv", "type": "xfs", "mount": "/srv/data", "label": "data"}],
+        "filesystems": [{"device": "lv", "type": "xfs", "mount": "/", "label": "data"}],
     }
 
 
