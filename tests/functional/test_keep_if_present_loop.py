@@ -4,7 +4,6 @@ stay where they were with their contents, at 512- and 4096-byte logical sectors.
 step is left out, as in the other table tests here: without partition scanning on this host
 it cannot see the partitions it spares.)"""
 
-import hashlib
 import json
 import os
 import re
@@ -18,6 +17,7 @@ from provision_agent.plan import inventory, pipeline
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
 from provision_agent.run.runner import Runner
+from tests.functional.disk_bytes import sha256_at
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "sgdisk", "parted", "sfdisk")
@@ -70,12 +70,7 @@ def test_a_partition_kept_if_present_keeps_its_place_and_bytes(tmp_path, sector_
             f.write(data)
         os.fsync(f.fileno())
 
-    def digest():
-        with open(dev, "rb") as f:
-            f.seek(offset)
-            return hashlib.sha256(f.read(size)).hexdigest()
-
-    before = digest()
+    before = sha256_at(dev, offset, size)
     # the rebuild's layout numbers it 2 as well but would place it 1 MiB earlier: the
     # place comes from the disk, and the partitions behind it move
     doc = layout(dev, label, [{"id": "boot", "size": "1MiB"},
@@ -95,7 +90,7 @@ def test_a_partition_kept_if_present_keeps_its_place_and_bytes(tmp_path, sector_
 
     after = by_number(dev)
     assert after[2] == (offset, size)
-    assert digest() == before
+    assert sha256_at(dev, offset, size) == before
     planned = {s.args["number"]: (s.args["offset"], s.args["size"]) for s in steps
                if s.kind == "partition"}
     assert after == planned

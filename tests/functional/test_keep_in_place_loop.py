@@ -5,7 +5,6 @@ byte while the partitions around it are made anew; a kept device's contents wipe
 and edges, or every byte) while nothing outside it is touched. (No partition scanning and no
 md on this host: the wipe runs on a whole loop device, the kept array in unit tests.)"""
 
-import hashlib
 import json
 import os
 import re
@@ -18,6 +17,7 @@ from provision_agent.plan import inventory, pipeline
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
 from provision_agent.run.runner import Runner
+from tests.functional.disk_bytes import sha256_at
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "sgdisk", "parted", "sfdisk", "wipefs", "blkid", "mkfs.ext4",
@@ -68,18 +68,13 @@ def test_an_msdos_table_written_out_is_written_as_given_and_a_kept_logical_keeps
         f.write(os.urandom(size))
         os.fsync(f.fileno())
 
-    def digest():
-        with open(dev, "rb") as f:
-            f.seek(offset)
-            return hashlib.sha256(f.read(size)).hexdigest()
-
-    before = digest()
+    before = sha256_at(dev, offset, size)
     # the same table, partition 5 (and the extended one holding it) kept, 1 and 6 made anew
     steps = run_tables(pipeline.build_plan(NativeDriver(msdos(dev, True)).layout(), live),
                        tmp_path)
     assert [s.args["number"] for s in steps if s.kind == "partition" and s.args["keep"]] == [2, 5]
     assert table(dev) == first
-    assert digest() == before
+    assert sha256_at(dev, offset, size) == before
 
 
 def test_wipe_contents_clears_signatures_and_edges_or_zeroes_all_and_nothing_else(loop):

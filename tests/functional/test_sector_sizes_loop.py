@@ -21,6 +21,7 @@ from provision_agent.plan.units import GiB, MiB
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
 from provision_agent.run.runner import Runner
+from tests.functional.disk_bytes import sha256_at
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "sgdisk", "sfdisk", "parted", "wipefs")
@@ -101,7 +102,6 @@ def test_a_kept_partition_keeps_its_bytes_on_a_4kn_disk(tmp_path, sector_loop):
     check finds the partition where the plan says, the table is rewritten around it, and its
     bytes stay where they were with their contents. (The wipe step is left out: with no
     partition scanning on this host it cannot see the partitions it must spare.)"""
-    import hashlib
 
     from provision_agent.drivers import partitions
 
@@ -119,12 +119,7 @@ def test_a_kept_partition_keeps_its_bytes_on_a_4kn_disk(tmp_path, sector_loop):
         f.write(data)
         os.fsync(f.fileno())
 
-    def digest():
-        with open(dev, "rb") as f:
-            f.seek(boot["offset"])
-            return hashlib.sha256(f.read(boot["size"])).hexdigest()
-
-    before = digest()
+    before = sha256_at(dev, boot["offset"], boot["size"])
     # the partitions behind /boot change: / shrinks to 1 GiB and a data partition follows
     kept = [ISSUE[0], dict(ISSUE[1], keep=True), {"id": "root", "size": "1GiB"},
             {"id": "data", "size": "remaining"}]
@@ -138,7 +133,7 @@ def test_a_kept_partition_keeps_its_bytes_on_a_4kn_disk(tmp_path, sector_loop):
     got = json.loads(sh("sfdisk", "--json", dev))["partitiontable"]
     by_number = {int(re.search(r"(\d+)$", p["node"]).group(1)): p for p in got["partitions"]}
     assert (by_number[2]["start"] * 4096, by_number[2]["size"] * 4096) == (513 * MiB, GiB)
-    assert digest() == before
+    assert sha256_at(dev, boot["offset"], boot["size"]) == before
     assert [(n, p["start"] * 4096, p["size"] * 4096) for n, p in sorted(by_number.items())] \
         == sorted((s.args["number"], s.args["offset"], s.args["size"]) for s in steps
                   if s.kind == "partition")
