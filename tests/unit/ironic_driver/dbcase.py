@@ -39,6 +39,16 @@ class NodeTestCase(db_base.DbTestCase):
         return obj_utils.create_test_node(self.context, driver="fake-hardware",
                                           deploy_interface="provision", **fields)
 
+    def make_bound_node(self, host_key, instance_info=None):
+        """A node whose ramdisk heartbeated from 192.0.2.10 with host_key (the binding the
+        conversation checks); a native layout unless instance_info says otherwise."""
+        if instance_info is None:
+            self.config(data_driver="native", group="provision_agent")
+            instance_info = {"provision_layout": {"version": 1}}
+        return self.make_node(driver_info={"provision_ssh_address": "192.0.2.10",
+                                           "provision_host_key": host_key},
+                              instance_info=instance_info)
+
     def deploy_waiting(self, **internal):
         """self.node in deploy wait, its provision job at phase wait_ramdisk unless internal
         says otherwise (driver_internal_info keys with their provision_ prefix)."""

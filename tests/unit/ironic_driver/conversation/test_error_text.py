@@ -39,10 +39,7 @@ def test_bounded_cuts_cleans_and_says_how_much_there_was():
 class TestStoredErrors(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.config(data_driver="native", group="provision_agent")
-        self.node = self.make_node(driver_info={"provision_ssh_address": "192.0.2.10",
-                                                "provision_host_key": KEY},
-                                   instance_info={"provision_layout": {"version": 1}})
+        self.node = self.make_bound_node(KEY)
 
     def _follow(self, session):
         with mock.patch.object(follow, "_connect", return_value=session):

@@ -77,9 +77,7 @@ def test_a_tag_with_its_share_running_is_skipped_not_waited_for():
 class TestSlowLooks(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.node = self.make_node(driver_info={"provision_ssh_address": "192.0.2.10",
-                                                "provision_host_key": KEY},
-                                   instance_info={"image_source": "http://x/img"})
+        self.node = self.make_bound_node(KEY, {"image_source": "http://x/img"})
 
     def _follow(self, **patches):
         with mock.patch.object(follow, "_connect", **patches):

@@ -68,9 +68,7 @@ class TestBinding(dbcase.NodeTestCase):
 class TestHostileOutput(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.node = self.make_node(driver_info={"provision_ssh_address": "192.0.2.10",
-                                                "provision_host_key": KEY},
-                                   instance_info={"image_source": "http://x/img"})
+        self.node = self.make_bound_node(KEY, {"image_source": "http://x/img"})
 
     def test_events_of_any_size_keep_the_record_small(self):
         self.deploy_waiting(provision_phase="running")

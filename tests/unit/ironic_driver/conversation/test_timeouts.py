@@ -16,10 +16,7 @@ RUNNING = {"exit_code": None, "events_offset": 0, "tail": "", "events": []}
 class TestTimeouts(dbcase.NodeTestCase):
     def setUp(self):
         super().setUp()
-        self.config(data_driver="native", group="provision_agent")
-        self.node = self.make_node(driver_info={"provision_ssh_address": "192.0.2.10",
-                                                "provision_host_key": KEY},
-                                   instance_info={"provision_layout": {"version": 1}})
+        self.node = self.make_bound_node(KEY)
 
     def _quiet_for(self, seconds, **internal):
         self.deploy_waiting(**internal)
