@@ -468,7 +468,20 @@ certificates_path = {self.dir}/certificates-{index}
         inventory.update({
             "interfaces": [{"name": "eth0", "mac_address": mac, "ipv4_address": "192.0.2.5"}],
             "cpu": {"architecture": "x86_64", "count": 2}, "memory": {"physical_mb": 2048}})
-        return self.request("POST", "/v1/continue_inspection", {"inventory": inventory})
+        # "inspect wait" shows before the conductor lets go of the node: Ironic answers 409
+        # "locked ... please retry" meanwhile, and a real ramdisk retries (seen on the loaded
+        # 2-core host, where the release took seconds)
+        deadline = time.monotonic() + 120
+        while True:
+            resp = self.request("POST", "/v1/continue_inspection", {"inventory": inventory},
+                                ok=False)
+            if not (resp.status_code == 409 and "locked" in resp.text
+                    and time.monotonic() < deadline):
+                break
+            time.sleep(1)
+        if resp.status_code >= 400:
+            raise RuntimeError(f"POST /v1/continue_inspection: {resp.status_code} {resp.text}")
+        return resp
 
     def log_text(self):
         with open(self.log_file) as f:

@@ -192,7 +192,8 @@ def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic
                                                "agent_token": token_a, "agent_version": "x",
                                                "agent_verify_ca": ramdisk.host_key})
         assert sent.status_code == 202, sent.text     # Ironic takes it: the token is right
-        node = ironic.wait_state(node_a, ["active", "deploy failed"], 60)
+        # a ceiling, not a speed: 25 s alone, over 60 s beside the e2e suite's two VMs
+        node = ironic.wait_state(node_a, ["active", "deploy failed"], 180)
     assert node["provision_state"] == "deploy failed"
     assert "refusing the ramdisk at 127.0.0.1" in node["last_error"], node["last_error"]
     assert f"not the ramdisk that looked up node {node_a}" in node["last_error"]
