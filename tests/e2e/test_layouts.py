@@ -140,7 +140,19 @@ def test_three_disks_raid5_raid0_and_striped_lvm(vm):
     assert "/dev/md/boot" not in vm.ssh("ls /dev/md").stdout.split()
 
 
+def take_apart_beside(vm, *disks):
+    """What an operator does before a layout that names one disk where the earlier tests'
+    arrays and volume groups also stand on others: provision refuses to break them there
+    (machine/spanning.py), so they are stopped and the other disks cleared by hand."""
+    parts = " ".join(f"{d}?*" for d in disks)
+    vm.ssh(f"vgchange -an >/dev/null 2>&1; mdadm --stop --scan >/dev/null 2>&1; "
+           f"for p in {parts}; do [ -b $p ] && wipefs -a -f $p >/dev/null; done; "
+           f"wipefs -a -f {' '.join(disks)} >/dev/null; partprobe {' '.join(disks)}; "
+           f"udevadm settle")
+
+
 def test_msdos_primary_extended_logical(vm):
+    take_apart_beside(vm, "/dev/vdb", "/dev/vdc")
     provision(vm, SAMPLES / "msdos-logical.json")
 
     table = json.loads(vm.ssh("sfdisk --json /dev/vda").stdout)["partitiontable"]
