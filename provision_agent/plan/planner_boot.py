@@ -3,27 +3,16 @@ alone), or a whole-disk image's own bootloader given its NVRAM entry."""
 
 from provision_agent.plan import initramfs_policy, planner_crypt
 from provision_agent.plan import steps as st
+from provision_agent.plan.boot_targets import of as boot_targets_of
 
 INITRAMFS_WORDS = {initramfs_policy.KEEP: "kept as the image has it",
                    initramfs_policy.REBUILD: "rebuilt by the image's own tool"}
 
 
 def boot_targets(layout, res):
-    """Disk ids to install the bootloader on (explicit, or where boot partitions live)."""
-    bl = layout.bootloader
-    if bl.targets:
-        return list(bl.targets)
-    owner = {p.id: d.id for d, p in layout.partitions()}
-    targets = [d.id for d in layout.disks if any(p.type in ("bios_grub", "esp")
-                                                 for p in d.partitions)]
-    mounts = {fs.mount: fs.device for fs in layout.filesystems if fs.mount}
-    boot_dev = mounts.get("/boot") or mounts.get("/")
-    for r in layout.raids:
-        if r.id == boot_dev:
-            targets += [owner.get(m, m) for m in r.members]
-    if boot_dev in owner:
-        targets.append(owner[boot_dev])
-    return list(dict.fromkeys(t for t in targets if t in res.disks))
+    """Disk ids to install the bootloader on: explicit, or derived (plan/boot_targets.py),
+    the same list validation checked."""
+    return [t for t in boot_targets_of(layout) if t in res.disks]
 
 
 def esp_copies(layout, res):

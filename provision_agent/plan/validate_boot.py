@@ -1,6 +1,8 @@
 """Checks of the layout's bootloader: grub's needs (a boot partition on each target, the ESP
 mounted), and a whole-disk image's own bootloader (`type` image) on what it writes."""
 
+from provision_agent.plan import boot_targets
+
 
 def check(layout, add, disks):
     bl = layout.bootloader
@@ -15,18 +17,27 @@ def check(layout, add, disks):
     if not layout.images:
         add(bl, "grub is installed into the system an image brings, and no image is given: "
                 "add one to images, or set bootloader type 'none' for a layout without an OS")
-    for t in bl.targets or []:
-        if t not in disks:
-            add(bl, f"bootloader target {t!r} is not a disk id")
-            continue
-        types = {p.type for p in disks[t].partitions}
-        if bl.boot_mode == "bios" and disks[t].table == "gpt" and "bios_grub" not in types:
-            add(bl, f"BIOS boot from gpt disk {t!r} needs a bios_grub partition on it")
-        if bl.boot_mode == "uefi" and "esp" not in types:
-            add(bl, f"UEFI boot from disk {t!r} needs an esp partition on it")
+    because = boot_targets.why(layout)
+    for t in boot_targets.of(layout):
+        _check_grub_target(add, bl, disks.get(t), t,
+                           f" (a default target: {because[t]}; give it the partition, or name "
+                           "the disks that boot in targets)" if t in because else "")
     if bl.boot_mode == "uefi":
         if not any(fs.mount == "/boot/efi" for fs in layout.filesystems):
             add(bl, "UEFI boot needs a vfat filesystem mounted at /boot/efi")
+
+
+def _check_grub_target(add, bl, disk, t, why):
+    """The one check of a disk grub goes on, named in `targets` or derived (why says so)."""
+    if disk is None:
+        add(bl, f"bootloader target {t!r} is not a disk id")
+        return
+    types = {p.type for p in disk.partitions}
+    if bl.boot_mode == "bios" and disk.table == "gpt" and "bios_grub" not in types:
+        add(bl, f"BIOS boot from gpt disk {t!r} needs a bios_grub partition on it{why}")
+    if bl.boot_mode == "uefi" and "esp" not in types:
+        add(bl, f"UEFI boot from disk {t!r} needs an esp partition on it (type esp: GPT type "
+                f"EF00, MBR type 0xef){why}")
 
 
 def _check_image_type(layout, add, bl, disks):

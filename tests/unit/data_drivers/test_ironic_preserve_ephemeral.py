@@ -173,7 +173,9 @@ def test_a_given_layouts_partition_sized_ephemeral_gb_is_kept():
     layout = {"version": 1, "disks": [{"id": "d", "match": {"serial": "s1"}, "table": "gpt",
                                        "partitions": [
                                            {"id": "eph", "size": "ephemeral_gb"},
-                                           {"id": "root", "size": "root_gb"}]}],
+                                           {"id": "root", "size": "root_gb"},
+                                           # BIOS boot from GPT (issue 56: checked)
+                                           {"id": "bios", "size": 1, "type": "bios_grub"}]}],
               "filesystems": [{"device": "eph", "type": "ext4", "mount": "/data"},
                               {"device": "root", "type": "ext4", "mount": "/"}]}
     found = table((1, 2048, GIB_SECTORS), label="gpt")

@@ -110,6 +110,7 @@ def test_the_installed_system_is_told_the_wwid_before_its_initramfs_is_made():
     plain["disks"] = plain["disks"][1:]
     plain["raids"], plain["volume_groups"] = [], []
     plain["filesystems"] = [{"device": "nv1", "type": "ext4", "mount": "/"}]
+    plain["bootloader"]["targets"] = ["plain"]      # the disk with a bios_grub (issue 56)
     assert "multipath_conf" not in [s.kind for s in build(plain).steps]
 
 

@@ -1,0 +1,43 @@
+"""The disks grub is installed on: the layout's `targets`, or derived from where the boot
+partitions and the boot array's members live. Validation checks the one list the planner
+installs on, whoever made it (issue 56: derived ones once skipped the checks)."""
+
+
+def derived(layout):
+    """{disk id: why it is a default target}, in layout order: every disk with a bios_grub or
+    esp partition, and every disk holding a member of the array (or the partition) mounted at
+    /boot, else at /, so that any surviving disk of a mirrored /boot boots."""
+    disk_ids = {d.id for d in layout.disks}
+    owner = {p.id: d.id for d, p in layout.partitions()}
+    why = {}
+    for d in layout.disks:
+        kinds = sorted({p.type for p in d.partitions if p.type in ("bios_grub", "esp")})
+        if kinds:
+            why[d.id] = f"it has a{'n' if kinds[0] == 'esp' else ''} {' and '.join(kinds)} " \
+                        "partition"
+    mounts = {fs.mount: fs.device for fs in layout.filesystems if fs.mount}
+    at = "/boot" if "/boot" in mounts else "/"
+    boot_dev = mounts.get(at)
+    for r in layout.raids:
+        if r.id == boot_dev:
+            for m in r.members:
+                disk = owner.get(m, m)
+                if disk in disk_ids:
+                    why.setdefault(disk, f"it holds {m}, a member of {r.id} mounted at {at}")
+    if boot_dev in owner and owner[boot_dev] in disk_ids:
+        why.setdefault(owner[boot_dev], f"it holds {boot_dev}, mounted at {at}")
+    return why
+
+
+def of(layout):
+    """The disk ids to install the bootloader on (explicit, or derived)."""
+    bl = layout.bootloader
+    if bl and bl.targets:
+        return list(bl.targets)
+    return list(derived(layout))
+
+
+def why(layout):
+    """{disk id: why} for derived targets; {} when the layout names its targets."""
+    bl = layout.bootloader
+    return {} if bl and bl.targets else derived(layout)
