@@ -49,6 +49,7 @@ def _built_in(res):
     steps = (_tables(res) + _arrays(res) + planner_crypt.volumes(res, on_lvs=False)
              + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
     copies = planner_boot.esp_copies(res.layout, res)
+    res.warnings += planner_boot.esp_warnings(res)
     steps += _filesystems(res, copies) + _block_images(res)
     mounted = _mounted(res.layout)
     steps += _mounts_and_tar_images(res, mounted) + _system_files(res)
@@ -154,14 +155,20 @@ def _filesystems(res, copies):
     layout, dev, steps = res.layout, res.devices.get, []
     image_targets = {im.target for im in layout.images if im.format in ("raw", "qcow2")}
     kept = layout.kept_ids()
+    primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
     for fs in layout.filesystems:
         if fs.device in image_targets or fs.device in kept:
             continue
+        # an ESP copy the layout lists: made as listed, with the primary's volume ID (below)
+        same_id = dev(primary.device) if primary and fs.device in copies else None
         steps.append(st.Mkfs(dev(fs.device), fs.type, fs.label, fs.mkfs_options,
+                             volume_id_of=same_id,
                              description=f"{fs.type} on {dev(fs.device)}"
-                             + (f" labelled {fs.label}" if fs.label else "")))
-    primary = next((fs for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
-    for part_id in copies:
+                             + (f" labelled {fs.label}" if fs.label else "")
+                             + (f" for a copy of the ESP with the volume ID of {same_id}"
+                                if same_id else "")))
+    listed = {fs.device for fs in layout.filesystems}
+    for part_id in (c for c in copies if c not in listed):
         # fstab mounts /boot/efi by UUID: with the primary's volume ID on every copy, the
         # installed system still mounts an ESP (and boots) when the primary's disk is gone
         steps.append(st.Mkfs(

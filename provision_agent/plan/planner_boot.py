@@ -16,19 +16,56 @@ def boot_targets(layout, res):
 
 
 def esp_copies(layout, res):
-    """ESP partitions on the bootloader's target disks that nothing else uses: in UEFI mode they
-    get a copy of the ESP mounted at /boot/efi, so that each disk boots on its own."""
+    """ESP partitions on the bootloader's target disks that, in UEFI mode, get a copy of the
+    ESP mounted at /boot/efi, so that each disk boots on its own: those nothing else uses, and
+    those the layout lists with an unmounted vfat filesystem (curtin's mirrorboot-uefi formats
+    its second ESP without mounting it)."""
+    return [p.id for p, why in other_esps(layout, res) if why is None]
+
+
+def other_esps(layout, res):
+    """(partition, why it gets no copy, or None) of each esp partition but the one mounted
+    at /boot/efi (or the members of the array that is), for grub2 in UEFI or auto mode."""
     bl = layout.bootloader
     if not bl or bl.type != "grub2" or bl.boot_mode == "bios":
         return []
-    used = {fs.device for fs in layout.filesystems} | {im.target for im in layout.images}
-    for r in layout.raids:
-        used.update(r.members + r.spares)
-    for vg in layout.volume_groups:
-        used.update(vg.pvs)
+    primary = next((fs.device for fs in layout.filesystems if fs.mount == "/boot/efi"), None)
+    skip = {primary} | {m for r in layout.raids if r.id == primary for m in r.members + r.spares}
+    uses = _uses(layout)
+    fs_on = {fs.device: fs for fs in layout.filesystems}
+    kept = layout.kept_ids()
     targets = set(boot_targets(layout, res))
-    return [p.id for d, p in layout.partitions()
-            if d.id in targets and p.type == "esp" and p.id not in used]
+    found = []
+    for d, p in layout.partitions():
+        if p.type != "esp" or p.id in skip:
+            continue
+        fs = fs_on.get(p.id)
+        why = (f"its disk {d.id} is not a bootloader target" if d.id not in targets
+               else "it is kept as it is" if p.id in kept
+               else uses.get(p.id) or (None if fs is None
+                                       else f"it holds {fs.type}" if fs.type != "vfat"
+                                       else f"it is mounted at {fs.mount}" if fs.mount
+                                       else None))
+        found.append((p, why))
+    return found
+
+
+def _uses(layout):
+    """{device id: what uses it}, besides filesystems."""
+    uses = {im.target: "an image is written to it" for im in layout.images}
+    uses.update({m: f"it is a member of array {r.id}" for r in layout.raids
+                 for m in r.members + r.spares})
+    uses.update({pv: f"it is a physical volume of {vg.id}" for vg in layout.volume_groups
+                 for pv in vg.pvs})
+    uses.update({e.device: f"it is encrypted as {e.id}" for e in layout.encrypted})
+    return uses
+
+
+def esp_warnings(res):
+    """What the plan says of each ESP that gets no copy of the boot loader."""
+    return [f"{p.origin or p.id}: ESP {res.devices.get(p.id)} gets no copy of the boot "
+            f"loader: {why}, so its disk does not boot from it alone"
+            for p, why in other_esps(res.layout, res) if why]
 
 
 def around_configdrive(res, copies, wwids, configdrive):

@@ -153,6 +153,24 @@ def test_esp_copies_get_the_esp_in_uefi_mode_only(tmp_path, mode):
     assert ["umount", staging] in r.calls
 
 
+def test_a_listed_second_esp_gets_the_esp_from_the_plans_own_step(tmp_path, monkeypatch):
+    """curtin's mirrorboot-uefi (its second ESP formatted, not mounted): the plan's bootloader
+    step copies the ESP onto it after grub-install (issue 56: nothing reached it)."""
+    from provision_agent.data_drivers.native import NativeDriver
+    from provision_agent.plan import pipeline
+    from tests.unit.plan.test_esp_copies import DISKS, mirrorboot_uefi
+    planned = pipeline.build_plan(NativeDriver(mirrorboot_uefi()).layout(), DISKS)
+    (step,) = [s for s in planned.steps if s.kind == "bootloader"]
+    _target_with_grub(tmp_path)
+    monkeypatch.setattr(bootloader.nvram, "efi_booted", lambda: False)
+    r = FakeRunner()
+    assert bootloader.install(r, str(tmp_path), step.args) == "uefi"
+    mounts = [c for c in r.calls if c[:3] == ["mount", "-t", "vfat"]]
+    assert [m[3] for m in mounts] == ["/dev/vdb1"]
+    assert [c for c in r.calls if c[0] == "cp"] == [
+        ["cp", "-rL", f"{tmp_path}/boot/efi/.", mounts[0][4]]]
+
+
 def test_nvram_entries_for_every_esp_with_the_primary_first_in_boot_order(monkeypatch):
     where = {"/dev/vda1": [("/dev/vda", "1")], "/dev/vdb1": [("/dev/vdb", "1")]}
     monkeypatch.setattr(bootloader, "esp_partitions", lambda d: where.get(d, []))

@@ -135,11 +135,16 @@ def test_no_esp_copies_in_bios_mode_or_for_an_esp_the_input_uses():
     bios = mutate(sample("uefi-two-disk-raid-lvm"), bios_mode)
     assert steps(bios, "bootloader")[0].args["esp_copies"] == []
     assert "/dev/vdb2" not in {s.args["device"] for s in steps(bios, "mkfs")}
-    owned = mutate(sample("uefi-two-disk-raid-lvm"), lambda d: d["filesystems"].append(
-        {"device": "esp1", "type": "vfat", "label": "SPARE"}))
+    owned = mutate(sample("uefi-two-disk-raid-lvm"), lambda d: d["volume_groups"][0][
+        "pvs"].append("esp1"))
     assert steps(owned, "bootloader")[0].args["esp_copies"] == []
-    assert [s.args["label"] for s in steps(owned, "mkfs")
-            if s.args["device"] == "/dev/vdb1"] == ["SPARE"]
+    assert "/dev/vdb1" not in {s.args["device"] for s in steps(owned, "mkfs")}
+    # one listed with an unmounted vfat is a copy, made as listed (issue 56)
+    listed = mutate(sample("uefi-two-disk-raid-lvm"), lambda d: d["filesystems"].append(
+        {"device": "esp1", "type": "vfat", "label": "SPARE"}))
+    assert steps(listed, "bootloader")[0].args["esp_copies"] == ["/dev/vdb1"]
+    assert [(s.args["label"], s.args["volume_id_of"]) for s in steps(listed, "mkfs")
+            if s.args["device"] == "/dev/vdb1"] == [("SPARE", "/dev/vda1")]
 
 
 def test_whole_disk_pv_and_striped_lv():
