@@ -156,6 +156,7 @@ def build_layout(doc):
 
 def _disk(d, where, problems):
     disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
+                      table_named="table" in d,
                       fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
                       wipe=d.get("wipe", True), origin=d.get("origin", where),
                       from_inventory=d.get("from_inventory", False), pick=d.get("pick"),

@@ -45,6 +45,8 @@ class Disk:
     table: str = "gpt"
     partitions: list = field(default_factory=list)
     wipe: bool = True
+    # the input names `table`: written (empty) even when the disk lists no partitions
+    table_named: bool = False
     origin: str = ""
     from_inventory: bool = False       # hints a program picked: they name no removable disk
     pick: str | None = None            # "smallest": several matches are no error (Ironic's rule)

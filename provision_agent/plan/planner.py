@@ -73,7 +73,9 @@ def _tables(res):
                     if p.part_id and _part(layout, p.part_id).keep]
             steps.append(st.Wipe(name, keep, description=f"wipe old signatures on {name}"
                                  + (f" (keeping partitions {keep})" if keep else "")))
-    tabled = [d for d in layout.disks if d.partitions]
+    # a disk that names its table gets it, empty when it lists no partitions (as curtin's
+    # ptable): validation refused that on a disk something uses whole
+    tabled = [d for d in layout.disks if d.partitions or d.table_named]
     for disk in tabled:
         steps.append(st.PartitionTable(dev(disk.id), disk.table,
                                        description=_table_text(layout, res, disk)))
@@ -94,7 +96,8 @@ def _table_text(layout, res, disk):
     keep = [p.number for p in res.placed.get(disk.id, [])
             if p.part_id and _part(layout, p.part_id).keep]
     if not keep:
-        return f"new {disk.table} partition table on {name}"
+        empty = "" if res.placed.get(disk.id) else "empty "
+        return f"new {empty}{disk.table} partition table on {name}"
     return (f"{disk.table} partition table on {name} edited: partitions {keep} kept where they "
             f"are, the others deleted and made anew")
 

@@ -129,7 +129,8 @@ def plan_text(planned):
         lines.extend(_partition_lines(res.placed.get(holder_id, []), types, tail, mark))
 
     for d in lay.disks:
-        table = d.table if d.partitions else "whole disk"
+        table = d.table if d.partitions else f"empty {d.table} table" if d.table_named \
+            else "whole disk"
         lines.append(f"{res.devices[d.id]}  {human(res.sizes[d.id])}  {table}"
                      + (_sectors_text(res, d.id) if d.partitions else "")
                      + f"  (disk {d.id}, matched by {res.matched_by.get(d.id)})"

@@ -51,6 +51,7 @@ def check(layout):
     _check_unique_ids(layout, add)
     ids = _Ids(layout, add)
     _check_disks(layout, add)
+    _check_named_tables(layout, add)
     _check_raids(layout, ids, add)
     _check_volume_groups(layout, ids, add)
     for e in layout.encrypted:
@@ -205,6 +206,20 @@ def _check_disks(layout, add):
                 add(p, "a bios_grub partition only exists on gpt tables")
             if disk.table == "msdos" and (p.name or p.guid):
                 add(p, "msdos tables have no partition names or GUIDs")
+
+
+def _check_named_tables(layout, add):
+    """A disk that names its table and lists no partitions gets an empty one: not when
+    something uses the disk whole, which would write over it or be confused by it."""
+    users = {im.target: "an image" for im in layout.images}
+    users.update({e.device: "encryption" for e in layout.encrypted})
+    users.update({pv: "a volume group" for vg in layout.volume_groups for pv in vg.pvs})
+    users.update({m: "an array" for r in layout.raids for m in r.members + r.spares})
+    users.update({fs.device: "a filesystem" for fs in layout.filesystems})
+    for disk in layout.disks:
+        if disk.table_named and not disk.partitions and disk.id in users:
+            add(disk, f"table {disk.table!r} on a disk used whole (by {users[disk.id]}): it "
+                      f"holds no partition table; leave table out, or give the disk partitions")
 
 
 # Longest label each mkfs accepts.
