@@ -133,6 +133,11 @@ def build_layout(doc):
         recovery_recipients=list((doc.get("recovery") or {}).get("age_recipients", [])),
         filesystems=[_filesystem(f, f"$.filesystems[{i}]")
                      for i, f in enumerate(doc.get("filesystems", []))],
+        mounts=[model.Mount(type=m["type"], mount=m["mount"], source=m.get("source"),
+                            mount_options=m.get("mount_options"),
+                            fstab_freq=m.get("fstab_freq", 0), fstab_pass=m.get("fstab_pass", 0),
+                            origin=m.get("origin", f"$.mounts[{i}]"))
+                for i, m in enumerate(doc.get("mounts", []))],
         images=[_image(im, f"$.images[{i}]") for i, im in enumerate(doc.get("images", []))],
         extensions=dict(doc.get("extensions") or {}))
     if "bootloader" in doc:
@@ -232,7 +237,7 @@ def _filesystem(f, where):
         device=f["device"], type=f["type"], mount=f.get("mount"), label=f.get("label"),
         mount_options=f.get("mount_options", "defaults"),
         mkfs_options=list(f.get("mkfs_options", [])), fstab_pass=f.get("fstab_pass"),
-        origin=f.get("origin", where))
+        fstab_freq=f.get("fstab_freq", 0), origin=f.get("origin", where))
 
 
 def _image(im, where):

@@ -1,10 +1,13 @@
-"""/etc/fstab for the target, every entry by UUID."""
+"""/etc/fstab for the target, every device's entry by UUID (tmpfs, ramfs and bind mounts by
+their spec)."""
 
 from provision_agent.drivers import target
 
 
 def line(uuid, entry):
-    return "\t".join([f"UUID={uuid}", entry["mount_point"], entry["fs_type"],
+    """uuid None: the entry's own spec (a tmpfs, ramfs or bind mount)."""
+    return "\t".join([f"UUID={uuid}" if uuid else entry["spec"], entry["mount_point"],
+                      entry["fs_type"],
                       entry["options"] or "defaults", str(entry["dump"]), str(entry["pass"])])
 
 

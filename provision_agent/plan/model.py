@@ -12,6 +12,11 @@ from provision_agent.plan.units import Size
 
 PARTITION_TYPES = ("bios_grub", "esp", "raid", "lvm", "swap", "linux", "custom")
 FS_TYPES = ("ext2", "ext3", "ext4", "xfs", "vfat", "btrfs", "swap")
+# Filesystems Debian has a mkfs for that provision's ramdisk does not carry: the schema takes
+# them so that validation can say so (type: (mkfs tool, Debian package)).
+FS_TYPES_NOT_CARRIED = {"jfs": ("mkfs.jfs", "jfsutils"), "ntfs": ("mkfs.ntfs", "ntfs-3g"),
+                        "reiserfs": ("mkfs.reiserfs", "reiserfsprogs")}
+MOUNT_TYPES = ("tmpfs", "ramfs", "bind")
 RAID_LEVELS = (0, 1, 4, 5, 6, 10)
 IMAGE_FORMATS = ("raw", "disk", "tar", "qcow2")
 COMPRESSIONS = ("auto", "none", "gzip", "xz", "bzip2", "zstd")
@@ -133,6 +138,28 @@ class Filesystem:
     mkfs_options: list = field(default_factory=list)
     fstab_pass: int | None = None      # None: 1 for /, 2 for other mounted fs, 0 for swap
     origin: str = ""
+    fstab_freq: int = 0                # fstab's fifth field (dump(8)'s frequency)
+
+
+@dataclass
+class Mount:
+    """A mount of no device's filesystem, written to the installed system's fstab only (not
+    mounted during the run): tmpfs or ramfs (memory), or bind (`source`, a directory of the
+    installed system, seen again at `mount`)."""
+    type: str                          # tmpfs | ramfs | bind
+    mount: str
+    source: str | None = None          # bind only
+    mount_options: str | None = None   # None: "defaults"; a bind's always include bind
+    fstab_freq: int = 0
+    fstab_pass: int = 0
+    origin: str = ""
+
+    def options(self):
+        """The fstab options field: a bind mount's has bind (or rbind) first."""
+        given = self.mount_options or "defaults"
+        if self.type != "bind" or {"bind", "rbind"} & set(given.split(",")):
+            return given
+        return "bind" if given == "defaults" else f"bind,{given}"
 
 
 @dataclass
@@ -186,6 +213,7 @@ class Layout:
     # age recipients the recovery keys are encrypted to (public keys: not secret)
     recovery_recipients: list = field(default_factory=list)
     filesystems: list = field(default_factory=list)
+    mounts: list = field(default_factory=list)         # Mount: tmpfs, ramfs, bind (fstab)
     images: list = field(default_factory=list)
     bootloader: Bootloader | None = None
     configdrive: Configdrive | None = None

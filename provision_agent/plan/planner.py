@@ -219,8 +219,11 @@ def _system_files(res):
     layout, dev, steps = res.layout, res.devices.get, []
     if layout.filesystems:
         steps.append(st.Fstab([_fstab_entry(fs, dev(fs.device)) for fs in layout.filesystems
-                               if fs.mount or fs.type == "swap"],
-                              description="write /etc/fstab by UUID"))
+                               if fs.mount or fs.type == "swap"]
+                              + [_mount_entry(m) for m in layout.mounts],
+                              description="write /etc/fstab by UUID"
+                              + (f" with {', '.join(f'{m.type} {m.mount}' for m in layout.mounts)}"
+                                 if layout.mounts else "")))
     steps += planner_crypt.crypttab(res)
     if layout.raids:
         # a whole multipath disk as a member is named by its map's link, as partitions are
@@ -278,7 +281,18 @@ def _fstab_entry(fs, device):
         mount, options = fs.mount, fs.mount_options
         default_pass = 1 if fs.mount == "/" else 2
     return {"device": device, "mount_point": mount, "fs_type": fs.type, "options": options,
-            "dump": 0, "pass": default_pass if fs.fstab_pass is None else fs.fstab_pass}
+            "dump": fs.fstab_freq,
+            "pass": default_pass if fs.fstab_pass is None else fs.fstab_pass}
+
+
+def _mount_entry(m):
+    """A tmpfs, ramfs or bind mount's fstab line, by its spec (not a UUID); its mount point
+    (and a bind's source) made as directories in the target if the image has none."""
+    bind = m.type == "bind"
+    return {"spec": m.source if bind else m.type, "mount_point": m.mount,
+            "fs_type": "none" if bind else m.type, "options": m.options(),
+            "dump": m.fstab_freq, "pass": m.fstab_pass,
+            "make_dirs": [m.source, m.mount] if bind else [m.mount]}
 
 
 def _part(layout, part_id):

@@ -50,6 +50,9 @@ def layout_dict(res):
         } for fs in lay.filesystems],
         "images": [{"uri": im.uri, "format": im.format, "target": im.target}
                    for im in lay.images],
+        **({"mounts": [{"type": m.type, "mount": m.mount, "source": m.source,
+                        "mount_options": m.options()} for m in lay.mounts]}
+           if lay.mounts else {}),
     }
 
 
@@ -90,6 +93,11 @@ def _partition_lines(placed, types, tail, mark):
                      f"{types[p.part_id] if p.part_id else 'extended'}"
                      + (mark(p.part_id) if p.part_id else "") + (f"  → {t}" if t else ""))
     return lines
+
+
+def _mount_lines(lay):
+    return [f"{m.type}{f' {m.source}' if m.source else ''}  → {m.mount} ({m.options()}), "
+            f"fstab only" for m in lay.mounts]
 
 
 def plan_text(planned):
@@ -151,6 +159,7 @@ def plan_text(planned):
             lines.append(f"  {branch} {res.devices[lv.id]}  {size:>8}"
                          + ("  (remaining)" if lv.size.remaining else "") + mark(lv.id)
                          + (f"  → {tail(lv.id)}" if tail(lv.id) else ""))
+    lines += _mount_lines(lay)
     lines.append("")
     lines.append(f"Plan ({len(planned.steps)} steps):")
     for i, s in enumerate(planned.steps, 1):

@@ -187,7 +187,9 @@ class Mount(Step):
 
 @dataclass
 class Fstab(Step):
-    """entries: {device, mount_point, fs_type, options, dump, pass}, written by UUID."""
+    """entries: {device, mount_point, fs_type, options, dump, pass}, written by UUID; a tmpfs,
+    ramfs or bind mount's: {spec, mount_point, fs_type, options, dump, pass, make_dirs}, spec
+    written as it is, the make_dirs directories made in the target where it has none."""
     kind: ClassVar[str] = "fstab"
     entries: list
 

@@ -7,7 +7,13 @@ from collections import Counter
 
 from provision_agent.errors import ImageError, Problem
 from provision_agent.plan import configdrive_format as configdrive
-from provision_agent.plan import validate_boot, validate_crypt, validate_kept, validate_text
+from provision_agent.plan import (
+    validate_boot,
+    validate_crypt,
+    validate_kept,
+    validate_mounts,
+    validate_text,
+)
 
 MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 
@@ -59,6 +65,7 @@ def check(layout):
                 set(ids.parts) | set(ids.raids) | set(ids.lvs) | set(ids.whole_disks))
     problems += validate_kept.check(layout)
     _check_filesystems(layout, ids.use, ids.block, add)
+    validate_mounts.check(layout, add, _where)
     _check_images(layout, add, ids.block, ids.disks)
     validate_boot.check(layout, add, ids.disks)
     _check_configdrive_refs(layout, ids, add)
@@ -231,8 +238,8 @@ def _check_filesystems(layout, use, block_ids, add):
     mounts = {}
     for fs in layout.filesystems:
         use(fs.device, fs, "device", block_ids)
-        if fs.label and len(fs.label) > LABEL_MAX[fs.type]:
-            add(fs, f"{fs.type} labels have at most {LABEL_MAX[fs.type]} characters")
+        if fs.label and len(fs.label) > LABEL_MAX.get(fs.type, 16):
+            add(fs, f"{fs.type} labels have at most {LABEL_MAX.get(fs.type, 16)} characters")
         if fs.type == "swap":
             if fs.mount:
                 add(fs, "swap has no mount point")

@@ -6,8 +6,9 @@ says so otherwise); fstab's and mdadm.conf's text is the step's result either wa
 """
 
 import logging
+import os
 
-from provision_agent.drivers import blockinfo, fstab, md, mount, udev
+from provision_agent.drivers import blockinfo, fstab, md, mount, target, udev
 
 LOG = logging.getLogger(__name__)
 
@@ -28,6 +29,9 @@ class TargetFiles:
     def fstab(self, step):
         entries = []
         for entry in step.entries:
+            if "spec" in entry:         # tmpfs, ramfs, bind: no device
+                entries.append((None, entry))
+                continue
             uuid = blockinfo.uuid(self.runner, entry["device"])
             if not uuid:
                 raise udev.DeviceMissing(f"{entry['device']} has no filesystem UUID for fstab")
@@ -35,6 +39,11 @@ class TargetFiles:
         text = fstab.render(entries)
         if self.root_mounted("/etc/fstab"):
             fstab.write(self.root, text)
+            # the image may lack them: a mount point or bind source missing at boot would
+            # stop the boot in emergency mode
+            for directory in (d for _, e in entries for d in e.get("make_dirs", [])):
+                if not os.path.exists(target.resolve(self.root, directory)):  # a file binds too
+                    target.makedirs(self.root, directory)
         return {"fstab": text}
 
     def mdadm_conf(self, step):

@@ -10,6 +10,7 @@ from provision_agent.data_drivers.nailgun.document import is_num as _is_num
 from provision_agent.data_drivers.nailgun.document import shown as _shown
 from provision_agent.data_drivers.nailgun.document import slug as _slug
 from provision_agent.data_drivers.nailgun.volume_groups import keep_refused, unknown_kept_type
+from provision_agent.plan.model import FS_TYPES_NOT_CARRIED
 from provision_agent.plan.units import MAX_BYTES, MiB
 
 LOG = logging.getLogger(__name__)
@@ -20,8 +21,10 @@ BIOS_GRUB_MIB = 24
 UEFI_MIB = 200
 # fuel-agent: "No more than 10GB will be allocated to a single journal partition".
 CEPH_JOURNAL_MAX_MIB = 10240
-# The native format's filesystem types and its bound on sizes, in MiB.
-FS_TYPES = native.schema()["$defs"]["filesystem"]["properties"]["type"]["enum"]
+# The native format's filesystem types (less those it takes only to refuse them: the ramdisk
+# carries no mkfs for them) and its bound on sizes, in MiB.
+FS_TYPES = [t for t in native.schema()["$defs"]["filesystem"]["properties"]["type"]["enum"]
+            if t not in FS_TYPES_NOT_CARRIED]
 MAX_MIB = MAX_BYTES // MiB
 GUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 DEFAULT_LVM_META_MIB = 64

@@ -32,7 +32,7 @@ def test_schema_errors_carry_json_paths():
     doc = mutate(sample("two-disk-raid-lvm"), lambda d: (
         d["disks"][1]["partitions"][2].__setitem__("size", "lots"),
         d["raids"][0].__setitem__("level", 3),
-        d["filesystems"][0].__setitem__("type", "ntfs")))
+        d["filesystems"][0].__setitem__("type", "hfsplus")))
     with pytest.raises(InputError) as exc:
         NativeDriver(doc).layout()
     locations = {p.location for p in exc.value.problems}

@@ -1,0 +1,44 @@
+"""fstab's tmpfs, ramfs and bind lines (issue 56): written by their spec, no device looked up,
+and the directories they need made in the target unless something is there already."""
+
+import os
+from types import SimpleNamespace
+
+from provision_agent.plan.steps import make as Step
+from provision_agent.run.runner import Result
+from provision_agent.run.target_files import TargetFiles
+
+
+class Blkid:
+    def __init__(self):
+        self.calls = []
+
+    def run(self, argv, **kw):
+        self.calls.append(list(argv))
+        return Result(tuple(argv), 0, "1111-2222\n", "", 0.0)
+
+
+def test_spec_entries_need_no_device_and_get_their_directories(tmp_path):
+    root = tmp_path / "t"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/hostname").write_text("node\n")
+    (root / "srv").symlink_to("/data")          # the image's link, resolved inside the target
+    runner = Blkid()
+    files = TargetFiles(runner, str(root), SimpleNamespace(stack=[str(root)]))
+    entries = [{"device": "/dev/vda1", "mount_point": "/", "fs_type": "ext4",
+                "options": "defaults", "dump": 0, "pass": 1},
+               {"spec": "tmpfs", "mount_point": "/my/tmpfs", "fs_type": "tmpfs",
+                "options": "size=1m", "dump": 0, "pass": 0, "make_dirs": ["/my/tmpfs"]},
+               {"spec": "/etc/hostname", "mount_point": "/srv/name", "fs_type": "none",
+                "options": "bind", "dump": 2, "pass": 0,
+                "make_dirs": ["/etc/hostname", "/srv/name"]}]
+    got = files.fstab(Step("fstab", {"entries": entries}))
+    assert [c[-1] for c in runner.calls] == ["/dev/vda1"]       # one lookup: the device's
+    assert got["fstab"].splitlines()[1:] == [
+        "UUID=1111-2222\t/\text4\tdefaults\t0\t1",
+        "tmpfs\t/my/tmpfs\ttmpfs\tsize=1m\t0\t0",
+        "/etc/hostname\t/srv/name\tnone\tbind\t2\t0"]
+    assert (root / "etc/fstab").read_text() == got["fstab"]
+    assert os.path.isdir(root / "my/tmpfs")
+    assert (root / "etc/hostname").read_text() == "node\n"        # a file source stays one
+    assert os.path.isdir(root / "data/name") and not os.path.exists("/data/name")
