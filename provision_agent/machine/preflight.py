@@ -10,7 +10,7 @@ import os
 from provision_agent.drivers import blockinfo, bootloader, lvm, md, partitions
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.machine import crypt_needs, spanning
-from provision_agent.plan import geometry, inventory
+from provision_agent.plan import geometry, inventory, parttypes
 
 LOG = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
                  and step.args.get("secure_boot")
                  and bootloader.boot_mode(step.args.get("boot_mode") or "auto") != "uefi"]
     problems += _bios_on_4kn(planned.steps, live)
+    problems += _bios_grub_on_auto(planned.steps)
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
@@ -149,6 +150,27 @@ def _bios_on_4kn(steps, live):
             and bootloader.boot_mode("auto") == "bios"
             for t in step.args.get("targets") or []
             if live.get(t, {}).get("logical_block_size", 512) > 512]
+
+
+def _bios_grub_on_auto(steps):
+    """boot_mode auto found a BIOS machine: each grub target on a GPT table needs a bios_grub
+    partition for grub's core image, as validation asks of boot_mode bios
+    (plan/validate_boot.py); grub-install would fail only after the disks were written."""
+    grub = [s for s in steps if s.kind == "bootloader" and s.args.get("type") == "grub2"
+            and (s.args.get("boot_mode") or "auto") == "auto"]
+    if not grub or bootloader.boot_mode("auto") != "bios":
+        return []
+    gpt = {s.args["disk"] for s in steps
+           if s.kind == "partition_table" and s.args["label"] == "gpt"}
+    room = {s.args["disk"] for s in steps if s.kind == "partition"
+            and str(s.args.get("type")).upper() == parttypes.GPT_TYPES["bios_grub"]}
+    return [Problem("bootloader", f"this machine booted the ramdisk in BIOS mode (the layout "
+                                  f"says boot_mode auto), and {t} has a gpt table without a "
+                                  f"bios_grub partition, where grub's BIOS boot code goes: add "
+                                  f"one to that disk, boot the machine in UEFI mode, or name "
+                                  f"the disks that boot in targets")
+            for step in grub for t in step.args.get("targets") or []
+            if t in gpt and t not in room]
 
 
 def _kept_partitions(steps, runner):

@@ -452,3 +452,26 @@ def test_preflight_refuses_arrays_and_groups_that_also_stand_on_a_disk_it_does_n
                              "d1": {"name": "/dev/vdf", "size": 1 << 30}}), live, r,
                     mounted={}, swaps=[])
     assert r.writes() == []
+
+
+def test_preflight_refuses_a_gpt_target_without_bios_grub_when_auto_finds_a_bios_machine(
+        monkeypatch):
+    """boot_mode auto is only known in the ramdisk: on a BIOS machine each grub target on a
+    GPT table needs its bios_grub partition, as validation asks of boot_mode bios (issue 56);
+    grub-install would fail there after the disks were written. UEFI runs."""
+    from provision_agent.data_drivers.native import NativeDriver
+    from provision_agent.drivers import bootloader
+    from provision_agent.plan import pipeline
+    from tests.unit.plan.test_boot_targets import DISKS, raid_boot
+    doc = raid_boot(1, 2, mode="auto")
+    plan = pipeline.build_plan(NativeDriver(doc).layout(), DISKS)
+    live = [{"name": d["name"], "size": d["size"]} for d in DISKS]
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "bios")
+    assert problems(plan, live=live) == [
+        "bootloader: this machine booted the ramdisk in BIOS mode (the layout says boot_mode "
+        "auto), and /dev/vdb has a gpt table without a bios_grub partition, where grub's BIOS "
+        "boot code goes: add one to that disk, boot the machine in UEFI mode, or name the "
+        "disks that boot in targets"]
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
+    preflight.check(plan, live, FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
+                    mounted={}, swaps=[])
