@@ -90,3 +90,15 @@ def test_the_members_of_an_esp_array_are_no_copies_and_no_warning():
     p = planned(mutate(mirrorboot_uefi(), md_esp))
     assert of_kind(p, "bootloader")[0].args["esp_copies"] == []
     assert p.resolved.warnings == []
+
+
+def test_a_kept_second_esp_is_neither_formatted_nor_copied_onto():
+    """Its contents stay (keep without wipe): no mkfs, no copy, and the plan says so."""
+    def kept(d):
+        d["filesystems"].pop(1)
+        d["disks"][1]["partitions"][0]["keep"] = True
+    p = planned(mutate(mirrorboot_uefi(), kept))
+    assert of_kind(p, "bootloader")[0].args["esp_copies"] == []
+    assert "/dev/vdb1" not in [s.args["device"] for s in of_kind(p, "mkfs")]
+    assert [w for w in p.resolved.warnings if "ESP /dev/vdb1 gets no copy" in w
+            and "it is kept as it is" in w], p.resolved.warnings
