@@ -118,12 +118,15 @@ def test_filesystems_the_ramdisk_cannot_make_are_refused_saying_what_is_missing(
         f"which provision's ramdisk does not carry: use ext4, xfs, btrfs or vfat"]
 
 
-def test_schema_bounds_of_the_new_fields():
-    for change in (lambda d: d["filesystems"][1].__setitem__("fstab_freq", 10),
-                   lambda d: d["mounts"][0].__setitem__("type", "overlay"),
-                   lambda d: d["mounts"][2].__setitem__("source", "relative/dir")):
-        with pytest.raises(InputError):
-            NativeDriver(mutate(battery(), change)).layout()
+@pytest.mark.parametrize("change,where", [
+    (lambda d: d["filesystems"][1].__setitem__("fstab_freq", 10), "$.filesystems[1].fstab_freq"),
+    (lambda d: d["mounts"][0].__setitem__("type", "overlay"), "$.mounts[0].type"),
+    (lambda d: d["mounts"][2].__setitem__("source", "relative/dir"), "$.mounts[2].source"),
+    (lambda d: d["mounts"][1].__setitem__("device", "root"), "$.mounts[1]")])
+def test_schema_bounds_of_the_new_fields(change, where):
+    with pytest.raises(InputError) as exc:
+        NativeDriver(mutate(battery(), change)).layout()
+    assert [p.location for p in exc.value.problems] == [where]
 
 
 def test_curtins_fat16_and_fat32_are_vfat_with_mkfs_options():
