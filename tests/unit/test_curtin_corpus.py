@@ -101,8 +101,14 @@ def test_refused_clearly(tmp_path, name):
     refused = resolved(name)["refused"]
     rc, out, err = dry_run(tmp_path, name, resolved(name))
     assert rc == refused["exit"], err
+    # every problem reported is one the manifest expects, and each expected one is reported:
+    # the translation is refused for its reason and nothing else
+    problems = [line[4:] for line in err.splitlines() if line.startswith("  - ")]
+    assert f"invalid input ({len(problems)})" in err, err
+    assert sorted(p for p in problems for part in refused["message"] if p.startswith(part)) \
+        == sorted(problems), err
     for part in refused["message"]:
-        assert part in err, err
+        assert any(p.startswith(part) for p in problems), (part, err)
     assert "Traceback" not in err and out == ""
 
 
@@ -165,6 +171,9 @@ def check_arrays_and_groups(plan, want):
         assert (md["level"], md["members"], md["spares"], md["preserve"]) == (
             spec["raidlevel"], spec["devices"], spec.get("spare_devices", []),
             spec.get("preserve", False)), dev
+    # the installed system assembles every array at boot, as curtin's mdadm.conf has it
+    conf = [a for s in of_kind(plan["steps"], "mdadm_conf") for a in s["arrays"]]
+    assert sorted(conf) == sorted(made)
     groups = {g["name"]: g for g in plan["layout"]["volume_groups"]}
     assert sorted(groups) == sorted(want.get("volume_groups", {}))
     lvs = {(a["vg"], a["name"]): a for a in of_kind(plan["steps"], "lv_create")}
