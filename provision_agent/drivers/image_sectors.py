@@ -26,6 +26,9 @@ CONTENT_MAGIC = ((0, b"XFSB"), (0, b"LUKS\xba\xbe"), (0x438, b"\x53\xef"),
                  (0x200, b"LABELONE"), (0x218, b"LVM2 001"), (0x1000, b"\xfc\x4e\x2b\xa9"),
                  (0x10040, b"_BHRfS_M"), (0x1fe, b"\x55\xaa"))
 MBR_TYPES_EMPTY = (0x00, 0xee)      # unused entry, GPT's protective one
+NOTHING = {False: "Nothing of it was written.",
+           True: "Nothing of it was written: refused before the run's first write, the disk "
+                 "holds what it held."}
 
 
 def table_sector_size(data):
@@ -53,9 +56,10 @@ def _holds_content(data, offset):
                for at, magic in CONTENT_MAGIC)
 
 
-def check(data, target, disk_sector, uri):
+def check(data, target, disk_sector, uri, before_run=False):
     """Refuse a whole-disk image whose table was made for other sectors than target's
-    (disk_sector: its logical block size, None when unknown). data: the image's first block."""
+    (disk_sector: its logical block size, None when unknown). data: the image's first block;
+    before_run: checked before the run's first write (the preflight), not as it is written."""
     made, label = table_sector_size(data)
     if made is None or disk_sector is None:
         if label == "msdos":
@@ -67,6 +71,6 @@ def check(data, target, disk_sector, uri):
         raise ImageError(f"image {uri}: its {label} partition table was made for {made}-byte "
                          f"sectors, and {target} has {disk_sector}-byte logical sectors: "
                          f"written there it cannot boot (the table would be read at other "
-                         f"offsets). Nothing of it was written. Use an image built for "
+                         f"offsets). {NOTHING[before_run]} Use an image built for "
                          f"{disk_sector}-byte sectors, or a layout with a partition or tar "
                          f"image")

@@ -156,7 +156,8 @@ class WriteImage(Step):
     """`device` for block-level formats, `mount_point` (inside the target root) for tar;
     `signature`: a detached OpenPGP signature verified while the image streams (its URL
     shortened, inline armour `<redacted>`); `whole_disk`: a qcow2 converted onto a whole disk,
-    whose partition table is checked against the disk's sector size first."""
+    whose partition table is checked against the disk's sector size before the run's first
+    write, as a `disk` image's is, and again before it is converted."""
     kind: ClassVar[str] = "write_image"
     device: str | None
     mount_point: str | None

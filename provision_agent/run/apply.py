@@ -1,4 +1,5 @@
-"""Apply a plan to the live machine: preflight, execute the plan, report.
+"""Apply a plan to the live machine: preflight (the whole-disk images' tables too), execute
+the plan, report.
 
 Imported by cli/main.py only for a real run, so that a dry run never loads the drivers (pyudev,
 the tool wrappers).
@@ -9,7 +10,7 @@ import os
 
 from provision_agent import errors
 from provision_agent.drivers import mount
-from provision_agent.machine import disks, preflight
+from provision_agent.machine import disks, image_tables, preflight
 from provision_agent.run import executor
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
@@ -37,6 +38,8 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
         mount.release_stale(runner, conf.target_root)
         preflight.check(planned, disks.discover(runner) if live_disks is None else live_disks,
                         runner)
+        # the images' tables against their disks' sectors: read from the images' heads
+        image_tables.check(planned.steps, image_options(conf), runner)
         report = executor.Executor(runner, events, conf.target_root,
                                    image_options(conf)).execute(planned.steps)
     except errors.ProvisionError as exc:

@@ -215,3 +215,51 @@ def test_a_512_byte_whole_disk_image_is_refused_on_a_4kn_disk(tmp_path, sector_l
     with open(dev, "rb") as f:
         head = f.read(8 * MiB)
     assert b"EFI PART" not in head and head[510:512] != b"\x55\xaa"
+
+
+@pytest.mark.parametrize("made,disk,fmt,compression", [
+    (512, 4096, "disk", None), (512, 4096, "disk", "gzip"), (512, 4096, "qcow2", None),
+    (4096, 512, "disk", None), (4096, 512, "qcow2", "gzip")])
+def test_an_image_for_other_sectors_is_refused_before_the_wipe(tmp_path, sector_loop, made,
+                                                               disk, fmt, compression):
+    """The whole run (apply.provision: preflight, then the plan from its wipe on) of a
+    whole-disk image made for other sectors than its disk's, raw, gzip-compressed or qcow2:
+    refused with exit 5 before the run's first write. The disk keeps what it held, byte for
+    byte: its old table and a marker past the image's end (before, the writer refused the
+    image only after the plan's wipe had cleared them)."""
+    from types import SimpleNamespace
+
+    from provision_agent.errors import ImageError
+    from provision_agent.run import apply
+
+    image = gpt_image(tmp_path, sector_loop, made)
+    if fmt == "qcow2":
+        sh("qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", str(image),
+           str(image) + ".qcow2")
+        image = tmp_path / (image.name + ".qcow2")
+    if compression == "gzip":
+        sh("gzip", "-k", "-1", str(image))
+        image = tmp_path / (image.name + ".gz")
+    size = 256 * MiB
+    dev = sector_loop(disk, size)
+    sh("sgdisk", f"--new=1:{MiB // disk}:{65 * MiB // disk - 1}", dev)    # its old table
+    with open(dev, "r+b") as f:
+        f.seek(100 * MiB)
+        f.write(b"kept by the refusal " * 1000)
+    before = sha256_at(dev, 0, size)
+    doc = {"version": 1, "disks": [{"id": "d", "match": {"name": dev}}],
+           "images": [{"uri": str(image), "format": fmt, "target": "d",
+                       "allow_no_checksum": True}],
+           "bootloader": {"type": "image", "boot_mode": "uefi"}}
+    live = [dict(live_disk(dev), size=size)]
+    planned = pipeline.build_plan(NativeDriver(doc).layout(), live)
+    assert planned.steps[0].kind == "wipe"
+    conf = SimpleNamespace(target_root=str(tmp_path / "target"), events_file=None,
+                           events_fd=None)
+    with pytest.raises(ImageError) as exc:
+        apply.provision(planned, conf, runner=Runner(), live_disks=live)
+    assert sha256_at(dev, 0, size) == before, "the disk changed before the image was refused"
+    assert exc.value.exit_code == 5
+    assert (f"image {image}: its gpt partition table was made for {made}-byte sectors, and "
+            f"{dev} has {disk}-byte logical sectors") in str(exc.value)
+    assert "Nothing of it was written: refused before the run's first write" in str(exc.value)
