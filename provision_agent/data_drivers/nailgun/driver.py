@@ -27,6 +27,7 @@ from provision_agent.data_drivers.nailgun.install import (
 from provision_agent.data_drivers.nailgun.places import fuel_problem
 from provision_agent.data_drivers.nailgun.volume_groups import (
     VgSpaces,
+    kept_raid_mounts,
     kept_volume_groups,
 )
 from provision_agent.data_drivers.nailgun.volumes import (
@@ -124,6 +125,7 @@ class _Translation(VgSpaces, DiskVolumes):
         self.osd_kept = any(v.get("keep_data") for v in _named(spaces, "ceph"))
         self.journals_left = self.ceph_osds
         self.kept_vgs = kept_volume_groups(spaces)
+        self.kept_raids = kept_raid_mounts(spaces)
         for i, space in enumerate(spaces):
             if not isinstance(space, dict) or space.get("type") not in ("disk", "vg"):
                 self.problem(f"ks_spaces[{i}]", "needs type \"disk\" or \"vg\"")
@@ -151,6 +153,8 @@ class _Translation(VgSpaces, DiskVolumes):
                 for p in d["partitions"] if p.get("keep")}
         kept.update({lv["id"]: "is in a volume group kept with keep_data" for vg in self.vgs
                      if vg.get("keep") for lv in vg.get("logical_volumes", [])})
+        kept.update({md["id"]: "is an md array kept with keep_data" for md in self.raids
+                     if md.get("keep")})
         return kept
 
     # --- disk spaces -------------------------------------------------------------------------
@@ -257,11 +261,13 @@ class _Translation(VgSpaces, DiskVolumes):
             before.append((j, vol.get("mount"), vol.get("name")))
 
     def is_kept(self, vol):
-        """A partition volume with keep_data, a Ceph journal beside a kept OSD, or a pv
-        volume of a kept VG."""
+        """A partition volume with keep_data, a Ceph journal beside a kept OSD, a raid volume
+        of a kept array, or a pv volume of a kept VG."""
         if vol.get("type") == "partition" or (vol.get("type") == "raid" and not _mounted(vol)):
             return bool(vol.get("keep_data")) or (vol.get("name") == "cephjournal"
                                                   and self.osd_kept)
+        if vol.get("type") == "raid":
+            return vol.get("mount") in self.kept_raids
         return vol.get("type") == "pv" and vol.get("vg") in self.kept_vgs
 
     def check_profile(self):

@@ -16,25 +16,42 @@ def unknown_kept_type(mount):
             f"file_system")
 
 
-def keep_refused(kind):
-    if kind == "lv":
-        return ("keep_data on a logical volume whose volume group is not kept: put keep_data "
-                "on the group's pv volumes to keep the group with all its logical volumes, as "
-                "fuel-agent did; alone it is refused, because the plan would re-create the "
-                "group and format this volume")
-    return ("keep_data on an md array member: keeping RAID data is not supported yet (the plan "
-            "would re-create the array and format it); refused so that nothing Fuel keeps is "
-            "wiped. Remove keep_data to let this data be destroyed, or keep it on a partition "
-            "or an LVM volume group")
+def keep_refused():
+    """keep_data on a logical volume alone."""
+    return ("keep_data on a logical volume whose volume group is not kept: put keep_data "
+            "on the group's pv volumes to keep the group with all its logical volumes, as "
+            "fuel-agent did; alone it is refused, because the plan would re-create the "
+            "group and format this volume")
+
+
+def unknown_kept_array_type(mount, default):
+    """A kept array's filesystem is mounted as it is, and (unlike a kept partition's) its type
+    cannot be read before the first write: the array is assembled during the run."""
+    return (f"keep_data keeps the md array mounted at {mount}, whose filesystem is used as "
+            f"it is, but the volume gives no file_system: the default {default} would be a "
+            f"guess about data this run does not make, and a wrong one would stop the run at "
+            f"that mount with the tables already edited. Give its file_system")
+
+
+def kept_raid_mounts(spaces):
+    """The mounts whose md array a raid volume with keep_data keeps: the whole array, with
+    every member (each disk's raid volume of that mount), as a kept pv keeps its group."""
+    return {vol.get("mount") for vol in _volumes(spaces) if vol.get("type") == "raid"
+            and vol.get("mount") not in (None, "", "none") and vol.get("keep_data")}
+
+
+def _volumes(spaces):
+    """The used volumes of the disk spaces."""
+    return [vol for space in spaces if isinstance(space, dict) and space.get("type") == "disk"
+            and isinstance(space.get("volumes"), list) for vol in space["volumes"]
+            if isinstance(vol, dict) and _is_num(vol.get("size")) and vol["size"] > 0]
 
 
 def kept_volume_groups(spaces):
     """Names of the VGs a pv volume with keep_data keeps: fuel-agent kept the whole group,
     with every one of its physical volumes and logical volumes."""
-    return {vol.get("vg") for space in spaces if isinstance(space, dict)
-            and space.get("type") == "disk" and isinstance(space.get("volumes"), list)
-            for vol in space["volumes"] if isinstance(vol, dict) and vol.get("type") == "pv"
-            and vol.get("keep_data") and _is_num(vol.get("size")) and vol["size"] > 0}
+    return {vol.get("vg") for vol in _volumes(spaces) if vol.get("type") == "pv"
+            and vol.get("keep_data")}
 
 
 class VgSpaces:
@@ -90,7 +107,7 @@ class VgSpaces:
                 self.refuse(vwhere, "an lv needs a name", vol)
                 continue
             if vol.get("keep_data") and name not in self.kept_vgs:
-                self.refuse(vwhere, keep_refused("lv"), vol)
+                self.refuse(vwhere, keep_refused(), vol)
                 continue
             lid = f"lv{i}-{j}-{_slug(vol['name'])}"[:63]
             lvs.append({"id": lid, "name": vol["name"], "size": int(vol["size"]),

@@ -9,7 +9,10 @@ from provision_agent.data_drivers import native
 from provision_agent.data_drivers.nailgun.document import is_num as _is_num
 from provision_agent.data_drivers.nailgun.document import shown as _shown
 from provision_agent.data_drivers.nailgun.document import slug as _slug
-from provision_agent.data_drivers.nailgun.volume_groups import keep_refused, unknown_kept_type
+from provision_agent.data_drivers.nailgun.volume_groups import (
+    unknown_kept_array_type,
+    unknown_kept_type,
+)
 from provision_agent.plan.model import FS_TYPES_NOT_CARRIED
 from provision_agent.plan.units import MAX_BYTES, MiB
 
@@ -91,9 +94,6 @@ class DiskVolumes:
     def volume(self, n, where, j, vol):
         vwhere = f"{where} volumes[{j}]"
         kind = vol.get("type")
-        if vol.get("keep_data") and kind == "raid" and _mounted(vol):
-            self.refuse(vwhere, keep_refused(kind), vol)
-            return None
         pid = f"d{n}-v{j}"
         part = {"id": pid, "size": int(vol["size"]), "origin": vwhere}
         if kind == "partition":
@@ -126,6 +126,9 @@ class DiskVolumes:
                 part["keep"] = True
         elif kind == "raid":
             part["type"] = "raid"
+            if self.is_kept(vol):
+                # a member of a kept array (build_raids): its place and contents stay
+                part["keep"] = True
             self.raid_members.setdefault(vol["mount"], []).append((pid, vol, vwhere))
         elif kind == "pv":
             part["type"] = "lvm"
@@ -217,6 +220,8 @@ class DiskVolumes:
         for mount, members in self.raid_members.items():
             pid, vol, where = members[0]
             fs_type = vol.get("file_system") or ("ext2" if mount == "/boot" else "xfs")
+            if self.kept_raid_refused(mount, members, fs_type):
+                continue
             if len(members) == 1:
                 LOG.info("%s: only one raid volume for %s, using the partition directly",
                          where, mount)
@@ -229,8 +234,26 @@ class DiskVolumes:
             if mount == "/boot":
                 # Superblock at the end: the bootloader reads each member as a plain filesystem.
                 raid["metadata"] = "1.0"
+            if mount in self.kept_raids:
+                # assembled from its kept members, its filesystem used as it is
+                raid["keep"] = True
             self.raids.append(raid)
             self._fs_or_swap(rid, fs_type, mount, vol, where)
+
+    def kept_raid_refused(self, mount, members, fs_type):
+        """A kept array's (or, with one member, a kept partition's) filesystem is used as it
+        is: its type is not guessed (refused, naming the first member, when none gives it)."""
+        if mount not in self.kept_raids or fs_type == "swap" or any(
+                m[1].get("file_system") not in (None, "none") for m in members):
+            return False
+        pid, vol, where = members[0]
+        if len(members) > 1:
+            self.refuse(where, unknown_kept_array_type(mount, fs_type), vol)
+        elif mount == "/":          # one member: a kept partition, under the partitions' rule
+            self.refuse(where, unknown_kept_type(mount), vol)
+        else:
+            return False
+        return True
 
     def _fs_or_swap(self, device, fs_type, mount, vol, where):
         self.add_fs(device, fs_type, None if fs_type == "swap" else mount, vol, where)

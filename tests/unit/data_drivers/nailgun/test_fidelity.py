@@ -84,20 +84,111 @@ def test_keep_data_on_a_pv_keeps_its_group_when_no_vg_space_describes_it(tmp_pat
     assert [s["args"]["name"] for s in steps if s["kind"] == "vg_create"] == ["os"]
 
 
-def test_keep_data_on_raid_or_on_an_lv_alone_is_refused_naming_fuels_location(tmp_path):
+def test_keep_data_on_an_lv_alone_is_refused_naming_fuels_location(tmp_path):
     spaces = copy.deepcopy(KEPT_DOC_SPACES)
-    spaces[0]["volumes"][1]["keep_data"] = True                  # the /boot raid member
     spaces[3]["volumes"].append({"type": "lv", "name": "var", "mount": "/var", "size": 400,
                                  "keep_data": True})           # os VG not kept
     out = problems(fuel(spaces))
-    assert [p.split(":")[0] for p in out] == [
-        "ks_spaces[0] (vda) volumes[1]", "ks_spaces[3] (os) volumes[1]"]
-    assert "keep_data on an md array member: keeping RAID data is not supported" in out[0]
-    assert "keep_data on a logical volume whose volume group is not kept" in out[1]
+    assert [p.split(":")[0] for p in out] == ["ks_spaces[3] (os) volumes[1]"]
+    assert "keep_data on a logical volume whose volume group is not kept" in out[0]
     # Through the CLI: exit 2 and no plan at all (so no wipe, no mkfs).
     rc, stdout, err = run_cli(tmp_path, fuel(spaces), extra=["--data_driver", "nailgun"])
     assert rc == 2 and stdout == ""
-    assert "ks_spaces[3] (os) volumes[1]" in err and "not supported" in err
+    assert "ks_spaces[3] (os) volumes[1]" in err and "volume group is not kept" in err
+
+
+# --- keep_data on raid volumes: the md array kept, assembled, not re-created --------------
+
+def raid_doc(mount="/srv/data", fs="ext4", kept_on=(0,), members=2):
+    """A / partition on vda, and the raid volume of mount on the first `members` disks, with
+    keep_data on the disks in kept_on; vdb also has a /srv partition (a disk with only a
+    /boot volume is Nailgun's leftover, not used)."""
+    vol = {"type": "raid", "mount": mount, "size": 500, **({"file_system": fs} if fs else {})}
+    srv = {"type": "partition", "mount": "/srv", "file_system": "xfs", "size": 100}
+    return fuel([disk("vda", 4096, [{"type": "boot", "size": 300}, ROOT_PART, dict(
+                     vol, keep_data=0 in kept_on)]),
+                 disk("vdb", 4096, [{"type": "boot", "size": 300}] + ([dict(
+                     vol, keep_data=1 in kept_on)] if members > 1 else []) + [srv])])
+
+
+def json_plan(tmp_path, doc):
+    rc, out, err = run_cli(tmp_path, doc, extra=["--data_driver", "nailgun",
+                                                 "--plan_format", "json"])
+    assert rc == 0, err
+    return json.loads(out)["steps"]
+
+
+@pytest.mark.parametrize("mount,fs,name", [("/srv/data", "ext4", "srv-data"),
+                                          ("/boot", "ext2", "boot")])
+def test_keep_data_on_a_raid_volume_keeps_its_whole_array(tmp_path, mount, fs, name):
+    """keep_data on one member (vda's) keeps the array with every member, vdb's too, as a
+    kept pv keeps its group: the members' partitions stay (spared by the wipe, the tables
+    edited around them), the array is assembled from them and not created, its filesystem
+    is not made anew, and it is mounted where Fuel says and goes into fstab and
+    mdadm.conf."""
+    steps = json_plan(tmp_path, raid_doc(mount, fs))
+    kinds = [s["kind"] for s in steps]
+    assert "md_create" not in kinds
+    (assemble,) = [s["args"] for s in steps if s["kind"] == "md_assemble"]
+    assert assemble == {"device": f"/dev/md/{name}", "name": name, "level": 1,
+                        "members": ["/dev/vda4", "/dev/vdb3"], "spares": []}
+    assert not any(s["kind"] == "mkfs" and s["args"]["device"] == f"/dev/md/{name}"
+                   for s in steps)
+    assert [s["args"]["device"] for s in steps if s["kind"] == "mkfs"] == ["/dev/vdb4"]  # /srv
+    kept = {s["args"]["device"] for s in steps if s["kind"] == "partition" and s["args"]["keep"]}
+    assert kept == {"/dev/vda4", "/dev/vdb3"}
+    wipes = {s["args"]["disk"]: s["args"]["keep"] for s in steps if s["kind"] == "wipe"}
+    assert wipes == {"/dev/vda": [4], "/dev/vdb": [3]}
+    assert kinds.index("md_assemble") < kinds.index("mount")
+    (mounted,) = [s["args"] for s in steps if s["kind"] == "mount"
+                  and s["args"]["mount_point"] == mount]
+    assert (mounted["device"], mounted["fs_type"]) == (f"/dev/md/{name}", fs)
+    fstab = next(s for s in steps if s["kind"] == "fstab")["args"]["entries"]
+    assert any(e["device"] == f"/dev/md/{name}" and e["mount_point"] == mount for e in fstab)
+    assert next(s for s in steps if s["kind"] == "mdadm_conf")["args"]["arrays"] == [
+        f"/dev/md/{name}"]
+
+
+def test_without_keep_data_the_raid_array_is_created_and_formatted(tmp_path):
+    steps = json_plan(tmp_path, raid_doc(kept_on=()))
+    assert [s["args"]["name"] for s in steps if s["kind"] == "md_create"] == ["srv-data"]
+    assert "md_assemble" not in [s["kind"] for s in steps]
+    assert sorted(s["args"]["device"] for s in steps if s["kind"] == "mkfs") == [
+        "/dev/md/srv-data", "/dev/vdb4"]
+    assert not any(s["kind"] == "partition" and s["args"]["keep"] for s in steps)
+
+
+def test_a_kept_array_without_file_system_is_refused_its_type_would_be_a_guess():
+    """A kept partition's filesystem type is checked on the disk before the first write; a
+    kept array's cannot be (it is assembled during the run): fuel-agent's default is not
+    guessed for it."""
+    out = problems(raid_doc(fs=None, kept_on=(1,)))
+    assert [p.split(":")[0] for p in out] == ["ks_spaces[0] (vda) volumes[2]"]
+    assert "keep_data keeps the md array mounted at /srv/data" in out[0]
+    assert "the default xfs would be a guess" in out[0] and "Give its file_system" in out[0]
+
+
+def test_a_single_kept_raid_volume_is_a_kept_partition_under_the_partitions_rule():
+    """One raid volume of a mount is a plain partition holding the filesystem (RAID1 needs
+    two): kept as a partition is, its type checked on the disk by the preflight; a kept /
+    without file_system is refused as a kept / partition is."""
+    doc = native(raid_doc(fs=None, members=1))
+    (part,) = [p for p in doc["disks"][0]["partitions"] if p.get("keep")]
+    assert part["type"] == "raid" and doc["raids"] == []
+    assert {"device": part["id"], "type": "xfs", "mount": "/srv/data"}.items() <= next(
+        f for f in doc["filesystems"] if f["device"] == part["id"]).items()
+    spaces = raid_doc(mount="/", fs=None, members=1)["ks_meta"]["pm_data"]["ks_spaces"]
+    spaces[0]["volumes"].remove(ROOT_PART)
+    out = problems(fuel(spaces))
+    assert "keep_data keeps the filesystem mounted at /" in out[0]
+
+
+def test_no_image_is_written_onto_a_kept_array():
+    doc = raid_doc(mount="/srv/data")
+    doc["ks_meta"]["image_data"]["/srv/data"] = dict(ROOT_IMAGE)
+    out = problems(doc)
+    assert out == ["ks_meta.image_data['/srv/data']: ks_spaces[0] (vda) volumes[2] is an md "
+                   "array kept with keep_data, so no image can be written to it"]
 
 
 def test_without_keep_data_the_same_document_plans():
