@@ -18,7 +18,9 @@ SECRET_KEYS = {"password", "passwd", "plain_text_passwd", "hashed_passwd", "admi
                "content", "user_data", "configdrive", "private_key",
                # an image's Authorization header; Ironic's OCI pull secret and the header
                # Ironic makes of it (instance_info)
-               "authorization", "image_pull_secret", "image_request_authorization_secret"}
+               "authorization", "image_pull_secret", "image_request_authorization_secret",
+               # an encrypted volume's passphrase (unlock.passphrase, a luks_format step)
+               "passphrase"}
 # An image's detached signature (Ironic: image_signature): its URL may carry credentials as
 # image URLs do, and armour given inline is not shown either.
 SIGNATURE_KEYS = {"signature", "image_signature"}

@@ -50,6 +50,8 @@ def payload(node, data_driver, step=layouts.RECORDED):
     for where, what in api.local_paths_of(choice.layout):
         # whatever the data driver: the ironic one refuses them too, the native one cannot
         raise _invalid(f"{choice.describe()}: {where}: {api.local_path_refusal(what)}")
+    for where in api.passphrases_of(choice.layout):
+        raise _invalid(f"{choice.describe()}: {where}: {api.passphrase_refusal}")
     template = layouts.step_choice(node, step) if tenant_rules.from_instance_info(choice) \
         else None
     layout = tenant_rules.keep_template_encryption(choice, template)

@@ -22,7 +22,7 @@ from provision_agent.data_drivers import native, shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
 from provision_agent.plan import boot_mode as boot_mode_rule
-from provision_agent.plan import keep_on_rebuild, local_paths
+from provision_agent.plan import keep_on_rebuild, local_paths, passphrases
 
 # ironic-lib's defaults for the partitions it creates around a partition image.
 ESP_MIB = 200
@@ -153,6 +153,8 @@ class IronicDriver(DataDriver):
             return doc
         for where, what in local_paths.local_paths(doc):
             add(f"layout.{where}", local_paths.refusal(what))
+        for where in passphrases.passphrases(doc):
+            add(f"layout.{where}", passphrases.REFUSAL)
         if not doc.get("images"):
             target, whole = _root_target(doc)
             if target is None:

@@ -229,7 +229,7 @@ def _encrypted(e, where, problems):
         tang=[dict(t) for t in unlock.get("tang", [])], threshold=unlock.get("threshold", 1),
         key_file=model.KeyFile(key_file["uri"], key_file["checksum"],
                                key_file.get("allow_plain_root", False)) if key_file else None,
-        origin=e.get("origin", where))
+        passphrase=unlock.get("passphrase"), origin=e.get("origin", where))
 
 
 def _filesystem(f, where):

@@ -48,6 +48,12 @@ def new_recovery(directory, name):
     return write_secret(os.path.join(directory, f"{name}.recovery"), phrase.encode()), phrase
 
 
+def new_passphrase(directory, name, phrase):
+    """A file holding the operator's passphrase for volume name, as typed (no newline: the
+    console's prompt drops the Enter); its path, for cryptsetup to read as a new key."""
+    return write_secret(os.path.join(directory, f"{name}.passphrase"), phrase.encode())
+
+
 def forget(path):
     """Overwrite and remove a key file (tmpfs keeps no other copy)."""
     try:

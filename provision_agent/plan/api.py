@@ -2,7 +2,14 @@
 the same checks as `provision --dry_run` before anything boots, and nothing here touches a
 machine (the import contracts in setup.cfg keep it so)."""
 
-from provision_agent.plan import boot_mode, inventory, keep_on_rebuild, local_paths, pipeline
+from provision_agent.plan import (
+    boot_mode,
+    inventory,
+    keep_on_rebuild,
+    local_paths,
+    passphrases,
+    pipeline,
+)
 
 load_layout = pipeline.load_layout
 check_layout = pipeline.check_layout
@@ -17,3 +24,6 @@ apply_keep_on_rebuild = keep_on_rebuild.apply
 # what the conductor refuses in any layout it sends (the ironic data driver does too)
 local_paths_of = local_paths.local_paths
 local_path_refusal = local_paths.refusal
+# encrypted volumes' passphrases: never through Ironic (plan/passphrases.py says why)
+passphrases_of = passphrases.passphrases
+passphrase_refusal = passphrases.REFUSAL

@@ -108,7 +108,8 @@ class KeyFile:
 class Encrypted:
     """A LUKS2 volume on `device` (a partition, an array, a logical volume or a whole disk),
     opened as /dev/mapper/NAME; its id is usable wherever a device id is. Unlocked in the
-    installed system by TPM2 and/or Tang (clevis, `threshold` of them), or by a key file."""
+    installed system by TPM2 and/or Tang (clevis, `threshold` of them), or by a key file;
+    and/or by a passphrase typed at its console."""
     id: str
     device: str
     name: str
@@ -122,6 +123,8 @@ class Encrypted:
     threshold: int = 1
     key_file: KeyFile | None = None
     origin: str = ""
+    # A credential (typed at the console at boot): kept out of repr() so no log line shows it.
+    passphrase: str | None = field(default=None, repr=False)
 
     def methods(self):
         """How many clevis pins unlock it (TPM2 counts one, each Tang server one)."""

@@ -25,7 +25,7 @@ def volumes(res, on_lvs):
             device, e.name, e.cipher, e.key_size, list(res.layout.recovery_recipients),
             res.luks_sector_sizes.get(e.id, e.sector_size), clevis_config(e),
             e.key_file.uri if e.key_file else None,
-            e.key_file.checksum if e.key_file else None,
+            e.key_file.checksum if e.key_file else None, e.passphrase,
             description=f"LUKS2 on {device}, unlocked by {_unlock_text(e, plain_root)}, "
                         f"and a recovery key"))
         steps.append(st.LuksOpen(device, e.name, e.discard,
@@ -34,8 +34,9 @@ def volumes(res, on_lvs):
 
 
 def clevis_config(e):
-    """clevis sss's config for e's tpm2 and tang methods; None for a key file."""
-    if e.key_file:
+    """clevis sss's config for e's tpm2 and tang methods; None for a key file or a passphrase
+    alone."""
+    if e.key_file or not e.methods():
         return None
     pins = {}
     if e.tpm2_pcrs is not None:
@@ -61,7 +62,8 @@ def crypttab(res):
             # opened after the network is up; the root's Tang is the initramfs's business
             options.append("_netdev")
         pins = (["key_file"] if e.key_file else
-                (["tpm2"] if e.tpm2_pcrs is not None else []) + (["tang"] if e.tang else []))
+                (["tpm2"] if e.tpm2_pcrs is not None else []) + (["tang"] if e.tang else [])
+                + (["passphrase"] if e.passphrase is not None else []))
         entries.append({"name": e.name, "device": res.devices.get(e.device),
                         "key_file": f"/etc/cryptsetup-keys.d/{e.name}.key" if e.key_file
                         else None, "options": ",".join(options), "unlock": pins,
@@ -103,6 +105,9 @@ def _unlock_text(e, plain_root=False):
     methods = ([f"TPM2 (PCRs {','.join(map(str, e.tpm2_pcrs))})"]
                if e.tpm2_pcrs is not None else [])
     methods += [f"Tang {redact.url(t['url'])}" for t in e.tang]
-    if len(methods) == 1:
-        return methods[0]
-    return f"{e.threshold} of {', '.join(methods)}"
+    # the passphrase itself is a credential: the plan says only that there is one
+    typed = "a passphrase typed at the console"
+    if not methods:
+        return typed
+    text = methods[0] if len(methods) == 1 else f"{e.threshold} of {', '.join(methods)}"
+    return f"{text} or {typed}" if e.passphrase is not None else text

@@ -2,7 +2,9 @@
 
 No step holds a key: the executor generates each volume's key in the ramdisk's private tmpfs
 and wipes it when the volume is bound, or reads it from `key_file` (a URL, shown in a plan
-only redacted) after checking `key_checksum`. The recovery key is generated the same way and
+only redacted) after checking `key_checksum`. A `passphrase` the operator chose is the one
+credential a step carries: every plan shows it as "<redacted>" (redact.SECRET_KEYS) and
+repr() leaves it out. The recovery key is generated the same way and
 leaves the machine only encrypted to `recovery_recipients` (age public keys).
 """
 
@@ -16,7 +18,8 @@ from provision_agent.plan.step_base import OPTIONAL, Step
 class LuksFormat(Step):
     """LUKS2 on `device`; a recovery key in a keyslot of its own; then, unless a key file
     opens it, the clevis binding `clevis` (clevis sss's own config: {"t": N, "pins": {...}})
-    in another keyslot, and the install key's keyslot removed."""
+    and/or `passphrase` (asked for at the console at boot; shown redacted) in keyslots of
+    their own, and the install key's keyslot removed."""
     kind: ClassVar[str] = "luks_format"
     device: str
     name: str
@@ -27,6 +30,7 @@ class LuksFormat(Step):
     clevis: dict | None = field(default=None, metadata=OPTIONAL)
     key_file: str | None = field(default=None, metadata=OPTIONAL)
     key_checksum: str | None = field(default=None, metadata=OPTIONAL)
+    passphrase: str | None = field(default=None, metadata=OPTIONAL, repr=False)
 
 
 @dataclass
@@ -40,8 +44,9 @@ class LuksOpen(Step):
 
 @dataclass
 class Crypttab(Step):
-    """entries: {name, device, key_file (its path in the target, or null: clevis unlocks it),
-    options, unlock (the clevis pins, or ["key_file"]), root (/ stands on it: the initramfs
+    """entries: {name, device, key_file (its path in the target, or null: clevis unlocks it,
+    or the passphrase is asked for), options, unlock (the clevis pins and "passphrase", or
+    ["key_file"]), root (/ stands on it: the initramfs
     opens it)}, written by the LUKS UUID read from `device`; a key file is copied into the
     target at its path, readable by root only. The image must carry what unlocking needs."""
     kind: ClassVar[str] = "crypttab"

@@ -56,13 +56,19 @@ def _check_unlock(e, add):
         if methods:
             add(e, "unlock: a key file opens the volume on its own; bind tpm2 or tang to the "
                    "volume the key file lives on instead")
+        if e.passphrase is not None:
+            add(e, "unlock: a key file opens the volume on its own, so its passphrase would "
+                   "never be asked for; the recovery key is there for when the key file is "
+                   "lost: give key_file or passphrase")
         if e.threshold != 1:
             add(e, "unlock: threshold counts tpm2 and tang methods; a key file has none")
         return
-    if not methods:
-        add(e, "unlock needs tpm2, tang or key_file: the installed system has to open the "
-               "volume by itself")
-    elif e.threshold > methods:
+    if not methods and e.passphrase is None:
+        add(e, "unlock needs tpm2, tang, key_file or passphrase: the installed system has to "
+               "open the volume by itself, or ask for its passphrase at the console")
+    elif not methods and e.threshold != 1:
+        add(e, "unlock: threshold counts tpm2 and tang methods; a passphrase alone has none")
+    elif methods and e.threshold > methods:
         add(e, f"unlock: threshold {e.threshold} but only {methods} method(s) (tpm2 counts "
                f"one, each tang server one)")
 
@@ -98,7 +104,7 @@ def _check_boot(layout, under, add):
         crypt = under[root.device]
         if crypt.key_file:
             add(crypt, "the root filesystem's volume cannot be opened by a key file: the key "
-                       "would live on the volume it opens; use tpm2 or tang")
+                       "would live on the volume it opens; use tpm2, tang or a passphrase")
         if bl and bl.type == "grub2" and "/boot" not in mounts:
             add(root, "/ is encrypted and there is no /boot: the bootloader needs the kernel "
                       "and initramfs on a plain filesystem; add a /boot partition")
@@ -128,7 +134,8 @@ def _check_key_files(layout, under, add):
             add(e, f"unlock.key_file: the key would be stored in clear at "
                    f"/etc/cryptsetup-keys.d/{e.name}.key on the installed root, and / is not "
                    f"encrypted, so whoever has the disks reads the key and the volume; encrypt "
-                   f"/ (tpm2 or tang), unlock this volume by tpm2 or tang, or, if the key in "
+                   f"/ (tpm2, tang or a passphrase), unlock this volume by tpm2, tang or a "
+                   f"passphrase, or, if the key in "
                    f"clear is meant (the volume's disk may leave without the one / is on, or "
                    f"it is there for a crypto-erase), set "
                    f"unlock.key_file.allow_plain_root: true")

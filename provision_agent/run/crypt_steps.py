@@ -2,9 +2,11 @@
 from one step to the next: each open volume's key file and each volume's recovery key, which
 leaves the machine only as age ciphertext (report["recovery_keys"]).
 
-A volume that clevis unlocks keeps the key it was made with only until its crypttab is
-written: then that keyslot is destroyed and the file wiped, and the volume opens by its
-clevis binding or its recovery key alone.
+A volume that clevis or a passphrase unlocks keeps the key it was made with only until its
+crypttab is written: then that keyslot is destroyed and the file wiped, and the volume opens
+by its clevis binding, its passphrase or its recovery key alone. The passphrase reaches
+cryptsetup as a file of the private tmpfs (luks.KEY_DIR), wiped as soon as its keyslot is
+made: never an argument, stdin or a log line.
 """
 
 import hashlib
@@ -42,7 +44,7 @@ def missing_packages(root, entries):
     """Debian packages the image lacks for the crypttab entries, in a stable order."""
     wanted = ["luks"]
     for e in entries:
-        pins = [p for p in e["unlock"] if p != "key_file"]
+        pins = [p for p in e["unlock"] if p not in ("key_file", "passphrase")]
         if e["root"]:
             wanted.append("root")
         if pins:
@@ -81,9 +83,16 @@ class CryptSteps:
             sealed = luks.age_encrypt(self.runner, step.recovery_recipients, recovery)
         finally:
             luks.forget(recovery)
+        if step.passphrase is not None:
+            typed = luks.new_passphrase(directory, step.name, step.passphrase)
+            try:
+                luks.add_key(self.runner, step.device, key, typed)
+            finally:
+                luks.forget(typed)
         if step.clevis:
             luks.clevis_bind(self.runner, step.device, key,
                              json.dumps(step.clevis, sort_keys=True))
+        if step.clevis or step.passphrase is not None:
             self.unbind.append((step.device, key))
         self.keys[step.device] = key
         uuid = luks.luks_uuid(self.runner, step.device)

@@ -164,3 +164,50 @@ def test_links_in_the_image_are_followed_inside_it_never_out(crypt, tmp_path):
     os.unlink(root + "/usr/sbin/cryptsetup")
     os.symlink("/bin/cryptsetup", root + "/usr/sbin/cryptsetup")
     assert missing_packages(root, entries) == []
+
+
+PASSPHRASE = "Tr0ub4dor&3 horse-battery"
+
+
+@pytest.mark.parametrize("clevis", [None, CLEVIS])
+def test_a_passphrase_gets_a_keyslot_of_its_own_by_a_private_file_never_an_argument(
+        crypt, clevis, caplog):
+    """The passphrase reaches cryptsetup as a root-only file of the private key directory,
+    exactly as typed (no newline: the console's prompt drops the Enter), and is wiped as soon
+    as its keyslot is made; the install key's slot goes with crypttab, which says `none` so
+    that the installed system asks for it at the console."""
+    caplog.set_level("DEBUG")
+    steps, root = crypt
+    steps.luks_format(fmt(clevis=clevis, passphrase=PASSPHRASE))
+    argvs = steps.runner.argvs
+    heads = [" ".join(a[:2]) for a in argvs]
+    assert heads[:4] == ["cryptsetup luksFormat", "cryptsetup luksAddKey", "age --encrypt",
+                         "cryptsetup luksAddKey"]
+    install_key = argvs[0][argvs[0].index("--key-file") + 1]
+    typed = argvs[3][-1]
+    assert argvs[3] == ["cryptsetup", "luksAddKey", "--batch-mode", "--key-file", install_key,
+                        "/dev/md/os", typed]
+    assert os.path.dirname(typed) == os.path.dirname(install_key) and typed.endswith(
+        "cryptos.passphrase")
+    assert PASSPHRASE.encode() in steps.runner.key_contents     # read while it existed, 0600
+    assert not os.path.exists(typed)                           # wiped right after
+    assert ("clevis luks" in heads) is (clevis is not None)
+    steps.luks_open(make("luks_open", {"device": "/dev/md/os", "name": "cryptos"}))
+    image(root, *DEBIAN_CLEVIS_TPM2)
+    steps.crypttab(make("crypttab", {"entries": [{
+        "name": "cryptos", "device": "/dev/md/os", "key_file": None, "options": "luks",
+        "unlock": (["tpm2"] if clevis else []) + ["passphrase"], "root": True}]}))
+    assert argvs[-1] == ["cryptsetup", "luksRemoveKey", "--batch-mode", "/dev/md/os",
+                         install_key]
+    assert os.listdir(os.path.dirname(install_key)) == []
+    with open(root + "/etc/crypttab") as f:
+        assert f.read().splitlines()[1] == f"cryptos\tUUID={UUID}\tnone\tluks"
+    assert PASSPHRASE not in repr(argvs) + caplog.text + repr(steps.recovery_keys)
+
+
+def test_a_passphrase_volume_needs_only_cryptsetup_of_the_image():
+    entries = [{"name": "data", "device": "/dev/os/data", "key_file": None, "options": "luks",
+                "unlock": ["passphrase"], "root": False}]
+    assert missing_packages("/nonexistent", entries) == ["cryptsetup-bin"]
+    root = dict(entries[0], root=True)
+    assert missing_packages("/nonexistent", [root]) == ["cryptsetup-bin", "cryptsetup-initramfs"]

@@ -124,6 +124,23 @@ class TestNoRamdiskPaths(TenantCase):
         self.assertIn("driver_info/provision_layout: encrypted[0].unlock.key_file.uri: a path "
                       "in the ramdisk", str(exc))
 
+    def test_a_passphrase_is_refused_whoever_gives_it_and_never_shown(self):
+        """Ironic keeps instance_info and deploy templates in clear and shows them through
+        its API: a console passphrase is not taken through it (plan/passphrases.py)."""
+        layout = copy.deepcopy(SINGLE)
+        layout["encrypted"] = [{"id": "crypt-swap", "device": "swap",
+                                "unlock": {"passphrase": "s3cret typed at boot"}}]
+        layout["recovery"] = {"age_recipients": [AGE_OPERATOR]}
+        for data_driver in ("ironic", "native"):
+            self._set(driver=layout)
+            exc = self.assertRaises(exception.InvalidParameterValue, self._validate,
+                                    data_driver)
+            self.assertIn("driver_info/provision_layout: encrypted[0].unlock.passphrase: a "
+                          "passphrase is not taken through Ironic", str(exc))
+            self.assertNotIn("s3cret", str(exc))
+            self.assertRaises(exception.InvalidParameterValue, sent.payload,
+                              self.node, data_driver)
+
     def test_instance_info_image_source_as_a_path_is_refused(self):
         self.node.instance_info = dict(self.node.instance_info, image_source=self.JOB)
         self.node.save()
