@@ -57,6 +57,18 @@ pkgs=$(chroot "$1" dpkg-query -W -f="\${db:Status-Abbrev} \${Package}\n" usrmerg
 [ -z "$pkgs" ] || chroot "$1" apt-get -y -qq purge $pkgs >/dev/null
 '
 
+# jfsutils, ntfs-3g, reiserfsprogs: provision runs their mkfs only; their fsck, debug, tune,
+# resize and FUSE tools are 2.3 MB (0.75 MiB compressed). /bin/ntfs-3g stays: its postinst
+# chmods it.
+fs_trim=()
+for f in /sbin/fsck.jfs /sbin/jfs_fsck /sbin/jfs_debugfs /sbin/jfs_fscklog /sbin/jfs_logdump \
+         /sbin/jfs_tune '/bin/ntfs[a-z]*' '/sbin/ntfs[a-z]*' /usr/bin/ntfsdecrypt /bin/lowntfs-3g \
+         /bin/ntfs-3g.probe /sbin/mount.lowntfs-3g /sbin/debugreiserfs /sbin/debugfs.reiserfs \
+         /sbin/reiserfsck /sbin/fsck.reiserfs /sbin/reiserfstune /sbin/tunefs.reiserfs \
+         /sbin/resize_reiserfs; do
+  fs_trim+=("--dpkgopt=path-exclude=$f")
+done
+
 echo "base: mmdebstrap $suite (minbase) from $mirror"
 mmdebstrap --mode=root --variant=minbase --quiet "${components[@]}" \
   --include="$include" \
@@ -65,7 +77,7 @@ mmdebstrap --mode=root --variant=minbase --quiet "${components[@]}" \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
-  --dpkgopt='path-exclude=/usr/share/info/*' \
+  --dpkgopt='path-exclude=/usr/share/info/*' "${fs_trim[@]}" \
   --customize-hook="$kernel_hook" \
   --customize-hook="$perl_hook" \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}\t\${Version}\t\${Installed-Size}\n" > "$1/.build/packages.tsv"' \
@@ -97,6 +109,7 @@ keep=(
   kernel/fs/ext4 kernel/fs/jbd2 kernel/fs/mbcache.ko kernel/fs/xfs kernel/fs/fat kernel/fs/btrfs
   kernel/fs/isofs kernel/fs/nls kernel/fs/efivarfs kernel/fs/overlayfs kernel/fs/squashfs
   kernel/crypto kernel/arch/x86/crypto kernel/lib
+  kernel/fs/jfs kernel/fs/reiserfs
 )
 read -r -a extra_modules <<< "${EXTRA_MODULES:-}"
 dest=$root/lib/modules/$kver
