@@ -154,6 +154,8 @@ def build_layout(doc):
             meta_data=c.get("meta_data"), user_data=c.get("user_data"),
             network_data=c.get("network_data"), partition=c.get("partition"),
             disk=c.get("disk"), origin=c.get("origin", "$.configdrive"))
+    for i, _pool in enumerate(doc.get("zfs_pools", [])):
+        problems.append(Problem(f"$.zfs_pools[{i}]", model.ZFS_REFUSED))
     if problems:
         raise InputError(problems)
     return layout

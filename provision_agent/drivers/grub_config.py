@@ -17,7 +17,7 @@ LOG = logging.getLogger(__name__)
 KERNEL_PREFIX = "vmlinuz-"
 INITRD_NAMES = ("initrd.img-{}", "initramfs-{}.img", "initrd-{}")
 GRUB_FS_MODULE = {"ext2": "ext2", "ext3": "ext2", "ext4": "ext2", "xfs": "xfs",
-                  "btrfs": "btrfs", "vfat": "fat"}
+                  "btrfs": "btrfs", "vfat": "fat", "jfs": "jfs", "reiserfs": "reiserfs"}
 
 
 def _version_key(version):

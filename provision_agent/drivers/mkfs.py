@@ -1,7 +1,13 @@
 """Make filesystems and swap; each tool is told to overwrite without asking."""
 import re
 
-LABEL_FLAG = {"vfat": "-n"}
+LABEL_FLAG = {"vfat": "-n", "reiserfs": "-l"}
+# The ones each tool needs to write without asking: mkfs.jfs -q answers its "continue?" with
+# yes; mkfs.ntfs -Q skips zeroing the whole device (a cluster-by-cluster write of all of it)
+# and -F lets it write to an array or a logical volume, which it takes for a whole disk;
+# mkfs.reiserfs asks unless -f is given twice.
+NO_QUESTIONS = {"jfs": ["mkfs.jfs", "-q"], "ntfs": ["mkfs.ntfs", "-Q", "-F"],
+                "reiserfs": ["mkfs.reiserfs", "-f", "-f", "-q"]}
 
 
 def argv(fs_type, device, label=None, options=()):
@@ -13,6 +19,8 @@ def argv(fs_type, device, label=None, options=()):
         cmd = [f"mkfs.{fs_type}", "-f"]
     elif fs_type == "vfat":
         cmd = ["mkfs.vfat"]
+    elif fs_type in NO_QUESTIONS:
+        cmd = list(NO_QUESTIONS[fs_type])
     else:
         raise ValueError(f"no mkfs for {fs_type!r}")
     if label:

@@ -11,11 +11,22 @@ from dataclasses import dataclass, field
 from provision_agent.plan.units import Size
 
 PARTITION_TYPES = ("bios_grub", "esp", "raid", "lvm", "swap", "linux", "custom")
-FS_TYPES = ("ext2", "ext3", "ext4", "xfs", "vfat", "btrfs", "swap")
-# Filesystems Debian has a mkfs for that provision's ramdisk does not carry: the schema takes
-# them so that validation can say so (type: (mkfs tool, Debian package)).
-FS_TYPES_NOT_CARRIED = {"jfs": ("mkfs.jfs", "jfsutils"), "ntfs": ("mkfs.ntfs", "ntfs-3g"),
-                        "reiserfs": ("mkfs.reiserfs", "reiserfsprogs")}
+FS_TYPES = ("ext2", "ext3", "ext4", "xfs", "vfat", "btrfs", "swap", "jfs", "ntfs", "reiserfs")
+# Why provision makes no ZFS (curtin's zpool and zfs actions, its zfsroot filesystem type): the
+# schema takes them so that validation can say so.
+ZFS_REFUSED = ("ZFS is not made by provision: OpenZFS's kernel module is not in Debian main "
+               "(Debian ships it in contrib as zfs-dkms, source compiled for each kernel, for "
+               "its CDDL licence), and the ramdisk is built from main and non-free-firmware "
+               "only; built, its modules are about 29 MiB (Alpine's zfs-lts package), a "
+               "quarter of the ramdisk's 120 MiB budget. Use md RAID and LVM, or btrfs")
+# Filesystems the schema takes that provision's ramdisk cannot make (type: why), so that
+# validation can say so. jfs, ntfs and reiserfs are made since the ramdisk carries their mkfs
+# (ramdisk/packages.txt).
+FS_TYPES_NOT_CARRIED = {"zfs": ZFS_REFUSED, "zfsroot": ZFS_REFUSED}
+# Filesystems the ramdisk makes but cannot mount (type: why): a mount point is refused.
+FS_TYPES_NOT_MOUNTED = {
+    "ntfs": "Linux 6.1 (the ramdisk's kernel) mounts NTFS as ntfs3, or as ntfs through "
+            "ntfs-3g over FUSE, and the ramdisk carries neither module"}
 MOUNT_TYPES = ("tmpfs", "ramfs", "bind")
 RAID_LEVELS = (0, 1, 4, 5, 6, 10)
 IMAGE_FORMATS = ("raw", "disk", "tar", "qcow2")

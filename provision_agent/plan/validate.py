@@ -231,7 +231,7 @@ def _check_named_tables(layout, add):
 
 # Longest label each mkfs accepts.
 LABEL_MAX = {"vfat": 11, "xfs": 12, "ext2": 16, "ext3": 16, "ext4": 16, "swap": 16,
-             "btrfs": 255}
+             "btrfs": 255, "jfs": 16, "reiserfs": 16, "ntfs": 128}
 
 
 def _check_filesystems(layout, use, block_ids, add):

@@ -1,5 +1,6 @@
 """Checks of what goes into fstab besides the layout's devices' filesystems (tmpfs, ramfs and
-bind mounts), and of the filesystem types Debian can make that provision's ramdisk cannot."""
+bind mounts), of the filesystem types Debian can make that provision's ramdisk cannot, and of
+those it makes but cannot mount."""
 
 from provision_agent.plan import model
 from provision_agent.plan.validate_text import mount_point_problem
@@ -12,9 +13,12 @@ def _blank_or_control(text):
 def check(layout, add, where):
     for fs in layout.filesystems:
         if fs.type in model.FS_TYPES_NOT_CARRIED:
-            tool, package = model.FS_TYPES_NOT_CARRIED[fs.type]
-            add(fs, f"filesystem type {fs.type!r} needs {tool} (Debian's {package}), which "
-                    f"provision's ramdisk does not carry: use ext4, xfs, btrfs or vfat")
+            add(fs, f"filesystem type {fs.type!r}: {model.FS_TYPES_NOT_CARRIED[fs.type]}")
+        elif fs.type in model.FS_TYPES_NOT_MOUNTED and fs.mount:
+            add(fs, f"filesystem type {fs.type!r} is made but not mounted by provision: "
+                    f"{model.FS_TYPES_NOT_MOUNTED[fs.type]}; leave its mount unset (the "
+                    f"installed system can mount it: add its fstab line with ntfs-3g or "
+                    f"ntfs3 in the image), or use ext4, xfs, btrfs or vfat")
     taken = {fs.mount: fs for fs in layout.filesystems if fs.mount}
     if layout.mounts and "/" not in taken:
         add(layout.mounts[0], "mounts are written to the fstab of the root filesystem the "

@@ -197,7 +197,8 @@ def check_arrays_and_groups(plan, want):
 def check_filesystems(plan, want):
     layout = {f["device"]: f for f in plan["layout"]["filesystems"]}
     mkfs = {a["device"]: a for a in of_kind(plan["steps"], "mkfs")}
-    fstab = {e["device"]: e for a in of_kind(plan["steps"], "fstab") for e in a["entries"]}
+    entries = [e for a in of_kind(plan["steps"], "fstab") for e in a["entries"]]
+    fstab = {e["device"]: e for e in entries if "device" in e}
     assert sorted(layout) == sorted(want["filesystems"])
     for dev, spec in want["filesystems"].items():
         fs, fstype = layout[dev], spec["fstype"]
@@ -208,7 +209,7 @@ def check_filesystems(plan, want):
             assert dev not in mkfs, f"{dev} is kept, yet made anew"
         else:
             assert mkfs[dev]["fs_type"] == fs["type"], dev
-            assert mkfs[dev]["options"] == FAT.get(fstype, []), dev
+            assert mkfs[dev]["options"] == spec.get("mkfs_options", FAT.get(fstype, [])), dev
             assert mkfs[dev]["label"] == spec.get("label"), dev
         if spec.get("path"):
             assert fstab[dev]["mount_point"] == spec["path"], dev
@@ -217,6 +218,13 @@ def check_filesystems(plan, want):
             assert fstab[dev]["fs_type"] == "swap", dev
         else:
             assert dev not in fstab, dev
+    # curtin's mount actions without a device (tmpfs, ramfs, bind): fstab lines of their own
+    mounts = {e["mount_point"]: e for e in entries if "spec" in e}
+    assert sorted(mounts) == sorted(want.get("mounts", {}))
+    for path, spec in want.get("mounts", {}).items():
+        line = mounts[path]
+        assert (line["spec"], line["fs_type"], line["options"], line["dump"]) == (
+            spec["spec"], spec["fstype"], spec["options"], spec.get("freq", 0)), path
 
 
 def check_encrypted(steps, want):

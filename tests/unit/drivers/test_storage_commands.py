@@ -84,9 +84,19 @@ def test_mkfs_argv(fs, label, expected):
     assert mkfs.argv(fs, "/dev/d", label, ["-E", "x"]) == expected
 
 
+@pytest.mark.parametrize("fs,label,expected", [
+    # each writes without asking: no prompt can hang the run
+    ("jfs", "j", ["mkfs.jfs", "-q", "-L", "j", "/dev/d"]),
+    ("ntfs", "n", ["mkfs.ntfs", "-Q", "-F", "-L", "n", "/dev/d"]),
+    ("reiserfs", "r", ["mkfs.reiserfs", "-f", "-f", "-q", "-l", "r", "/dev/d"]),
+])
+def test_mkfs_argv_of_the_other_filesystems(fs, label, expected):
+    assert mkfs.argv(fs, "/dev/d", label) == expected
+
+
 def test_mkfs_unknown_type():
     with pytest.raises(ValueError):
-        mkfs.argv("ntfs", "/dev/d")
+        mkfs.argv("zfs", "/dev/d")
 
 
 def test_fstab_lines_by_uuid():

@@ -262,7 +262,7 @@ SRV = {"type": "partition", "mount": "/srv", "file_system": "xfs", "size": 100}
 @pytest.mark.parametrize("srv, expected", [
     (dict(SRV, file_system="zfs"), "ks_spaces[0] (sda) volumes[2]: file_system 'zfs' is not "
                                    "one provision makes (ext2, ext3, ext4, xfs, vfat, btrfs, "
-                                   "swap)"),
+                                   "swap, jfs, ntfs, reiserfs)"),
     (dict(SRV, mount="srv"), "ks_spaces[0] (sda) volumes[2].mount: 'srv' is not valid here: "
                              "expected an absolute path such as /var/lib"),
     (dict(SRV, disk_label="a-label-too-long-for-any"),
