@@ -1,6 +1,7 @@
 """The ramdisk boots, SSH works with a pinned host key, and the tools provision needs are there."""
 
 import hashlib
+import subprocess
 
 
 def test_provision_and_storage_tools_present(shared_vm):
@@ -8,7 +9,7 @@ def test_provision_and_storage_tools_present(shared_vm):
     tools = ["mdadm", "lvm", "sgdisk", "sfdisk", "parted", "mkfs.ext4", "mkfs.xfs", "mkfs.vfat",
              "mkfs.btrfs", "qemu-img", "grub-install", "efibootmgr", "xorriso", "wipefs",
              "cryptsetup", "clevis", "clevis-encrypt-tpm2", "clevis-encrypt-tang", "age",
-             "nvme", "hdparm"]
+             "nvme", "hdparm", "mkfs.jfs", "mkfs.ntfs", "mkfs.reiserfs"]
     found = shared_vm.ssh("for t in " + " ".join(tools) + "; do command -v $t || true; done")
     assert [p.rsplit("/", 1)[-1] for p in found.stdout.split()] == tools
     assert "Personalities" in shared_vm.mdstat()
@@ -54,8 +55,24 @@ def test_manifest_matches_artefacts(ramdisk):
     # heartbeats, which costs more than the seconds the larger initramfs adds to a PXE load.
     assert manifest["artefacts"]["initramfs"]["bytes"] <= 120 * (1 << 20)
     for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv",
-                "cryptsetup-bin", "clevis-luks", "clevis-tpm2", "age"):
+                "cryptsetup-bin", "clevis-luks", "clevis-tpm2", "age", "jfsutils", "ntfs-3g",
+                "reiserfsprogs"):
         assert pkg in manifest["packages"], pkg
+
+
+def test_jfs_ntfs_and_reiserfs_are_made_and_jfs_and_reiserfs_mounted(ramdisk):
+    """The base layer (the initramfs's first archive) holds their mkfs and the modules that
+    mount jfs and reiserfs, with the aliases mount's module request finds; not their fsck or
+    FUSE tools (path-excluded in build-base.sh)."""
+    unzstd = subprocess.Popen(["zstd", "-dc", str(ramdisk.initramfs)], stdout=subprocess.PIPE)
+    listing = subprocess.run(["cpio", "-t", "--quiet"], stdin=unzstd.stdout,
+                             capture_output=True, text=True, timeout=300).stdout.split()
+    unzstd.stdout.close()
+    unzstd.wait(timeout=60)
+    names = {name.rsplit("/", 1)[-1] for name in listing}
+    assert {"mkfs.jfs", "mkfs.ntfs", "mkntfs", "mkfs.reiserfs", "mkreiserfs", "jfs.ko",
+            "reiserfs.ko"} <= names
+    assert not names & {"jfs_fsck", "reiserfsck", "ntfsclone", "lowntfs-3g"}
 
 
 # As root in a chroot: chroot into a subdirectory while the working directory stays outside
