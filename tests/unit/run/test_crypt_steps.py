@@ -211,3 +211,28 @@ def test_a_passphrase_volume_needs_only_cryptsetup_of_the_image():
     assert missing_packages("/nonexistent", entries) == ["cryptsetup-bin"]
     root = dict(entries[0], root=True)
     assert missing_packages("/nonexistent", [root]) == ["cryptsetup-bin", "cryptsetup-initramfs"]
+
+
+def test_the_passphrase_is_in_no_event_log_line_or_error_of_a_run(tmp_path, caplog):
+    """The executor's events (what Ironic keeps), its log and a failed step's error, for a run
+    that formats a passphrase volume and fails to open it."""
+    import io
+
+    from provision_agent.errors import CommandError
+    from provision_agent.run.events import Events
+    from provision_agent.run.executor import Executor
+    from tests.unit.fakes import FakeRunner
+    caplog.set_level("DEBUG")
+    stream = io.StringIO()
+    runner = FakeRunner({"cryptsetup luksUUID": UUID + "\n", "age": "-----BEGIN AGE-----\n"},
+                        fail=("cryptsetup open",))
+    ex = Executor(runner, Events([stream]), str(tmp_path / "target"))
+    ex.crypt.key_base = str(tmp_path / "keys")
+    with pytest.raises(CommandError) as exc:
+        ex.execute([fmt(clevis=None, passphrase=PASSPHRASE),
+                    make("luks_open", {"device": "/dev/md/os", "name": "cryptos"})])
+    events = stream.getvalue()
+    assert '"kind": "luks_format", "status": "done"' in events
+    assert '"status": "failed"' in events
+    assert ["cryptsetup", "luksAddKey"] in [c[:2] for c in runner.calls[3:4]]
+    assert PASSPHRASE not in events + caplog.text + str(exc.value) + repr(runner.calls)
