@@ -10,7 +10,7 @@ import jsonschema
 from provision_agent.data_drivers import shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
-from provision_agent.plan import keep_on_rebuild, model
+from provision_agent.plan import iscsi, keep_on_rebuild, model
 from provision_agent.plan.units import parse_size
 
 
@@ -162,13 +162,29 @@ def build_layout(doc):
 
 
 def _disk(d, where, problems):
-    disk = model.Disk(id=d["id"], hints=dict(d["match"]), table=d.get("table", "gpt"),
+    disk = model.Disk(id=d["id"], hints=dict(d.get("match") or {}), table=d.get("table", "gpt"),
                       table_named="table" in d,
                       fallback_hints=[dict(h) for h in d.get("fallback_match", [])],
                       wipe=d.get("wipe", True), origin=d.get("origin", where),
                       from_inventory=d.get("from_inventory", False), pick=d.get("pick"),
                       exclude=[dict(h) for h in d.get("exclude", [])])
     disk.partitions = _partitions(d, where, problems)
+    if "iscsi" in d:
+        if "match" in d or "fallback_match" in d:
+            problems.append(Problem(f"{where}.match", "an iSCSI disk is found by its portal, "
+                                    "target and LUN: give iscsi or match, not both"))
+        spec = d["iscsi"]
+        if isinstance(spec, str):        # curtin's URI; its credentials never in a message
+            try:
+                spec = iscsi.parse_uri(spec)
+            except ValueError as exc:
+                problems.append(Problem(f"{where}.iscsi", str(exc)))
+                spec = {"portal": "-", "target": "-"}
+        disk.iscsi = iscsi.from_document(spec)
+        try:
+            disk.hints = iscsi.hints(disk.iscsi)
+        except ValueError:
+            disk.hints = {"by_path": "-"}     # validation names the portal's problem
     return disk
 
 

@@ -13,6 +13,8 @@ never rebuilds, on software RAID either. `bootloader.initramfs: "rebuild"` asks 
 rebuild anyway (an image whose initramfs was built for another machine's drivers).
 """
 
+from provision_agent.plan import iscsi
+
 KEEP = "keep"
 REBUILD = "rebuild"
 # formats that write a filesystem image as it is onto the target device
@@ -26,7 +28,8 @@ def choose(layout, multipath_wwids):
     if bl is not None and getattr(bl, "initramfs", "auto") == REBUILD:
         return REBUILD, "asked for (bootloader.initramfs)", []
     stacked = [what for what, present in (
-        ("encryption", layout.encrypted), ("multipath", multipath_wwids)) if present]
+        ("encryption", layout.encrypted), ("multipath", multipath_wwids),
+        ("/ on iSCSI", iscsi.root_target(layout))) if present]
     if stacked:
         return REBUILD, f"the layout has {' and '.join(stacked)}", []
     root = next((fs for fs in layout.filesystems if fs.mount == "/"), None)

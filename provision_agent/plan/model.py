@@ -54,6 +54,20 @@ class Partition:
 
 
 @dataclass
+class IscsiTarget:
+    """A LUN the ramdisk logs in to before it looks at the disks (plan/iscsi.py checks it).
+    The CHAP passwords are kept out of repr() so no log line can show them."""
+    portal: str                        # "A.B.C.D[:PORT]" or "[IPv6][:PORT]"
+    target: str                        # the target's iSCSI name (iqn., eui., naa.)
+    lun: int = 0
+    chap_username: str | None = None   # the target checks the initiator (CHAP)
+    chap_password: str | None = field(default=None, repr=False)
+    mutual_username: str | None = None  # the initiator checks the target (mutual CHAP)
+    mutual_password: str | None = field(default=None, repr=False)
+    initiator: str | None = None       # this machine's initiator name; None: generated
+
+
+@dataclass
 class Disk:
     id: str
     hints: dict                        # root-device-hint style: name, by_path, by_id, serial, ...
@@ -67,6 +81,7 @@ class Disk:
     from_inventory: bool = False       # hints a program picked: they name no removable disk
     pick: str | None = None            # "smallest": several matches are no error (Ironic's rule)
     exclude: list = field(default_factory=list)   # hint sets of disks this never is
+    iscsi: IscsiTarget | None = None   # a LUN logged in to first; `hints` then name its by-path
 
 
 @dataclass

@@ -9,7 +9,13 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 """
 
 from provision_agent import redact
-from provision_agent.plan import parttypes, planner_boot, planner_crypt, planner_kept
+from provision_agent.plan import (
+    parttypes,
+    planner_boot,
+    planner_crypt,
+    planner_iscsi,
+    planner_kept,
+)
 from provision_agent.plan import steps as st
 from provision_agent.plan.units import human
 
@@ -218,8 +224,8 @@ def _system_files(res):
     """fstab, mdadm.conf and multipath wwids of the installed system."""
     layout, dev, steps = res.layout, res.devices.get, []
     if layout.filesystems:
-        steps.append(st.Fstab([_fstab_entry(fs, dev(fs.device)) for fs in layout.filesystems
-                               if fs.mount or fs.type == "swap"]
+        steps.append(st.Fstab([_fstab_entry(fs, dev(fs.device), layout)
+                               for fs in layout.filesystems if fs.mount or fs.type == "swap"]
                               + [_mount_entry(m) for m in layout.mounts],
                               description="write /etc/fstab by UUID"
                               + (f" with {', '.join(f'{m.type} {m.mount}' for m in layout.mounts)}"
@@ -237,6 +243,7 @@ def _system_files(res):
                                   description="write /etc/mdadm/mdadm.conf"
                                   + (" with DEVICE lines naming each member once"
                                      if pinned else "")))
+    steps += planner_iscsi.conf_steps(layout)
     wwids = multipath_wwids(layout, res)
     if wwids and layout.filesystems:
         steps.append(st.MultipathConf(wwids, description=f"add {', '.join(wwids)} to "
@@ -274,11 +281,12 @@ def _image_step(im, device, mount_point, fs_type, whole_disk=None):
                     + (", its signature verified while it streams" if im.signature else ""))
 
 
-def _fstab_entry(fs, device):
+def _fstab_entry(fs, device, layout):
     if fs.type == "swap":
         mount, options, default_pass = "none", "sw", 0
     else:
-        mount, options = fs.mount, fs.mount_options
+        mount = fs.mount
+        options = planner_iscsi.netdev_options(layout, fs, fs.mount_options)
         default_pass = 1 if fs.mount == "/" else 2
     return {"device": device, "mount_point": mount, "fs_type": fs.type, "options": options,
             "dump": fs.fstab_freq,

@@ -1,7 +1,7 @@
 """The bootloader's step: grub2 on the disks that boot (and the ESP copies that let each boot
 alone), or a whole-disk image's own bootloader given its NVRAM entry."""
 
-from provision_agent.plan import initramfs_policy, planner_crypt
+from provision_agent.plan import initramfs_policy, planner_crypt, planner_iscsi
 from provision_agent.plan import steps as st
 from provision_agent.plan.boot_targets import of as boot_targets_of
 
@@ -84,7 +84,8 @@ def grub_steps(res, copies, wwids):
     bl = res.layout.bootloader
     targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
     extra = [res.devices.get(p) for p in copies]
-    params, why = planner_crypt.kernel_params(res.layout, bl.kernel_params)
+    params, why = planner_iscsi.root_kernel_params(
+        res.layout, *planner_crypt.kernel_params(res.layout, bl.kernel_params))
     mode = f"{bl.boot_mode}, Secure Boot: shim + signed grub" if bl.secure_boot else bl.boot_mode
     initramfs, because, needs = initramfs_policy.choose(res.layout, wwids)
     return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra, bl.secure_boot,

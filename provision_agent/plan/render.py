@@ -3,6 +3,7 @@
 import json
 
 from provision_agent import redact
+from provision_agent.plan import iscsi
 from provision_agent.plan.units import human
 
 
@@ -15,6 +16,7 @@ def layout_dict(res):
             "id": d.id, "device": res.devices.get(d.id), "size": res.sizes.get(d.id),
             "serial": res.disks.get(d.id, {}).get("serial"), "table": d.table,
             "matched_by": res.matched_by.get(d.id),
+            **({"iscsi": iscsi.entry(d.iscsi)} if d.iscsi else {}),
             **_block_sizes(res, d.id),
             "partitions": [{
                 "id": p.part_id, "number": p.number, "device": p.device, "offset": p.offset,

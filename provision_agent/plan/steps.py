@@ -212,6 +212,18 @@ class MultipathConf(Step):
 
 
 @dataclass
+class IscsiConf(Step):
+    """The installed system logs in to `targets` at boot ({portal, target, lun, chap,
+    chap_mutual}: no secret; the ramdisk's node records, which hold them, are copied) as
+    `initiator` (None: the name the ramdisk logged in with); `root`: the target `/` is on,
+    logged in to by the initramfs (/etc/iscsi/iscsi.initramfs)."""
+    kind: ClassVar[str] = "iscsi_conf"
+    initiator: str | None
+    targets: list
+    root: dict | None = None
+
+
+@dataclass
 class Bootloader(Step):
     """`type` grub2: grub for `boot_mode` on the `targets` disks; an ESP copied to
     `esp_copies` (UEFI); with `secure_boot`, the image's shim and signed grub, each checked.
@@ -255,7 +267,8 @@ class Umount(Step):
 
 BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, MdAssemble, WipeContents,
             LuksFormat, LuksOpen, PvCreate, VgCreate, LvCreate, VgActivate, Mkfs, WriteImage,
-            Mount, Fstab, MdadmConf, MultipathConf, Crypttab, Bootloader, Configdrive, Umount)
+            Mount, Fstab, MdadmConf, MultipathConf, IscsiConf, Crypttab, Bootloader, Configdrive,
+            Umount)
 KINDS = {cls.kind: cls for cls in BUILT_IN}
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from provision_agent.errors import ImageError, Problem
 from provision_agent.plan import configdrive_format as configdrive
 from provision_agent.plan import (
+    iscsi,
     validate_boot,
     validate_crypt,
     validate_kept,
@@ -64,6 +65,7 @@ def check(layout):
         ids.use(e.device, e, "device",
                 set(ids.parts) | set(ids.raids) | set(ids.lvs) | set(ids.whole_disks))
     problems += validate_kept.check(layout)
+    problems += iscsi.check(layout)
     _check_filesystems(layout, ids.use, ids.block, add)
     validate_mounts.check(layout, add, _where)
     _check_images(layout, add, ids.block, ids.disks)

@@ -43,7 +43,8 @@ def curtin_bytes(size):
 
 
 def machine(spec):
-    """The inventory of the disks a case names: 'NAME SERIAL [GiB] [wwn=W] [multipath=WWID]'."""
+    """The inventory of the disks a case names: 'NAME SERIAL [GiB] [wwn=W] [multipath=WWID]
+    [by_path=LINK]' (an iSCSI LUN: the by-path link udev gives it, under /dev/disk/by-path/)."""
     disks = []
     for i, line in enumerate(spec):
         words = line.split()
@@ -51,7 +52,8 @@ def machine(spec):
         size = next((int(w) for w in words[2:] if w.isdigit()), 10)
         disk = {"name": f"/dev/{words[0]}", "size": size * GiB, "serial": words[1],
                 "wwn": opts.get("wwn"), "model": "QEMU HARDDISK", "vendor": "QEMU",
-                "rotational": True, "hctl": None, "by_path": f"/dev/disk/by-path/pci-0:{i}",
+                "rotational": True, "hctl": None,
+                "by_path": f"/dev/disk/by-path/{opts.get('by_path', f'pci-0:{i}')}",
                 "by_id": [], "logical_block_size": 512, "physical_block_size": 512}
         if "multipath" in opts:
             disk["name"] = f"/dev/mapper/{words[0]}"
@@ -65,7 +67,7 @@ def machine(spec):
 def default_machine(doc):
     """For a refusal: a disk for every disk the document names by serial (never reached when
     the schema refuses it)."""
-    return [f"sd{chr(97 + i)} {d['match'].get('serial', 'none')}"
+    return [f"sd{chr(97 + i)} {d.get('match', {}).get('serial', 'none')}"
             for i, d in enumerate(doc["disks"])]
 
 
