@@ -78,9 +78,11 @@ def parse_args(argv, conf):
                           version=version())
 
 
-def machine_disks(conf):
+def machine_disks(conf, layout=None):
     if conf.inventory_file:
         return inventory.load(conf.inventory_file)
+    if layout is not None and any(d.iscsi for d in layout.disks):
+        _iscsi_login(layout)
     return _live_disks()
 
 
@@ -159,7 +161,7 @@ def run(command, conf):
                                    ca_bundle=conf.input_data_ca_bundle,
                                    insecure=conf.input_data_insecure)
     layout = pipeline.load_layout(document, conf.data_driver)
-    disks = machine_disks(conf)
+    disks = machine_disks(conf, layout)
     if not conf.inventory_file and existing.needed(layout):
         disks = _live_tables(disks)
     planned = pipeline.build_plan(layout, disks, keyring=bool(conf.image_keyring))
@@ -230,6 +232,15 @@ def _live_tables(disks):
     from provision_agent.machine import disks as live  # the drivers: a live machine only
     from provision_agent.run.runner import Runner
     return live.with_tables(disks, Runner())
+
+
+def _iscsi_login(layout):
+    """The layout's iSCSI LUNs logged in to, so that discovery sees them (a dry run too: it
+    writes nothing to any disk, and without the login could not find them)."""
+    from provision_agent.drivers import iscsi
+    from provision_agent.run.runner import Runner
+    for disk_id, link in iscsi.log_in_all(Runner(), layout).items():
+        LOG.info("iSCSI disk %s: logged in, %s", disk_id, link)
 
 
 def _live_disks():

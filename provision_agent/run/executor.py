@@ -70,7 +70,8 @@ class Executor:
             "vg_activate": self.do_vg_activate, "mkfs": self.do_mkfs,
             "write_image": self.do_write_image, "mount": self.do_mount,
             "fstab": self.files.fstab, "mdadm_conf": self.files.mdadm_conf,
-            "multipath_conf": self.files.multipath_conf, "bootloader": self.do_bootloader,
+            "multipath_conf": self.files.multipath_conf, "iscsi_conf": self.files.iscsi_conf,
+            "bootloader": self.do_bootloader,
             "configdrive": self.do_configdrive, "umount": self.do_umount,
             "luks_format": self.crypt.luks_format, "luks_open": self.crypt.luks_open,
             "crypttab": self.crypt.crypttab, **kept_steps.handlers(self)}

@@ -64,3 +64,11 @@ class TargetFiles:
             LOG.warning("the image has no multipath-tools: the installed system will use one "
                         "path of %s, not the multipath device", ", ".join(step.wwids))
         return {"wwids": text}
+
+    def iscsi_conf(self, step):
+        """The node records (with their CHAP secrets) are copied from the ramdisk's, so the
+        secrets never pass through the plan; the result lists only the paths written."""
+        if not self.root_mounted("/etc/iscsi"):
+            return None
+        from provision_agent.drivers import iscsi
+        return {"written": iscsi.install(self.root, step.args)}
