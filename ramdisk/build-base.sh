@@ -174,6 +174,9 @@ echo "base: firmware: $(grep -c present "$out/firmware.tsv") files kept" \
      "Debian's packages"
 mv "$root/.build/packages.tsv" "$out/packages.tsv"
 rm -rf "$root/.build"
+# open-iscsi's postinst names an initiator at build time: every machine booting this ramdisk
+# would log in under that one name. provision names one per run (iscsi-iname).
+rm -f "$root/etc/iscsi/initiatorname.iscsi"
 
 # Size: nothing in the ramdisk reads these.
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/var/cache/debconf/*-old \

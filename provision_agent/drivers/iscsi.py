@@ -23,6 +23,9 @@ LOGIN_TIMEOUT = 60          # iscsiadm's login, whatever its own retries
 APPEAR_TIMEOUT = 60         # the LUN's by-path link after the login
 READ_MAX = 64 * 1024        # a node record or the initiator name file
 DEV = ""                    # where /dev is (tests put the by-path links elsewhere)
+# iscsiadm's lock directory: it makes only the last level, and the ramdisk has no init system
+# to make /run/lock
+LOCK_DIR = "/run/lock/iscsi"
 AUTH = ("node.session.auth.authmethod", "node.session.auth.username",
         "node.session.auth.password", "node.session.auth.username_in",
         "node.session.auth.password_in")
@@ -160,6 +163,7 @@ def log_in_all(runner, layout, etc=ETC):
 def start(runner):
     """The initiator's kernel module and iscsid (which may be running already)."""
     runner.run(["modprobe", "iscsi_tcp"], check=False, timeout=60)
+    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
     if runner.run(["pidof", "iscsid"], check=False, timeout=10).returncode != 0:
         runner.run(["iscsid"], timeout=30)
 

@@ -63,6 +63,7 @@ class Initiator(FakeRunner):
 @pytest.fixture
 def where(tmp_path, monkeypatch):
     monkeypatch.setattr(iscsi, "DEV", str(tmp_path / "dev-root"))
+    monkeypatch.setattr(iscsi, "LOCK_DIR", str(tmp_path / "run-lock-iscsi"))
     return tmp_path / "etc-iscsi", tmp_path / "dev-root"
 
 
