@@ -28,6 +28,9 @@ packages=(
   # encryption (issue 32): a software TPM for the VMs, a Tang server on the host, and what the
   # tests use to read back LUKS headers and open the recovery keys (age's private side)
   swtpm swtpm-tools tang jose cryptsetup-bin age
+  # iSCSI disks (issue 56): Debian's userspace target (tgtd, tgtadm) serves a file-backed LUN
+  # with CHAP to the VMs (tests/vmbench/iscsi_target.py); the host needs no kernel module
+  tgt
   # a Python to run tox from
   python3 python3-venv python3-pip
   # the ramdisk's HTTP stack (Debian's requests on urllib3 1.26): the functional tests fetch

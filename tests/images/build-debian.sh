@@ -8,7 +8,8 @@
 # `build-debian.sh secureboot` adds Debian's signed boot chain (shim-signed: shim signed by
 # Microsoft's UEFI CA; grub-efi-amd64-signed: grub signed by Debian; the kernel is signed
 # already) for the Secure Boot tests; the plain test OS lacks it on purpose, so it stands for
-# an image that cannot boot under Secure Boot.
+# an image that cannot boot under Secure Boot. `build-debian.sh iscsi` adds open-iscsi (its
+# initramfs logs in to the target / is on; virtio_net in the initramfs, as for crypt).
 # The marker unit (boot-marker.sh, part of the cache key) prints PROVISION-BOOT-OK, the
 # configdrive, the multipath maps, the chain of devices under /, and the SSH keys and user data
 # it found on a config-2 configdrive to the serial console.
@@ -33,7 +34,8 @@ case $flavour in
   crypt) extra=",cryptsetup-initramfs,clevis-luks,clevis-initramfs,clevis-tpm2,clevis-systemd"
          prefix="crypt-" ;;
   secureboot) extra=",shim-signed,grub-efi-amd64-signed" prefix="secureboot-" ;;
-  *) echo "unknown flavour $flavour (none, crypt or secureboot)" >&2; exit 2 ;;
+  iscsi) extra=",open-iscsi" prefix="iscsi-" ;;
+  *) echo "unknown flavour $flavour (none, crypt, secureboot or iscsi)" >&2; exit 2 ;;
 esac
 key=$( (cat "$here/build-debian.sh" "$here/boot-marker.sh"; echo "$flavour") | sha256sum | cut -c1-16)
 out=$cache/test-os-$prefix$key
@@ -73,7 +75,7 @@ UNIT
 ln -s /etc/systemd/system/boot-marker.service "$1/etc/systemd/system/multi-user.target.wants/boot-marker.service"' \
   --customize-hook='printf "MODULES=dep\nCOMPRESS=zstd\nCOMPRESSLEVEL=3\n" > "$1/etc/initramfs-tools/conf.d/provision-test-modules"' \
   --customize-hook='mkdir -p "$1/etc/systemd/system.conf.d" && printf "[Manager]\nDefaultDeviceTimeoutSec=600s\n" > "$1/etc/systemd/system.conf.d/provision-test-emulated.conf"' \
-  --customize-hook="if [ '$flavour' = crypt ]; then echo virtio_net >> \"\$1/etc/initramfs-tools/modules\"; fi" \
+  --customize-hook="if [ '$flavour' = crypt ] || [ '$flavour' = iscsi ]; then echo virtio_net >> \"\$1/etc/initramfs-tools/modules\"; fi" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
   bookworm "$work/root" "$mirror"
 tar -C "$work/root" --numeric-owner -cf - . | zstd -q -T0 -10 -o "$work/root.tar.zst"

@@ -19,7 +19,8 @@ MiB = 1 << 20
 def build_dir(flavour=None):
     """The cache directory holding root.ext4.zst and root.tar.zst (built when missing);
     flavour "crypt": the test OS that opens encrypted volumes at boot (clevis, cryptsetup);
-    "secureboot": the one with Debian's signed boot chain (shim-signed, grub-efi-amd64-signed)."""
+    "secureboot": the one with Debian's signed boot chain (shim-signed, grub-efi-amd64-signed);
+    "iscsi": with open-iscsi, for / on an iSCSI LUN."""
     out = subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")]
                          + ([flavour] if flavour else []),
                          check=True, stdout=subprocess.PIPE, text=True, timeout=3600)
@@ -62,6 +63,11 @@ def crypt_tar_zst():
 
 def secureboot_tar_zst():
     return build_dir("secureboot") / "root.tar.zst"
+
+
+def iscsi_tar_zst():
+    """The test OS with open-iscsi: its initramfs logs in to the target / is on."""
+    return build_dir("iscsi") / "root.tar.zst"
 
 
 def ext4_gz():
