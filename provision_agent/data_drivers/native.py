@@ -126,6 +126,11 @@ def build_layout(doc):
     layout = model.Layout(
         disks=[_disk(d, f"$.disks[{i}]", problems) for i, d in enumerate(doc["disks"])],
         raids=[_raid(r, f"$.raids[{i}]", problems) for i, r in enumerate(doc.get("raids", []))],
+        bcache=[model.Bcache(id=b["id"], name=b.get("name", b["id"].replace(":", "-")),
+                             backing=b["backing_device"], cache=b.get("cache_device"),
+                             cache_mode=b.get("cache_mode", "writethrough"),
+                             origin=b.get("origin", f"$.bcache[{i}]"))
+                for i, b in enumerate(doc.get("bcache", []))],
         volume_groups=[_vg(v, f"$.volume_groups[{i}]", problems)
                        for i, v in enumerate(doc.get("volume_groups", []))],
         encrypted=[_encrypted(e, f"$.encrypted[{i}]", problems)

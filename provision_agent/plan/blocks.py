@@ -9,6 +9,7 @@ disks' (the inventory's), and what the tools refuse or choose from them.
   Unset, it is what cryptsetup picks for the device: its physical block size, at most 4096
   and at least its logical one (512 on a 512-byte disk, 4096 on 512e and 4Kn). One smaller
   than the device's logical block size is refused: cryptsetup cannot write it.
+- A bcache device has the largest logical block size of its cache set (bcache_block).
 - LVM refuses physical volumes of different logical block sizes in one volume group
   (lvm.conf allow_mixed_block_sizes is off by default): such a group is refused here.
   Logical volumes have their group's sizes.
@@ -44,6 +45,7 @@ def propagate(layout, res):
         sizes[r.id] = (logicals[-1], max(s[1] for _, s in members))
         for p in r.partitions:
             sizes[p.id] = sizes[r.id]
+    _bcache(layout, sizes)
     lvs = {lv.id for _, lv in layout.logical_volumes()}
     problems += _luks([e for e in layout.encrypted if e.device not in lvs], res)
     for vg in layout.volume_groups:
@@ -77,6 +79,24 @@ def _bios_boot(layout, res):
         f"machine in UEFI mode (bootloader boot_mode 'uefi' and an esp partition) or put the "
         f"bootloader on a disk of 512-byte logical sectors"))
         for t in targets if t in res.blocks and res.blocks[t][0] > 512]
+
+
+def bcache_block(layout, sizes, b):
+    """The block size a bcache device is made with: the largest logical block of its cache set
+    (its cache and every backing device that cache serves), since the kernel attaches no
+    backing device of smaller blocks than its set's. None when a disk did not resolve."""
+    refs = [b.backing] if b.cache is None else [b.cache] + [
+        o.backing for o in layout.bcache if o.cache == b.cache]
+    if any(ref not in sizes for ref in refs):
+        return None
+    return max(sizes[ref][0] for ref in refs)
+
+
+def _bcache(layout, sizes):
+    for b in layout.bcache:
+        block = bcache_block(layout, sizes, b)
+        if block is not None:
+            sizes[b.id] = (block, max(sizes[b.backing][1], block))
 
 
 def luks_default(logical, physical):

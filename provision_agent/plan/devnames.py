@@ -23,6 +23,12 @@ def md_device(name):
     return f"/dev/md/{name}"
 
 
+def bcache_device(name):
+    """A bcache device by its label: the kernel numbers /dev/bcacheN as it registers them;
+    bcache-tools' udev rule (and the bcache step, where udev has not) links it so."""
+    return f"/dev/bcache/by-label/{name}"
+
+
 def mapper_device(name):
     """An open dm-crypt volume."""
     return f"/dev/mapper/{name}"

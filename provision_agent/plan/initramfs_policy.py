@@ -3,7 +3,8 @@
 Rebuilding runs the image's update-initramfs or dracut in the target: minutes under
 emulation, tens of seconds on real machines, the longest part of a partition image's deploy.
 It is needed when the initramfs must know something this run made that it cannot find by
-itself: LUKS (crypttab, clevis), multipath (the WWIDs), or a filesystem the image did not
+itself: LUKS (crypttab, clevis), multipath (the WWIDs), bcache (bcache-tools' hook, which a
+kept initramfs may lack), or a filesystem the image did not
 bring (a tar image unpacked into a filesystem of the layout's choosing, whose driver the
 image's initramfs may lack). When the root is the image's own filesystem written as it is,
 the image's initramfs boots it by the UUID on the kernel command line: on a plain device as
@@ -29,7 +30,8 @@ def choose(layout, multipath_wwids):
         return REBUILD, "asked for (bootloader.initramfs)", []
     stacked = [what for what, present in (
         ("encryption", layout.encrypted), ("multipath", multipath_wwids),
-        ("/ on iSCSI", iscsi.root_target(layout))) if present]
+        ("/ on iSCSI", iscsi.root_target(layout)),
+        ("bcache", getattr(layout, "bcache", None))) if present]
     if stacked:
         return REBUILD, f"the layout has {' and '.join(stacked)}", []
     root = next((fs for fs in layout.filesystems if fs.mount == "/"), None)

@@ -28,6 +28,7 @@ FS_TYPES_NOT_MOUNTED = {
     "ntfs": "Linux 6.1 (the ramdisk's kernel) mounts NTFS as ntfs3, or as ntfs through "
             "ntfs-3g over FUSE, and the ramdisk carries neither module"}
 MOUNT_TYPES = ("tmpfs", "ramfs", "bind")
+CACHE_MODES = ("writethrough", "writeback", "writearound", "none")
 RAID_LEVELS = (0, 1, 4, 5, 6, 10)
 IMAGE_FORMATS = ("raw", "disk", "tar", "qcow2")
 COMPRESSIONS = ("auto", "none", "gzip", "xz", "bzip2", "zstd")
@@ -98,6 +99,19 @@ class Raid:
     wipe: str | None = None            # "superblock" | "zero": its contents are new
     table: str = "gpt"                 # with partitions: the array's partition table
     partitions: list = field(default_factory=list)   # the array is then used through them
+
+
+@dataclass
+class Bcache:
+    """A bcache device over `backing` (a partition, an array or a whole disk), cached by
+    `cache` (a cache set, which several bcache devices may share) or by none. The kernel
+    names it /dev/bcacheN; the plan knows it by its label, `name`."""
+    id: str
+    name: str
+    backing: str
+    cache: str | None = None
+    cache_mode: str = "writethrough"
+    origin: str = ""
 
 
 @dataclass
@@ -237,6 +251,7 @@ class Configdrive:
 class Layout:
     disks: list = field(default_factory=list)
     raids: list = field(default_factory=list)
+    bcache: list = field(default_factory=list)          # Bcache
     volume_groups: list = field(default_factory=list)
     encrypted: list = field(default_factory=list)
     # age recipients the recovery keys are encrypted to (public keys: not secret)

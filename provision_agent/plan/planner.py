@@ -1,9 +1,11 @@
 """Turn a resolved layout into the ordered list of steps the executor runs.
 
 Order: wipes → tables (one after another, so that the executor writes them at once) →
-partitions → settle → wiped kept partitions → md (kept arrays assembled) → LUKS (not on LVs) →
+partitions → settle → wiped kept partitions → md (kept arrays assembled) → bcache →
+LUKS (not on LVs) →
 LVM (kept VGs only activated) → LUKS on LVs →
-mkfs → block-level images → mount → tar images → fstab/crypttab/mdadm.conf/multipath wwids →
+mkfs → block-level images → mount → tar images → fstab/crypttab/bcache check/mdadm.conf/
+multipath wwids →
 bootloader → configdrive → umount (a whole-disk image's own bootloader after the configdrive).
 Everything a step needs is in its arguments, so the printed plan is what runs.
 """
@@ -11,6 +13,7 @@ Everything a step needs is in its arguments, so the printed plan is what runs.
 from provision_agent import redact
 from provision_agent.plan import (
     parttypes,
+    planner_bcache,
     planner_boot,
     planner_crypt,
     planner_iscsi,
@@ -52,7 +55,8 @@ def plan(res):
 
 
 def _built_in(res):
-    steps = (_tables(res) + _arrays(res) + planner_crypt.volumes(res, on_lvs=False)
+    steps = (_tables(res) + _arrays(res) + planner_bcache.devices(res)
+             + planner_crypt.volumes(res, on_lvs=False)
              + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
     copies = planner_boot.esp_copies(res.layout, res)
     res.warnings += planner_boot.esp_warnings(res)
@@ -230,7 +234,7 @@ def _system_files(res):
                               description="write /etc/fstab by UUID"
                               + (f" with {', '.join(f'{m.type} {m.mount}' for m in layout.mounts)}"
                                  if layout.mounts else "")))
-    steps += planner_crypt.crypttab(res)
+    steps += planner_crypt.crypttab(res) + planner_bcache.boot_check(res)
     if layout.raids:
         # a whole multipath disk as a member is named by its map's link, as partitions are
         maps = {dev(d.id): res.partition_bases[d.id] for d in layout.disks

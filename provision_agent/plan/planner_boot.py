@@ -58,6 +58,8 @@ def _uses(layout):
     uses.update({pv: f"it is a physical volume of {vg.id}" for vg in layout.volume_groups
                  for pv in vg.pvs})
     uses.update({e.device: f"it is encrypted as {e.id}" for e in layout.encrypted})
+    uses.update({ref: f"it is a device of bcache {b.id}" for b in layout.bcache
+                 for ref in (b.backing, b.cache) if ref})
     return uses
 
 

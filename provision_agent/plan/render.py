@@ -37,6 +37,12 @@ def layout_dict(res):
                 "wipe": parts[p.part_id].wipe} for p in res.placed.get(r.id, [])]}
                if r.partitions else {}),
         } for r in lay.raids],
+        **({"bcache": [{
+            "id": b.id, "name": b.name, "device": res.devices.get(b.id),
+            "backing_device": res.devices.get(b.backing),
+            "cache_device": res.devices.get(b.cache) if b.cache else None,
+            "cache_mode": b.cache_mode if b.cache else "none", "size": res.sizes.get(b.id),
+        } for b in lay.bcache]} if lay.bcache else {}),
         "volume_groups": [{
             "id": vg.id, "name": vg.name, "pvs": [res.devices.get(p) for p in vg.pvs],
             "size": res.sizes.get(vg.id), "keep": vg.keep,
@@ -102,17 +108,27 @@ def _mount_lines(lay):
             f"fstab only" for m in lay.mounts]
 
 
+def _users(res):
+    """{device id: what uses it (an array, a bcache device, a volume group)}"""
+    users = {}
+    for r in res.layout.raids:
+        for m in r.members + r.spares:
+            users[m] = f"md {res.devices[r.id]}" + (" (spare)" if m in r.spares else "")
+    for b in res.layout.bcache:
+        users[b.backing] = f"backing of bcache {res.devices.get(b.id)}"
+        if b.cache:
+            users.setdefault(b.cache, f"cache of bcache {res.devices.get(b.id)}")
+    for vg in res.layout.volume_groups:
+        for pv in vg.pvs:
+            users[pv] = f"pv of VG {vg.name}"
+    return users
+
+
 def plan_text(planned):
     res = planned.resolved
     lay = res.layout
     fs_on = {fs.device: fs for fs in lay.filesystems}
-    used_by = {}
-    for r in lay.raids:
-        for m in r.members + r.spares:
-            used_by[m] = f"md {res.devices[r.id]}" + (" (spare)" if m in r.spares else "")
-    for vg in lay.volume_groups:
-        for pv in vg.pvs:
-            used_by[pv] = f"pv of VG {vg.name}"
+    used_by = _users(res)
 
     kept = lay.kept_ids()
 
@@ -152,6 +168,9 @@ def plan_text(planned):
                      + ((mark(r.id) or "  kept") + ": assembled as it is" if r.keep else "")
                      + (f"  → {tail(r.id)}" if tail(r.id) else ""))
         partition_lines(r.id)
+    lines += [f"{res.devices[b.id]}  bcache  ~{human(res.sizes.get(b.id, 0))}  "
+              + (b.cache_mode if b.cache else "no cache") + (f"  → {tail(b.id)}" if tail(b.id)
+                                                              else "") for b in lay.bcache]
     for vg in lay.volume_groups:
         lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}"
                      + ("  kept: activated as it is, not re-created" if vg.keep else ""))

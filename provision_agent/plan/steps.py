@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from provision_agent.plan.step_base import OPTIONAL, Step
+from provision_agent.plan.steps_bcache import BcacheBoot, BcacheCreate
 from provision_agent.plan.steps_crypt import Crypttab, LuksFormat, LuksOpen
 
-__all__ = ["OPTIONAL", "Step", "Crypttab", "LuksFormat", "LuksOpen"]
+__all__ = ["OPTIONAL", "Step", "BcacheBoot", "BcacheCreate", "Crypttab", "LuksFormat",
+           "LuksOpen"]
 
 
 @dataclass
@@ -266,9 +268,9 @@ class Umount(Step):
 
 
 BUILT_IN = (Wipe, PartitionTable, Partition, Settle, MdCreate, MdAssemble, WipeContents,
-            LuksFormat, LuksOpen, PvCreate, VgCreate, LvCreate, VgActivate, Mkfs, WriteImage,
-            Mount, Fstab, MdadmConf, MultipathConf, IscsiConf, Crypttab, Bootloader, Configdrive,
-            Umount)
+            BcacheCreate, LuksFormat, LuksOpen, PvCreate, VgCreate, LvCreate, VgActivate, Mkfs,
+            WriteImage, Mount, Fstab, MdadmConf, MultipathConf, IscsiConf, Crypttab, BcacheBoot,
+            Bootloader, Configdrive, Umount)
 KINDS = {cls.kind: cls for cls in BUILT_IN}
 
 

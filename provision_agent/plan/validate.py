@@ -9,6 +9,7 @@ from provision_agent.errors import ImageError, Problem
 from provision_agent.plan import configdrive_format as configdrive
 from provision_agent.plan import (
     iscsi,
+    validate_bcache,
     validate_boot,
     validate_crypt,
     validate_kept,
@@ -35,8 +36,9 @@ class _Ids:
         self.lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
         self.whole_disks = {d.id: d for d in layout.disks if not d.partitions}
         self.crypts = {e.id: e for e in layout.encrypted}
+        self.bcache = {b.id: b for b in layout.bcache}
         self.block = (set(self.parts) | set(self.raids) | set(self.lvs) | set(self.whole_disks)
-                      | set(self.crypts))
+                      | set(self.crypts) | set(self.bcache))
         self.users = Counter()
 
     def use(self, ref, obj, what, allowed):
@@ -44,12 +46,14 @@ class _Ids:
         if ref not in allowed:
             kind = "disk with partitions" if ref in self.disks else \
                 "array with partitions" if ref in self.partitioned else \
+                "a bcache device" if ref in self.bcache else \
                 "an encrypted volume" if ref in self.crypts else "unknown id"
             self.add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
             return
         self.users[ref] += 1
         if self.users[ref] == 2:
-            self.add(obj, f"{ref!r} is used by more than one raid, volume group or filesystem")
+            self.add(obj, f"{ref!r} is used by more than one raid, bcache, volume group or "
+                          f"filesystem")
 
 
 def check(layout):
@@ -60,10 +64,12 @@ def check(layout):
     _check_disks(layout, add)
     _check_named_tables(layout, add)
     _check_raids(layout, ids, add)
+    problems += validate_bcache.check(layout, ids.use,
+                                      set(ids.parts) | set(ids.raids) | set(ids.whole_disks))
     _check_volume_groups(layout, ids, add)
     for e in layout.encrypted:
-        ids.use(e.device, e, "device",
-                set(ids.parts) | set(ids.raids) | set(ids.lvs) | set(ids.whole_disks))
+        ids.use(e.device, e, "device", set(ids.parts) | set(ids.raids) | set(ids.lvs)
+                | set(ids.whole_disks) | set(ids.bcache))
     problems += validate_kept.check(layout)
     problems += iscsi.check(layout)
     _check_filesystems(layout, ids.use, ids.block, add)
@@ -112,8 +118,8 @@ def _check_volume_groups(layout, ids, add):
         if vg_names[vg.name] > 1:
             add(vg, f"duplicate volume group name {vg.name!r}")
         for ref in vg.pvs:
-            ids.use(ref, vg, "physical volume",
-                    set(ids.parts) | set(ids.raids) | set(ids.whole_disks) | set(ids.crypts))
+            ids.use(ref, vg, "physical volume", set(ids.parts) | set(ids.raids)
+                    | set(ids.whole_disks) | set(ids.crypts) | set(ids.bcache))
         remaining = [lv for lv in vg.logical_volumes if lv.size.remaining]
         if len(remaining) > 1:
             add(vg, f"'remaining' is used by {len(remaining)} logical volumes; at most one may")
@@ -141,6 +147,8 @@ def _check_overlaps(layout, add):
     stacked.update({ref: f"a physical volume of {vg.name!r}" for vg in layout.volume_groups
                     for ref in vg.pvs})
     stacked.update({e.device: f"encrypted as {e.id!r}" for e in layout.encrypted})
+    stacked.update({ref: f"a device of bcache {b.id!r}" for b in layout.bcache
+                    for ref in (b.backing, b.cache) if ref})
     for im in layout.images:
         if im.format in ("raw", "qcow2") and im.target in stacked:
             add(im, f"target {im.target!r} is {stacked[im.target]}: write the image to the "
@@ -195,6 +203,7 @@ def _referencable(layout):
     yield from layout.disks
     yield from (p for _, p in layout.partitions())
     yield from layout.raids
+    yield from layout.bcache
     yield from layout.volume_groups
     yield from (lv for _, lv in layout.logical_volumes())
     yield from layout.encrypted
@@ -224,6 +233,7 @@ def _check_named_tables(layout, add):
     users.update({e.device: "encryption" for e in layout.encrypted})
     users.update({pv: "a volume group" for vg in layout.volume_groups for pv in vg.pvs})
     users.update({m: "an array" for r in layout.raids for m in r.members + r.spares})
+    users.update({ref: "bcache" for b in layout.bcache for ref in (b.backing, b.cache) if ref})
     users.update({fs.device: "a filesystem" for fs in layout.filesystems})
     for disk in layout.disks:
         if disk.table_named and not disk.partitions and disk.id in users:
@@ -285,6 +295,7 @@ def _check_images(layout, add, block_ids, disks):
                         "partitions")
         else:
             if im.target not in block_ids:
-                add(im, f"target {im.target!r} is not a partition, raid or logical volume")
+                add(im, f"target {im.target!r} is not a partition, raid, bcache or logical "
+                        f"volume")
             elif im.target in fs_devices and fs_devices[im.target].type == "swap":
                 add(im, f"target {im.target!r} is swap")

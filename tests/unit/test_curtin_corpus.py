@@ -126,6 +126,7 @@ def test_plans_what_curtin_intends(tmp_path, name):
     check_disks(steps, want)
     check_partitions(steps, want)
     check_arrays_and_groups(plan, want)
+    check_bcache(plan, want)
     check_filesystems(plan, want)
     check_encrypted(steps, want)
     check_bootloader(steps, want)
@@ -194,6 +195,23 @@ def check_arrays_and_groups(plan, want):
                 assert lvs[(name, lv)]["extents"] == "100%FREE", lv
             else:
                 assert lvs[(name, lv)]["size_bytes"] == curtin_bytes(size), lv
+
+
+def check_bcache(plan, want):
+    """Each bcache device over its backing device, cached as curtin says; each cache device made
+    a cache set once (its other bcache devices attach to it); and the image checked for
+    bcache-tools when the installed system mounts one at boot."""
+    made = {a["device"]: a for a in of_kind(plan["steps"], "bcache_create")}
+    assert sorted(made) == sorted(want.get("bcache", {}))
+    for dev, spec in want.get("bcache", {}).items():
+        b = made[dev]
+        assert (b["backing"], b["cache"], b["cache_mode"]) == (
+            spec["backing_device"], spec.get("cache_device"), spec.get("cache_mode", "none")), dev
+    caches = [b["cache"] for b in made.values() if b["format_cache"]]
+    assert sorted(caches) == sorted({b["cache"] for b in made.values() if b["cache"]})
+    mounted = {dev for dev, fs in want["filesystems"].items() if dev in made and fs.get("path")}
+    checked = {d for s in of_kind(plan["steps"], "bcache_boot") for d in s["devices"]}
+    assert mounted <= checked
 
 
 def check_filesystems(plan, want):
