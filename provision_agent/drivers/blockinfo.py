@@ -50,7 +50,10 @@ def disks_under(runner, device, sys_block="/sys/class/block"):
     maps = []
 
     def walk(node):
-        if node.get("type") == "disk":
+        # lsblk calls a bcache device (/dev/bcacheN) a disk: it stands on its backing and
+        # cache devices' disks instead
+        if node.get("type") == "disk" and \
+                not os.path.basename(node.get("path") or "").startswith("bcache"):
             found.append(node["path"])
         elif node.get("type") == "mpath":
             maps.append(node["path"])

@@ -1,15 +1,16 @@
-"""Clean a disk of everything that could come back: LUKS keyslots, md arrays, LVM, filesystem
-signatures.
+"""Clean a disk of everything that could come back: LUKS keyslots, md arrays, LVM, bcache,
+filesystem signatures.
 
-Order matters: LVs on top are deactivated before the arrays below them are stopped, arrays are
-stopped before their members' superblocks are zeroed. Partitions listed in keep are left
+Order matters: LVs on top are deactivated before the arrays below them are stopped, arrays and
+bcache devices are stopped (and cache sets unregistered) before their members' superblocks are
+zeroed. Partitions listed in keep are left
 untouched, and then so is the partition table itself (it is edited, not replaced, later).
 """
 
 import logging
 import os
 
-from provision_agent.drivers import blockinfo, lvm, udev
+from provision_agent.drivers import bcache, blockinfo, lvm, udev
 from provision_agent.plan.devnames import partition_number
 
 LOG = logging.getLogger(__name__)
@@ -45,6 +46,9 @@ def _take_down(runner, device, nodes):
         elif node["type"].startswith("raid") or node["type"] == "md":
             LOG.info("%s: stopping old array %s", device, node["path"])
             runner.run(["mdadm", "--stop", node["path"]])
+        elif bcache.is_bcache(node):
+            # registered by the ramdisk's udev rule; its superblock would bring it back
+            bcache.stop_device(node["path"])
 
 
 def _under_kept(parts, keep):
@@ -91,7 +95,9 @@ def wipe(runner, disk, keep=(), reread=True, cleared=None):
     parts = [n for n in nodes if n.get("type") == "part"]
     kept = [n["path"] for n in parts if _is_kept(n, keep)]
     crypto_erase(runner, top, nodes, _under_kept(parts, keep), cleared)
-    _take_down(runner, disk, [n for n in nodes if n.get("type") not in ("part", "disk")])
+    # lsblk calls a bcache device a disk; it is stacked like an array
+    _take_down(runner, disk, [n for n in nodes if n.get("type") not in ("part", "disk")
+                              or bcache.is_bcache(n)])
     cleared = [n for n in parts if n["path"] not in kept] + ([] if kept else [top])
     for node in cleared:
         _clear_members(runner, node["path"], node.get("fstype"))
@@ -137,6 +143,10 @@ def _clear_members(runner, device, fstype):
         runner.run(["mdadm", "--zero-superblock", device], check=False)
     if fstype == "LVM2_member":
         runner.run(["pvremove", "--force", "--force", "--yes", device], check=False)
+    if fstype == "bcache":
+        # a cache device: its set stays registered (and would write its superblock back)
+        # until stopped; a backing device's bcache device was stopped with what is on it
+        bcache.stop_set(device)
 
 
 def zero_edges(device, edge=EDGE):

@@ -1,4 +1,5 @@
-"""Arrays and volume groups that stand on a disk the plan names and on one it does not.
+"""Arrays, bcache devices and volume groups that stand on a disk the plan names and on one it
+does not.
 
 Clearing the named disk would stop the array or deactivate the group and then erase its member
 there: what lives on the other disk is left degraded or incomplete, and that disk is not ours.
@@ -7,7 +8,7 @@ The run is refused, naming them; nothing is stopped, deactivated or wiped. Only 
 
 import os
 
-from provision_agent.drivers import blockinfo, lvm
+from provision_agent.drivers import bcache, blockinfo, lvm
 
 # md arrays (IMSM and DDF containers and their volumes too) and device-mapper devices; the
 # logical volumes of a group are reported as their group, from lvm's own view
@@ -31,13 +32,14 @@ def problems(runner, trees, planned_disks):
     for disk, tree in trees.items():
         nodes = blockinfo.descendants(tree)
         for node in nodes:
-            if not node.get("type", "").startswith(STACKED):
+            cached = bcache.is_bcache(node)      # lsblk calls a bcache device a disk
+            if not (node.get("type", "").startswith(STACKED) or cached):
                 continue
             others = set(blockinfo.disks_under(runner, node["path"])) - planned_disks
             if others:
                 names = md_names() if names is None else names
-                kind = "md array" if node["type"].startswith(("raid", "md")) \
-                    else "device-mapper device"
+                kind = "bcache device" if cached else "md array" \
+                    if node["type"].startswith(("raid", "md")) else "device-mapper device"
                 label = node["path"]
                 if names.get(os.path.realpath(label)):
                     label += f" ({names[os.path.realpath(label)]})"

@@ -10,7 +10,17 @@ import logging
 import os
 import time
 
-from provision_agent.drivers import blockinfo, lvm, md, mkfs, mount, partitions, udev, wipe
+from provision_agent.drivers import (
+    bcache,
+    blockinfo,
+    lvm,
+    md,
+    mkfs,
+    mount,
+    partitions,
+    udev,
+    wipe,
+)
 from provision_agent.errors import MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
 from provision_agent.run import crypt_steps, kept_steps, target_files
@@ -66,6 +76,7 @@ class Executor:
             "wipe": self.do_wipe, "partition_table": self.do_partition_table,
             "partition": self.do_partition, "settle": self.do_settle,
             "md_create": self.do_md_create, "pv_create": self.do_pv_create,
+            "bcache_create": self.do_bcache_create, "bcache_boot": self.files.bcache_boot,
             "vg_create": self.do_vg_create, "lv_create": self.do_lv_create,
             "vg_activate": self.do_vg_activate, "mkfs": self.do_mkfs,
             "write_image": self.do_write_image, "mount": self.do_mount,
@@ -203,6 +214,14 @@ class Executor:
         udev.settle(self.runner)
         udev.wait_for_devices(self.runner, [step.device])
         wipe.clear_new(self.runner, [step.device])
+
+    def do_bcache_create(self, step):
+        """The backing (and a new cache set's) device is blank (a new partition, a wiped disk,
+        an array cleared when made); what the bcache device shows is cleared as an array's."""
+        made = bcache.create(self.runner, step.args)
+        udev.settle(self.runner)
+        wipe.clear_new(self.runner, [step.device])
+        return made
 
     def do_pv_create(self, step):
         lvm.pv_create(self.runner, step.device)

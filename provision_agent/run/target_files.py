@@ -1,5 +1,6 @@
 """The executor's handlers for the files a run writes into the installed system's /etc: fstab
-(by filesystem UUID), mdadm.conf (the arrays and their member devices) and multipath's wwids.
+(by filesystem UUID), mdadm.conf (the arrays and their member devices) and multipath's wwids;
+and the check that the image assembles the bcache devices its fstab needs at boot.
 
 Each goes into the target only when the run mounted the target's root filesystem (a warning
 says so otherwise); fstab's and mdadm.conf's text is the step's result either way.
@@ -8,7 +9,8 @@ says so otherwise); fstab's and mdadm.conf's text is the step's result either wa
 import logging
 import os
 
-from provision_agent.drivers import blockinfo, fstab, md, mount, target, udev
+from provision_agent.drivers import bcache, blockinfo, fstab, md, mount, target, udev
+from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
 
@@ -72,3 +74,17 @@ class TargetFiles:
             return None
         from provision_agent.drivers import iscsi
         return {"written": iscsi.install(self.root, step.args)}
+
+    def bcache_boot(self, step):
+        """exit 5, naming the package, when the image cannot assemble the bcache devices its
+        fstab mounts: the boot would stop in emergency mode, waiting for them."""
+        if not self.root_mounted("the bcache check"):
+            return None
+        missing = bcache.has_boot_support(
+            lambda path: os.path.lexists(target.resolve(self.root, path)))
+        if missing:
+            raise ImageError(f"the image cannot assemble {', '.join(step.devices)} at boot "
+                             f"(its fstab mounts filesystems on them): install "
+                             f"{', '.join(missing)} in it (Debian package name; its udev rule "
+                             f"registers bcache devices, its initramfs hook carries the rule)")
+        return {"bcache_tools": True}
