@@ -126,10 +126,7 @@ def build_layout(doc):
     layout = model.Layout(
         disks=[_disk(d, f"$.disks[{i}]", problems) for i, d in enumerate(doc["disks"])],
         raids=[_raid(r, f"$.raids[{i}]", problems) for i, r in enumerate(doc.get("raids", []))],
-        bcache=[model.Bcache(id=b["id"], name=b.get("name", b["id"].replace(":", "-")),
-                             backing=b["backing_device"], cache=b.get("cache_device"),
-                             cache_mode=b.get("cache_mode", "writethrough"),
-                             origin=b.get("origin", f"$.bcache[{i}]"))
+        bcache=[_bcache(b, f"$.bcache[{i}]", problems)
                 for i, b in enumerate(doc.get("bcache", []))],
         volume_groups=[_vg(v, f"$.volume_groups[{i}]", problems)
                        for i, v in enumerate(doc.get("volume_groups", []))],
@@ -219,6 +216,14 @@ def _raid(r, where, problems):
                       origin=r.get("origin", where), keep=r.get("keep", False) is True,
                       wipe=r.get("wipe"), table=r.get("table", "gpt"),
                       partitions=_partitions(r, where, problems))
+
+
+def _bcache(b, where, problems):
+    return model.Bcache(id=b["id"], name=b.get("name", b["id"].replace(":", "-")),
+                        backing=b["backing_device"], cache=b.get("cache_device"),
+                        cache_mode=b.get("cache_mode", "writethrough"),
+                        origin=b.get("origin", where), table=b.get("table", "gpt"),
+                        partitions=_partitions(b, where, problems))
 
 
 def _vg(v, where, problems):

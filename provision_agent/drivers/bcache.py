@@ -12,10 +12,13 @@ import logging
 import os
 import time
 
+from provision_agent.drivers import udev
 from provision_agent.errors import MachineMismatch, Problem
+from provision_agent.plan.devnames import partition_number
 
 LOG = logging.getLogger(__name__)
 
+BY_LABEL = "/dev/bcache/by-label/"
 SYS_BLOCK = "/sys/class/block"
 SYS_FS = "/sys/fs/bcache"
 # registration and stopping are asynchronous in the kernel; a device that takes longer than
@@ -97,6 +100,21 @@ def ensure_link(link, target):
     if os.path.lexists(link):
         os.unlink(link)
     os.symlink(target, link)
+
+
+def link_partitions(runner, disk, devices, sys_block=SYS_BLOCK):
+    """Link the plan's names of a bcache device's partitions (NAME1, NAMEp1 beside its label's
+    link) to the kernel's (/dev/bcacheNpM): no udev rule names them by the label."""
+    for device in (d for d in devices if d.startswith(disk) and d != disk):
+        number = partition_number(device)
+        node = udev.partition_node(disk, number, sys_block)
+        if node is None:
+            udev.settle(runner)
+            node = udev.partition_node(disk, number, sys_block)
+        if node is None:
+            raise udev.DeviceMissing(f"{disk} shows no partition {number} after its table "
+                                     f"was written")
+        ensure_link(device, node)
 
 
 def is_bcache(node):

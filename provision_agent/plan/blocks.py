@@ -97,6 +97,7 @@ def _bcache(layout, sizes):
         block = bcache_block(layout, sizes, b)
         if block is not None:
             sizes[b.id] = (block, max(sizes[b.backing][1], block))
+            sizes.update({p.id: sizes[b.id] for p in b.partitions})
 
 
 def luks_default(logical, physical):

@@ -112,6 +112,8 @@ class Bcache:
     cache: str | None = None
     cache_mode: str = "writethrough"
     origin: str = ""
+    table: str = "gpt"                 # with partitions: its partition table
+    partitions: list = field(default_factory=list)   # the device is then used through them
 
 
 @dataclass
@@ -266,8 +268,8 @@ class Layout:
     warnings: list = field(default_factory=list)      # shown with the plan; nothing refused
 
     def partitions(self):
-        """(disk or array, partition) of every partition, disks' first."""
-        for holder in self.disks + [r for r in self.raids if r.partitions]:
+        """(disk, array or bcache device, partition) of every partition, disks' first."""
+        for holder in self.disks + [x for x in self.raids + self.bcache if x.partitions]:
             for part in holder.partitions:
                 yield holder, part
 

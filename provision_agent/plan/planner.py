@@ -55,7 +55,9 @@ def plan(res):
 
 
 def _built_in(res):
-    steps = (_tables(res) + _arrays(res) + planner_bcache.devices(res)
+    bcache_table = lambda b: planner_kept.array_table(res, b, _partition_step,  # noqa: E731
+                                                      _table_text)
+    steps = (_tables(res) + _arrays(res) + planner_bcache.devices(res, bcache_table)
              + planner_crypt.volumes(res, on_lvs=False)
              + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
     copies = planner_boot.esp_copies(res.layout, res)

@@ -7,7 +7,9 @@ from provision_agent.plan import blocks, validate_bcache
 from provision_agent.plan import steps as st
 
 
-def devices(res):
+def devices(res, table):
+    """Each bcache device made, then its partitions (table(b): the steps of its table, its
+    partitions and the wait for them, as an array's)."""
     layout, dev, steps, made = res.layout, res.devices.get, [], set()
     for b in layout.bcache:
         first = b.cache is not None and b.cache not in made
@@ -20,6 +22,7 @@ def devices(res):
             dev(b.id), b.name, dev(b.backing), dev(b.cache) if b.cache else None,
             b.cache_mode if b.cache else "none", block, first,
             description=f"bcache {dev(b.id)} on {dev(b.backing)}{cache}"))
+        steps += table(b)
     return steps
 
 

@@ -42,6 +42,9 @@ def layout_dict(res):
             "backing_device": res.devices.get(b.backing),
             "cache_device": res.devices.get(b.cache) if b.cache else None,
             "cache_mode": b.cache_mode if b.cache else "none", "size": res.sizes.get(b.id),
+            **({"table": b.table, "partitions": [{
+                "id": p.part_id, "number": p.number, "device": p.device, "offset": p.offset,
+                "size": p.size} for p in res.placed.get(b.id, [])]} if b.partitions else {}),
         } for b in lay.bcache]} if lay.bcache else {}),
         "volume_groups": [{
             "id": vg.id, "name": vg.name, "pvs": [res.devices.get(p) for p in vg.pvs],
@@ -168,9 +171,11 @@ def plan_text(planned):
                      + ((mark(r.id) or "  kept") + ": assembled as it is" if r.keep else "")
                      + (f"  → {tail(r.id)}" if tail(r.id) else ""))
         partition_lines(r.id)
-    lines += [f"{res.devices[b.id]}  bcache  ~{human(res.sizes.get(b.id, 0))}  "
-              + (b.cache_mode if b.cache else "no cache") + (f"  → {tail(b.id)}" if tail(b.id)
-                                                              else "") for b in lay.bcache]
+    for b in lay.bcache:
+        lines.append(f"{res.devices[b.id]}  bcache  ~{human(res.sizes.get(b.id, 0))}  "
+                     + (b.cache_mode if b.cache else "no cache") + (f"  {b.table}" if
+                     b.partitions else "") + (f"  → {tail(b.id)}" if tail(b.id) else ""))
+        partition_lines(b.id)
     for vg in lay.volume_groups:
         lines.append(f"VG {vg.name}  ~{human(res.sizes.get(vg.id, 0))}"
                      + ("  kept: activated as it is, not re-created" if vg.keep else ""))

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from provision_agent.errors import Problem
 from provision_agent.plan import blocks, geometry, geometry_explicit, inventory, validate_kept
-from provision_agent.plan.devnames import bcache_device as bcache_by_label
 from provision_agent.plan.devnames import lv_device, mapper_device, md_device, multipath_link
+from provision_agent.plan.resolve_bcache import size_and_place as resolve_bcache
 from provision_agent.plan.units import MiB, align_up, human
 
 EXTENT = 4 * MiB
@@ -77,9 +77,7 @@ def resolve(layout, disks):
             _place(disk, dev, res, problems)
     _size_arrays(layout, res, problems)
     _place_on_arrays(layout, res, problems)
-    for b in (b for b in layout.bcache if b.backing in res.sizes):   # less its superblock:
-        res.sizes[b.id] = max(0, res.sizes[b.backing] - 8192)       # make-bcache's default
-    res.devices.update({b.id: bcache_by_label(b.name) for b in layout.bcache})
+    resolve_bcache(layout, res, problems, _place)
     lvs = {lv.id for _, lv in layout.logical_volumes()}
     _size_encrypted([e for e in layout.encrypted if e.device not in lvs], res)
     _size_volume_groups(layout, res, problems)

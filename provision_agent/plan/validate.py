@@ -32,11 +32,12 @@ class _Ids:
         self.disks = {d.id: d for d in layout.disks}
         self.parts = {p.id: p for _, p in layout.partitions()}
         self.raids = {r.id: r for r in layout.raids if not r.partitions}
-        self.partitioned = {r.id for r in layout.raids if r.partitions}
+        self.partitioned = {x.id: "array" if x in layout.raids else "bcache device"
+                            for x in layout.raids + layout.bcache if x.partitions}
         self.lvs = {lv.id: lv for _, lv in layout.logical_volumes()}
         self.whole_disks = {d.id: d for d in layout.disks if not d.partitions}
         self.crypts = {e.id: e for e in layout.encrypted}
-        self.bcache = {b.id: b for b in layout.bcache}
+        self.bcache = {b.id: b for b in layout.bcache if not b.partitions}
         self.block = (set(self.parts) | set(self.raids) | set(self.lvs) | set(self.whole_disks)
                       | set(self.crypts) | set(self.bcache))
         self.users = Counter()
@@ -45,7 +46,7 @@ class _Ids:
         """One more user of ref: a device may hold one array, volume group or filesystem."""
         if ref not in allowed:
             kind = "disk with partitions" if ref in self.disks else \
-                "array with partitions" if ref in self.partitioned else \
+                f"{self.partitioned[ref]} with partitions" if ref in self.partitioned else \
                 "a bcache device" if ref in self.bcache else \
                 "an encrypted volume" if ref in self.crypts else "unknown id"
             self.add(obj, f"{what} {ref!r} is not a usable device here ({kind})")
@@ -210,7 +211,7 @@ def _referencable(layout):
 
 
 def _check_disks(layout, add):
-    for disk in layout.disks + [r for r in layout.raids if r.partitions]:
+    for disk in layout.disks + [x for x in layout.raids + layout.bcache if x.partitions]:
         remaining = [p for p in disk.partitions if p.size.remaining]
         if len(remaining) > 1 and not validate_kept.explicit(disk.partitions):
             add(disk, f"'remaining' is used by {len(remaining)} partitions on one disk; "

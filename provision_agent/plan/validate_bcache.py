@@ -65,8 +65,34 @@ def check(layout, use, usable):
         if b.cache is None and b.cache_mode != "writethrough":
             add(b, f"cache_mode {b.cache_mode!r} without a cache_device: a bcache device "
                    "without a cache has no mode; add the cache_device or leave cache_mode out")
+    _check_partitions(layout, add)
     _check_boot(layout, add)
     return problems
+
+
+def _check_partitions(layout, add):
+    """A bcache device's partitions are made with it: none kept, none firmware reads; their
+    links (NAME1, NAMEp1) are no other bcache device's label."""
+    names = {b.name: b for b in layout.bcache}
+    on_bcache = {p.id: b.id for b in layout.bcache for p in b.partitions}
+    # arrays and bcache devices are made before any bcache device's partitions exist
+    for obj, refs in [(r, r.members + r.spares) for r in layout.raids] + [
+            (b, [b.backing, b.cache]) for b in layout.bcache]:
+        for ref in (ref for ref in refs if ref in on_bcache):
+            add(obj, f"{ref!r} is a partition of bcache {on_bcache[ref]!r}: arrays and bcache "
+                     f"devices are made before it; put them under the bcache device instead")
+    for b in (b for b in layout.bcache if b.partitions):
+        for i, p in enumerate(b.partitions, 1):
+            if p.keep or p.keep_if_present:
+                add(p, f"a partition of bcache {b.id!r} is kept: bcache devices are made anew, "
+                       f"and their tables with them")
+            if p.type in ("bios_grub", "esp"):
+                add(p, f"a {p.type} partition on a bcache device: firmware reads the partition "
+                       f"tables of disks, not of bcache devices")
+            link = f"{b.name}{'p' if b.name[-1].isdigit() else ''}{p.number or i}"
+            if link in names:
+                add(names[link], f"name {link!r} is also the link of partition {p.id!r} of "
+                                 f"bcache {b.id!r}: give one of them another name")
 
 
 def _check_boot(layout, add):

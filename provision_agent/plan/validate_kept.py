@@ -29,7 +29,7 @@ def explicit(partitions):
 def check(layout):
     problems = []
     add = lambda obj, msg: problems.append(Problem(_where(obj), msg))  # noqa: E731
-    for disk in layout.disks + [r for r in layout.raids if r.partitions]:
+    for disk in layout.disks + [x for x in layout.raids + layout.bcache if x.partitions]:
         _check_placement(disk, add)
     _check_array_partitions(layout, add)
     parts = {p.id: p for _, p in layout.partitions()}

@@ -206,6 +206,8 @@ class Executor:
     def do_settle(self, step):
         for disk in step.disks:
             udev.reread_partitions(self.runner, disk, self.tables.get(disk))
+            if disk.startswith(bcache.BY_LABEL):
+                bcache.link_partitions(self.runner, disk, step.devices)
         udev.wait_for_devices(self.runner, step.devices)
         wipe.clear_new(self.runner, [d for d in step.devices if d not in self.kept])
 

@@ -179,3 +179,22 @@ def test_the_executor_makes_the_device_then_clears_what_it_shows(tmp_path, monke
     report = Executor(FakeRunner(), Events([io.StringIO()]), str(tmp_path / "t")).execute([step])
     assert done == [("create", "root"), ("clear", ["/dev/bcache/by-label/root"])]
     assert report["steps"][0]["result"] == {"kernel_device": "/dev/bcache7"}
+
+
+def test_partitions_are_linked_beside_the_label_to_the_kernels_names(tmp_path, monkeypatch):
+    """The kernel names them /dev/bcacheNpM; the plan by the label's link."""
+    from provision_agent.drivers import udev
+
+    label = tmp_path / "by-label"
+    label.mkdir()
+    disk = str(label / "srv")
+    nodes = {1: "/dev/bcache3p1", 2: None}
+    monkeypatch.setattr(udev, "partition_node", lambda d, n, sys_block: nodes[n])
+    monkeypatch.setattr(udev, "settle", lambda runner: nodes.update({2: "/dev/bcache3p2"}))
+    bcache.link_partitions(FakeRunner(), disk, [disk + "1", disk + "2", "/dev/sda1"])
+    assert os.readlink(disk + "1") == "/dev/bcache3p1"
+    assert os.readlink(disk + "2") == "/dev/bcache3p2"      # after udev settled
+    nodes[2] = None
+    monkeypatch.setattr(udev, "settle", lambda runner: None)
+    with pytest.raises(udev.DeviceMissing, match="shows no partition 2"):
+        bcache.link_partitions(FakeRunner(), disk, [disk + "2"])

@@ -178,3 +178,54 @@ def test_schema_names_where(tmp_path, field, value, says):
     rc, _, err = dry_run(tmp_path, mutate(layout(), lambda d: d["bcache"][0].update(
         {field: value})))
     assert rc == 2 and says in err, err
+
+
+def with_partitions(d):
+    """/srv's bcache device partitioned (curtin's bcache-partitions): an xfs and a PV on it."""
+    d["bcache"][1].update(table="gpt", partitions=[{"id": "srv1", "size": "2GiB"},
+                                                   {"id": "srv2", "size": "remaining"}])
+    d["filesystems"][2]["device"] = "srv1"
+    d["volume_groups"].append({"id": "vg2", "name": "data", "pvs": ["srv2"],
+                               "logical_volumes": [{"id": "lvdata", "size": "1GiB"}]})
+
+
+def test_a_partition_table_on_a_bcache_device(tmp_path):
+    rc, plan, err = dry_run(tmp_path, mutate(layout(), with_partitions))
+    assert rc == 0, err
+    steps = [(s["kind"], s["args"]) for s in plan["steps"]]
+    kinds = [k for k, _ in steps]
+    at = kinds.index("bcache_create", kinds.index("bcache_create") + 1)
+    # made right after its device, before LVM: its own table, partitions and settle
+    assert kinds[at:at + 5] == ["bcache_create", "partition_table", "partition", "partition",
+                                "settle"]
+    assert steps[at + 1][1] == {"disk": "/dev/bcache/by-label/srv", "label": "gpt"}
+    first, second = steps[at + 2][1], steps[at + 3][1]
+    assert (first["device"], first["offset"], first["size"]) == (
+        "/dev/bcache/by-label/srv1", 1 << 20, 2 * GiB)
+    # the rest of the 10 GiB disk less bcache's 8 KiB, on whole MiB, less GPT's backup
+    assert second["device"] == "/dev/bcache/by-label/srv2"
+    assert second["offset"] + second["size"] <= 10 * GiB - 8192 - 16896
+    assert steps[at + 4][1]["devices"] == ["/dev/bcache/by-label/srv1",
+                                           "/dev/bcache/by-label/srv2"]
+    assert kinds.index("pv_create") > at + 4
+    pvs = [a["device"] for k, a in steps if k == "pv_create"]
+    assert "/dev/bcache/by-label/srv2" in pvs
+    (check,) = of_kind(plan, "bcache_boot")
+    assert check["devices"] == ["/dev/bcache/by-label/root", "/dev/bcache/by-label/srv"]
+
+
+@pytest.mark.parametrize("change, where, says", [
+    (lambda d: d["filesystems"][2].update(device="srv"), "$.filesystems[2]",
+     "device 'srv' is not a usable device here (bcache device with partitions)"),
+    (lambda d: d["bcache"][1]["partitions"][0].update(keep=True),
+     "$.bcache[1].partitions[0]", "a partition of bcache 'srv' is kept"),
+    (lambda d: d["bcache"][1]["partitions"][0].update(type="esp"),
+     "$.bcache[1].partitions[0]", "a esp partition on a bcache device"),
+    (lambda d: d["bcache"][0].update(name="srv1"), "$.bcache[0]",
+     "name 'srv1' is also the link of partition 'srv1' of bcache 'srv'"),
+    (lambda d: d["raids"][0].update(members=["a2", "srv2"]) or d["volume_groups"].pop(),
+     "$.raids[0]", "'srv2' is a partition of bcache 'srv': arrays and bcache devices are made"),
+])
+def test_partitions_on_bcache_are_refused_where(change, where, says):
+    found = problems(mutate(mutate(layout(), with_partitions), change))
+    assert any(p.startswith(f"{where}: {says}") for p in found), found
