@@ -3,8 +3,8 @@
 Rebuilding runs the image's update-initramfs or dracut in the target: minutes under
 emulation, tens of seconds on real machines, the longest part of a partition image's deploy.
 It is needed when the initramfs must know something this run made that it cannot find by
-itself: LUKS (crypttab, clevis), multipath (the WWIDs), bcache (bcache-tools' hook, which a
-kept initramfs may lack), or a filesystem the image did not
+itself: LUKS (crypttab, clevis), multipath (the WWIDs), a / on bcache (bcache-tools' hook,
+which a kept initramfs may lack), or a filesystem the image did not
 bring (a tar image unpacked into a filesystem of the layout's choosing, whose driver the
 image's initramfs may lack). When the root is the image's own filesystem written as it is,
 the image's initramfs boots it by the UUID on the kernel command line: on a plain device as
@@ -14,7 +14,7 @@ never rebuilds, on software RAID either. `bootloader.initramfs: "rebuild"` asks 
 rebuild anyway (an image whose initramfs was built for another machine's drivers).
 """
 
-from provision_agent.plan import iscsi
+from provision_agent.plan import iscsi, validate_bcache
 
 KEEP = "keep"
 REBUILD = "rebuild"
@@ -28,13 +28,15 @@ def choose(layout, multipath_wwids):
     bl = layout.bootloader
     if bl is not None and getattr(bl, "initramfs", "auto") == REBUILD:
         return REBUILD, "asked for (bootloader.initramfs)", []
+    root = next((fs for fs in layout.filesystems if fs.mount == "/"), None)
+    # a bcache device elsewhere is registered by the installed root's own udev rule
+    cached = root is not None and validate_bcache.on_bcache(layout, root.device)
     stacked = [what for what, present in (
         ("encryption", layout.encrypted), ("multipath", multipath_wwids),
         ("/ on iSCSI", iscsi.root_target(layout)),
-        ("bcache", getattr(layout, "bcache", None))) if present]
+        ("/ on bcache", cached)) if present]
     if stacked:
         return REBUILD, f"the layout has {' and '.join(stacked)}", []
-    root = next((fs for fs in layout.filesystems if fs.mount == "/"), None)
     if root is None:
         return REBUILD, "no filesystem is mounted at /", []
     if not any(im.target == root.device and im.format in FILESYSTEM_IMAGES

@@ -94,3 +94,17 @@ def test_the_images_filesystem_on_md_and_lvm_is_kept_if_its_initramfs_has_the_to
     assert choose(doc)[0] == "keep"
     assert needs(doc) == ["mdadm", "lvm"]
     assert needs(PLAIN) == []
+
+
+def test_a_root_on_bcache_rebuilds_and_bcache_elsewhere_keeps_it():
+    """The image's initramfs may lack bcache-tools' hook: rebuilt for a / on bcache; a bcache
+    device mounted elsewhere is registered by the installed root's own udev rule."""
+    doc = copy.deepcopy(PLAIN)
+    doc["disks"].append({"id": "d1", "match": {"name": "/dev/vdb"}})
+    doc["disks"].append({"id": "d2", "match": {"name": "/dev/vdc"}})
+    doc["bcache"] = [{"id": "bc", "backing_device": "d1", "cache_device": "d2"}]
+    doc["filesystems"].append({"device": "bc", "type": "xfs", "mount": "/srv"})
+    assert choose(doc)[0] == "keep"
+    doc["filesystems"] = [{"device": "bc", "type": "ext4", "mount": "/"}]
+    doc["images"][0]["target"] = "bc"
+    assert choose(doc) == ("rebuild", "the layout has / on bcache")
