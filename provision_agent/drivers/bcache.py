@@ -52,16 +52,15 @@ def _write(path, value):
 
 
 def register(device, sys_block=SYS_BLOCK, sys_fs=SYS_FS, **timing):
-    """Register device with the kernel unless udev's rule already did; wait until it is."""
-    here = os.path.join(sys_block, _kname(device), "bcache")
+    """Register device with the kernel unless udev's rule already did; wait until it is (udev
+    may be registering it at the same time: the kernel then refuses ours as busy)."""
+    here, said = os.path.join(sys_block, _kname(device), "bcache"), ""
     if not os.path.isdir(here):
         try:
             _write(os.path.join(sys_fs, "register"), device)
-        except OSError as exc:      # udev registered it in between: then it is there
-            if not os.path.isdir(here):
-                raise MachineMismatch([Problem("bcache", f"registering {device} with the "
-                                                         f"kernel failed: {exc}")]) from exc
-    _wait(f"{device} was not registered", lambda: os.path.isdir(here), **timing)
+        except OSError as exc:
+            said = f" (the kernel refused it: {exc})"
+    _wait(f"{device} was not registered{said}", lambda: os.path.isdir(here), **timing)
     return here
 
 
@@ -74,8 +73,9 @@ def create(runner, args, sys_block=SYS_BLOCK, sys_fs=SYS_FS, **timing):
     runner.run(make_argv("backing", backing, block))
     runner.run(["udevadm", "settle", "--timeout=30"], check=False)
     if cache:
-        cache_dir = register(cache, sys_block, sys_fs, **timing)
-        cset = os.path.basename(os.path.realpath(os.path.join(cache_dir, "set")))
+        joined = os.path.join(register(cache, sys_block, sys_fs, **timing), "set")
+        _wait(f"{cache} joined no cache set", lambda: os.path.islink(joined), **timing)
+        cset = os.path.basename(os.path.realpath(joined))
     here = register(backing, sys_block, sys_fs, **timing)
     link = os.path.join(here, "dev")
     _wait(f"{backing} shows no bcache device", lambda: os.path.islink(link), **timing)

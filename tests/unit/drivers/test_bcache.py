@@ -198,3 +198,20 @@ def test_partitions_are_linked_beside_the_label_to_the_kernels_names(tmp_path, m
     monkeypatch.setattr(udev, "settle", lambda runner: None)
     with pytest.raises(udev.DeviceMissing, match="shows no partition 2"):
         bcache.link_partitions(FakeRunner(), disk, [disk + "2"])
+
+
+def test_a_registration_refused_while_udev_registers_it_is_waited_out(tmp_path, monkeypatch):
+    """The kernel refuses a second registration as busy; udev's own is then waited for."""
+    kernel = Kernel(tmp_path)
+    real_write = bcache._write
+
+    def busy(path, value):
+        if path.endswith("register"):
+            kernel.register(value)          # udev's rule was quicker
+            raise OSError(16, "Device or resource busy")
+        real_write(path, value)
+
+    monkeypatch.setattr(bcache, "_write", busy)
+    made = bcache.create(FakeRunner(), args(tmp_path), str(kernel.block), str(kernel.fs),
+                         sleep=kernel.sleep)
+    assert made == {"kernel_device": "/dev/bcache3"}
