@@ -56,23 +56,37 @@ def test_manifest_matches_artefacts(ramdisk):
     assert manifest["artefacts"]["initramfs"]["bytes"] <= 120 * (1 << 20)
     for pkg in ("python3", "mdadm", "lvm2", "openssh-server", "qemu-utils", "grub-pc-bin", "sqv",
                 "cryptsetup-bin", "clevis-luks", "clevis-tpm2", "age", "jfsutils", "ntfs-3g",
-                "reiserfsprogs"):
+                "reiserfsprogs", "bcache-tools"):
         assert pkg in manifest["packages"], pkg
+
+
+def initramfs_paths(ramdisk):
+    """The paths the built initramfs holds, read from the artefact without a boot."""
+    data = subprocess.run(["zstd", "-dc", str(ramdisk.initramfs)], capture_output=True,
+                          check=True, timeout=300).stdout
+    return set(subprocess.run(["cpio", "-t", "--quiet"], input=data, capture_output=True,
+                              check=True, timeout=300).stdout.decode().split())
 
 
 def test_jfs_ntfs_and_reiserfs_are_made_and_jfs_and_reiserfs_mounted(ramdisk):
     """The base layer (the initramfs's first archive) holds their mkfs and the modules that
     mount jfs and reiserfs, with the aliases mount's module request finds; not their fsck or
     FUSE tools (path-excluded in build-base.sh)."""
-    unzstd = subprocess.Popen(["zstd", "-dc", str(ramdisk.initramfs)], stdout=subprocess.PIPE)
-    listing = subprocess.run(["cpio", "-t", "--quiet"], stdin=unzstd.stdout,
-                             capture_output=True, text=True, timeout=300).stdout.split()
-    unzstd.stdout.close()
-    unzstd.wait(timeout=60)
-    names = {name.rsplit("/", 1)[-1] for name in listing}
+    names = {name.rsplit("/", 1)[-1] for name in initramfs_paths(ramdisk)}
     assert {"mkfs.jfs", "mkfs.ntfs", "mkntfs", "mkfs.reiserfs", "mkreiserfs", "jfs.ko",
             "reiserfs.ko"} <= names
     assert not names & {"jfs_fsck", "reiserfsck", "ntfsclone", "lowntfs-3g"}
+
+
+def test_bcache_tools_udev_rule_and_module_are_in_the_initramfs(ramdisk):
+    """make-bcache, the udev rule that registers old bcache devices (so that a wipe stops
+    them) and the kernel module (issue 56)."""
+    names = initramfs_paths(ramdisk)
+    kver = ramdisk.manifest["kernel"]
+    for name in ("usr/sbin/make-bcache", "usr/lib/udev/rules.d/69-bcache.rules",
+                 "usr/lib/udev/bcache-register",
+                 f"usr/lib/modules/{kver}/kernel/drivers/md/bcache/bcache.ko"):
+        assert name in names, name
 
 
 # As root in a chroot: chroot into a subdirectory while the working directory stays outside
