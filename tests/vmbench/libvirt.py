@@ -143,10 +143,12 @@ class StoragePool:
 class Domain:
     """A libvirt domain defined (not started) with boot order network, then disk: the BMC
     powers it and sets its boot device. `firmware` is 'bios', 'uefi' (OVMF) or
-    'uefi-secureboot' (OVMF that can enforce Secure Boot; off until the BMC turns it on)."""
+    'uefi-secureboot' (OVMF that can enforce Secure Boot; off until the BMC turns it on).
+    nic_model: the NIC's libvirt model (virtio, e1000e, e1000, rtl8139, vmxnet3, ...; qemu's
+    iPXE ROM for that model network-boots it)."""
 
     def __init__(self, workdir, name, bridge, mac, disks=2, disk_size=4 << 30, firmware="bios",
-                 memory_mib=2048, cpus=2, serials=None):
+                 memory_mib=2048, cpus=2, serials=None, nic_model="virtio"):
         if firmware not in FIRMWARES:
             raise ValueError(f"firmware {firmware!r}: one of {FIRMWARES}")
         self.dir = Path(workdir)
@@ -155,6 +157,7 @@ class Domain:
         self.uuid = str(uuid.uuid4())
         self.bridge, self.mac, self.firmware = bridge, mac, firmware
         self.memory_mib, self.cpus = memory_mib, cpus
+        self.nic_model = nic_model
         self.console_log = self.dir / "console.log"
         serials = serials or [f"disk{i}" for i in range(disks)]
         self.disk_images = [self.dir / f"{name}-disk{i}.img" for i in range(disks)]
@@ -202,7 +205,7 @@ class Domain:
     <interface type='bridge'>
       <source bridge={quoteattr(self.bridge)}/>
       <mac address={quoteattr(self.mac)}/>
-      <model type='virtio'/>
+      <model type={quoteattr(self.nic_model)}/>
     </interface>
     <serial type='file'>
       <source path={quoteattr(str(self.console_log))} append='on'/>

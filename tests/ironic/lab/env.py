@@ -74,8 +74,9 @@ class Lab:
 
     def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
                  ipmi=False, automated_clean=True, glance=False, cpus=2, conductors=1,
-                 ipa_ramdisk=None):
+                 ipa_ramdisk=None, nic_model="virtio"):
         self.workdir = str(workdir)
+        self.nic_model = nic_model          # every machine's NIC (tests/vmbench/libvirt.py)
         self.cpus = cpus                    # vCPUs per machine
         self.ramdisk = ramdisk
         self.machines = dict(machines)      # name -> firmware
@@ -119,7 +120,7 @@ class Lab:
         for i, (name, firmware) in enumerate(self.machines.items()):
             dom = Domain(os.path.join(w, name), f"pa-{name}-{os.getpid()}", self.net.bridge,
                          f"52:54:00:5b:{os.getpid() % 256:02x}:{i:02x}", disks=self.disks,
-                         firmware=firmware, cpus=self.cpus)
+                         firmware=firmware, cpus=self.cpus, nic_model=self.nic_model)
             dom.define()
             self.stack.callback(dom.remove_disks)
             self.stack.callback(dom.undefine)
