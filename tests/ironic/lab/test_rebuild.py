@@ -202,8 +202,7 @@ def _life(lab, imgs, machine, boots):
 
 
 def _deploy(lab, uuid, dom, target, times, name):
-    """Deploy or rebuild, then the instance's boot: what it found and wrote, and the plan's
-    kept lines."""
+    """Deploy or rebuild, then the instance's boot: what it found and what it wrote."""
     console_at = len(dom.console_text())
     t = time.monotonic()
     lab.ironic.set_state(uuid, target)
