@@ -8,36 +8,16 @@ import pytest
 
 from provision_agent.data_drivers.native import NativeDriver
 from provision_agent.errors import InputError
-from provision_agent.plan import inventory as inv_mod
-from provision_agent.plan import pipeline, render
-from tests.unit.helpers import inventory, mutate, run_cli, sample
+from provision_agent.plan import render
+from tests.unit.helpers import run_cli
+from tests.unit.plan.test_encryption import build, encrypted_raid_lvm, problems_of
 
-DISKS = inv_mod.from_document(inventory("three-disks"))
-AGE = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
 SECRET = "Tr0ub4dor&3 horse-battery"
 
 
 def layout(**unlock):
     """two-disk-raid-lvm with the RAID1 under LVM encrypted, opened by a passphrase."""
-    def change(d):
-        d["encrypted"] = [{"id": "crypt-os", "device": "md-os", "name": "cryptos",
-                           "unlock": unlock or {"passphrase": SECRET}}]
-        d["volume_groups"][0]["pvs"] = ["crypt-os"]
-        d["recovery"] = {"age_recipients": [AGE]}
-        d["images"] = [{"uri": "http://images.example/root.tar", "format": "tar",
-                        "target": "/", "allow_no_checksum": True}]
-        d["bootloader"] = {"boot_mode": "bios"}
-    return mutate(sample("two-disk-raid-lvm"), change)
-
-
-def build(doc):
-    return pipeline.build_plan(NativeDriver(doc).layout(), DISKS)
-
-
-def problems_of(doc):
-    with pytest.raises(InputError) as exc:
-        build(doc)
-    return [str(p) for p in exc.value.problems]
+    return encrypted_raid_lvm(**(unlock or {"passphrase": SECRET}))
 
 
 def test_a_passphrase_volume_is_planned_with_its_passphrase_shown_redacted():
