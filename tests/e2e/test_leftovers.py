@@ -27,8 +27,11 @@ mdadm --create /dev/md/vol0 --run --level=1 --raid-devices=2 --size=65536 /dev/m
 mdadm --wait /dev/md/vol0 || true
 mdadm --create /dev/md/ddf0 --run --metadata=ddf --raid-devices=2 /dev/vdc /dev/vdd
 mdadm --create /dev/md/vol1 --run --level=1 --raid-devices=2 --size=65536 /dev/md/ddf0
-for d in vde vdf; do sgdisk -q -n1:0:+256M -t1:fd00 -n2:0:+512M -t2:8e00 /dev/$d; done
+# sgdisk has no -q: given one it writes nothing and still exits 0 (the first run's
+# "cannot open /dev/vde1"), so its chatter goes to /dev/null instead
+for d in vde vdf; do sgdisk -n1:0:+256M -t1:fd00 -n2:0:+512M -t2:8e00 /dev/$d >/dev/null; done
 udevadm settle
+test -b /dev/vde1 && test -b /dev/vdf2
 mdadm --create /dev/md/legacy --run --level=1 --raid-devices=2 --metadata=1.2 \
       --assume-clean /dev/vde1 /dev/vdf1
 mkfs.ext4 -q /dev/md/legacy
@@ -36,8 +39,9 @@ pvcreate -qq -y /dev/vde2 /dev/vdf2
 vgcreate -qq oldvg /dev/vde2 /dev/vdf2
 lvcreate -qq -y -n data -L 256M oldvg
 mkfs.ext4 -q /dev/oldvg/data
-sgdisk -q -n1:0:+128M -n2:0:+256M /dev/vdg
+sgdisk -n1:0:+128M -n2:0:+256M /dev/vdg >/dev/null
 udevadm settle
+test -b /dev/vdg2
 mkfs.ext4 -q -L kept /dev/vdg1
 mkdir -p /mnt/kept && mount /dev/vdg1 /mnt/kept
 head -c 4M /dev/urandom > /mnt/kept/data && sha256sum /mnt/kept/data > /root/kept.sha
