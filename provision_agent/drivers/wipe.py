@@ -37,7 +37,11 @@ def _take_down(runner, device, nodes):
     for vg in _volume_groups_on(runner, [device] + [n["path"] for n in nodes]) if mapped else ():
         LOG.info("%s: deactivating old volume group %s", device, vg)
         runner.run(["vgchange", "--activate", "n", vg], check=False)
-    for node in reversed(nodes):
+    # An IMSM or DDF container (lsblk's type "md": it has no level) sits on the disks beside
+    # the volumes in it, which mdadm must stop first: it refuses to stop a container with a
+    # volume running ("member md126 still active")
+    containers = [n for n in nodes if n["type"] == "md"]
+    for node in [n for n in reversed(nodes) if n["type"] != "md"] + containers:
         if node["type"] in ("lvm", "dm", "crypt") and os.path.exists(node["path"]):
             # pvs does not always list a VG (e.g. one missing PVs); the mapping is what holds
             # the device, and removing it only tears down kernel state, nothing on disk

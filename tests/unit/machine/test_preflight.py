@@ -475,3 +475,19 @@ def test_preflight_refuses_a_gpt_target_without_bios_grub_when_auto_finds_a_bios
     monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
     preflight.check(plan, live, FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
                     mounted={}, swaps=[])
+
+
+def test_an_imsm_volume_is_stopped_before_its_container(monkeypatch):
+    # lsblk as the ramdisk printed it for a disk in an IMSM container (mdadm, IMSM_NO_PLATFORM):
+    # the volume md126 and its container md127 both sit on the disk, the volume listed first;
+    # mdadm refuses to stop a container while a volume in it runs ("member md126 still
+    # active"), which failed tests/e2e/test_leftovers.py's wipe of /dev/vda
+    tree = {"blockdevices": [{
+        "name": "vda", "path": "/dev/vda", "type": "disk", "fstype": "isw_raid_member",
+        "children": [{"name": "md126", "path": "/dev/md126", "type": "raid1", "fstype": None},
+                     {"name": "md127", "path": "/dev/md127", "type": "md", "fstype": None}]}]}
+    monkeypatch.setattr(wipe, "zero_edges", lambda device: None)
+    r = FakeRunner({"lsblk --json": json.dumps(tree)})
+    wipe.wipe(r, "/dev/vda")
+    assert r.writes()[:2] == ["mdadm --stop /dev/md126", "mdadm --stop /dev/md127"]
+    assert "wipefs --all --force /dev/vda" in r.writes()
