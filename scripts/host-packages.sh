@@ -18,6 +18,9 @@ packages=(
   pxelinux syslinux-common isolinux
   # functional tests on loop devices and the tools provision drives
   gdisk parted fdisk dosfstools xfsprogs btrfs-progs e2fsprogs util-linux udev
+  # a stale bcache superblock for the wipe's functional test (make-bcache; no kernel module
+  # needed: the test only writes the superblock and reads it back with blkid)
+  bcache-tools
   # configdrive: config-2 ISO and NoCloud vfat
   genisoimage mtools
   # image tests (HTTPS certificates) and the image benchmark (curl | gzip | dd)
