@@ -163,8 +163,15 @@ def test_a_layout_names_each_disk_by_another_hint_and_is_built_on_each(vm, inven
     stick_before = vm.ssh(ends).stdout
     run = vm.provision(layout)
     assert run.returncode == 0, run.log
+    # provision logs the plan it carries out (its stdout is the run's summary): each disk's
+    # line names the device the hint found and the hint, e.g. "/dev/sdb  2.0GiB  gpt ...
+    # (disk megasas, matched by by_path='/dev/disk/by-path/pci-...')"
+    planned = {line.split()[0]: line for line in run.log.splitlines()
+               if "(disk " in line and ", matched by " in line}
     for bus, kind in HINT.items():
-        assert f"matched by {kind}=" in run.stdout, (bus, run.stdout)
+        disk = disks[f"PA-{bus.upper()}"]
+        line = planned.get(disk["name"], "")
+        assert f"(disk {bus}, matched by {kind}={_hint(disk, kind)!r})" in line, (bus, planned)
     labels = {dev: tags.get("LABEL") for dev, tags in vm.blkid().items()}
     for bus in HINT:
         name = disks[f"PA-{bus.upper()}"]["name"]
