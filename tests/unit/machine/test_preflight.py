@@ -491,3 +491,20 @@ def test_an_imsm_volume_is_stopped_before_its_container(monkeypatch):
     wipe.wipe(r, "/dev/vda")
     assert r.writes()[:2] == ["mdadm --stop /dev/md126", "mdadm --stop /dev/md127"]
     assert "wipefs --all --force /dev/vda" in r.writes()
+
+
+@pytest.mark.parametrize("keep", [[], [3]])
+def test_the_old_partitions_edges_are_zeroed_where_zfs_keeps_its_labels(monkeypatch, keep):
+    # wipefs leaves three of a ZFS label's uberblocks and all of its config
+    # (tests/functional/test_stale_signatures_loop.py); the msdos extended partition (1 KiB:
+    # its EBR chains the logical partitions) and a kept partition are never zeroed
+    parts = [("vda1", 512 << 20, "zfs_member"), ("vda2", 1024, None),
+             ("vda3", 64 << 20, "ext4"), ("vda5", 256 << 20, "zfs_member")]
+    tree = {"blockdevices": [{"name": "vda", "path": "/dev/vda", "type": "disk", "children": [
+        {"name": n, "path": f"/dev/{n}", "type": "part", "fstype": f, "size": size}
+        for n, size, f in parts]}]}
+    zeroed = []
+    monkeypatch.setattr(wipe, "zero_edges", zeroed.append)
+    wipe.wipe(FakeRunner({"lsblk --json": json.dumps(tree)}), "/dev/vda", keep=keep)
+    assert zeroed == ["/dev/vda1"] + ([] if keep else ["/dev/vda3"]) + ["/dev/vda5"] \
+        + ([] if keep else ["/dev/vda"])
