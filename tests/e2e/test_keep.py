@@ -139,10 +139,7 @@ def test_a_kept_md_array_is_assembled_with_its_data_and_a_wiped_kept_partition_m
     vm = make_vm(disks=2, disk_size="2G", serials=["disk0", "disk1"])
     run = vm.provision(array_layout(False), ["--debug"])
     assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
-    vm.ssh("mkdir -p /mnt/s /mnt/w && mount /dev/md/srv /mnt/s && "
-           "head -c 16M /dev/urandom > /mnt/s/kept.bin && "
-           "(cd /mnt/s && sha256sum kept.bin) > /tmp/kept.sha256 && umount /mnt/s && "
-           "mount /dev/vda3 /mnt/w && touch /mnt/w/old && umount /mnt/w")
+    _seed(vm, kept="/dev/md/srv", renewed="/dev/vda3")
     array_uuid = "mdadm --detail --export /dev/md/srv | grep '^MD_UUID='"
     before, uuid_before = _fs_uuids(vm), vm.ssh(array_uuid).stdout.strip()
     tables_before = _places(vm)
@@ -160,16 +157,29 @@ def test_a_kept_md_array_is_assembled_with_its_data_and_a_wiped_kept_partition_m
     after = _fs_uuids(vm)
     assert vm.ssh(array_uuid).stdout.strip() == uuid_before
     assert after["/dev/md/srv"] == before["/dev/md/srv"]
-    vm.ssh("mount /dev/md/srv /mnt/s && cd /mnt/s && sha256sum -c /tmp/kept.sha256 && "
-           "cd / && umount /mnt/s")
     # the wiped partition: the same place, a new filesystem, nothing of the old one
     assert after["/dev/vda3"] != before["/dev/vda3"]
-    vm.ssh("mount /dev/vda3 /mnt/w")
-    try:
-        assert not vm.exists("/mnt/w/old")
-    finally:
-        vm.ssh("umount /mnt/w")
+    _check_seeded(vm, kept="/dev/md/srv", renewed="/dev/vda3")
     assert _places(vm) == tables_before
+
+
+def _seed(vm, kept, renewed):
+    """16 MiB of random data on the filesystem the re-provision keeps (its sha256 kept in the
+    ramdisk) and a file on the one it makes anew."""
+    vm.ssh(f"mkdir -p /mnt/s /mnt/v && mount {kept} /mnt/s && "
+           "head -c 16M /dev/urandom > /mnt/s/kept.bin && "
+           "(cd /mnt/s && sha256sum kept.bin) > /tmp/kept.sha256 && umount /mnt/s && "
+           f"mount {renewed} /mnt/v && touch /mnt/v/old && umount /mnt/v")
+
+
+def _check_seeded(vm, kept, renewed):
+    """The kept data reads back with its sha256; the new filesystem has nothing of the old."""
+    vm.ssh(f"mount {kept} /mnt/s && cd /mnt/s && sha256sum -c /tmp/kept.sha256 && "
+           f"cd / && umount /mnt/s && mount {renewed} /mnt/v")
+    try:
+        assert not vm.exists("/mnt/v/old")
+    finally:
+        vm.ssh("umount /mnt/v")
 
 
 def _fs_uuids(vm):
@@ -209,10 +219,7 @@ def test_a_kept_array_keeps_its_partition_table_and_the_kept_partition_in_it(mak
     vm = make_vm(disks=2, disk_size="2G", serials=["disk0", "disk1"])
     run = vm.provision(partitioned_array_layout(False), ["--debug"])
     assert run.returncode == 0, run.stderr[-3000:] + "\n" + run.log[-4000:]
-    vm.ssh("mkdir -p /mnt/s /mnt/v && mount /dev/md/data1 /mnt/s && "
-           "head -c 16M /dev/urandom > /mnt/s/kept.bin && "
-           "(cd /mnt/s && sha256sum kept.bin) > /tmp/kept.sha256 && umount /mnt/s && "
-           "mount /dev/md/data2 /mnt/v && touch /mnt/v/old && umount /mnt/v")
+    _seed(vm, kept="/dev/md/data1", renewed="/dev/md/data2")
     uuid = "blkid -p -o value -s UUID "
     srv, var = (vm.ssh(uuid + d).stdout.strip() for d in ("/dev/md/data1", "/dev/md/data2"))
     run = vm.provision(partitioned_array_layout(True), ["--debug"])
@@ -220,9 +227,4 @@ def test_a_kept_array_keeps_its_partition_table_and_the_kept_partition_in_it(mak
     assert "mdadm --create" not in run.log
     assert vm.ssh(uuid + "/dev/md/data1").stdout.strip() == srv
     assert vm.ssh(uuid + "/dev/md/data2").stdout.strip() not in ("", var)
-    vm.ssh("mount /dev/md/data1 /mnt/s && cd /mnt/s && sha256sum -c /tmp/kept.sha256 && "
-           "cd / && umount /mnt/s && mount /dev/md/data2 /mnt/v")
-    try:
-        assert not vm.exists("/mnt/v/old")
-    finally:
-        vm.ssh("umount /mnt/v")
+    _check_seeded(vm, kept="/dev/md/data1", renewed="/dev/md/data2")
