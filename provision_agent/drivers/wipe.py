@@ -96,7 +96,9 @@ def wipe(runner, disk, keep=(), reread=True, cleared=None):
     keep = set(keep)
     top = blockinfo.tree(runner, disk)
     nodes = blockinfo.descendants(top)
-    parts = [n for n in nodes if n.get("type") == "part"]
+    # the disk's own partitions: an array on a kept member may have a table of its own, whose
+    # partitions lsblk also lists below the disk (md127p1 is not the disk's partition 1)
+    parts = [n for n in top.get("children") or [] if n.get("type") == "part"]
     kept = [n["path"] for n in parts if _is_kept(n, keep)]
     crypto_erase(runner, top, nodes, _under_kept(parts, keep), cleared)
     # lsblk calls a bcache device a disk; it is stacked like an array

@@ -508,3 +508,24 @@ def test_the_old_partitions_edges_are_zeroed_where_zfs_keeps_its_labels(monkeypa
     wipe.wipe(FakeRunner({"lsblk --json": json.dumps(tree)}), "/dev/vda", keep=keep)
     assert zeroed == ["/dev/vda1"] + ([] if keep else ["/dev/vda3"]) + ["/dev/vda5"] \
         + ([] if keep else ["/dev/vda"])
+
+
+def test_the_partitions_of_an_array_on_a_kept_member_are_not_the_disks_to_clear(monkeypatch):
+    # lsblk under /dev/vda with partition 2 kept: the kept array on it and that array's own
+    # partition table (curtin's partition-existing-raid); md127p1 was taken for the disk's
+    # partition 1 and handed to wipefs (tests/e2e/test_keep.py -k partition_table: "wipefs
+    # --all --force /dev/vda1 /dev/md127p1" exited 1, the array being stopped by then)
+    tree = {"blockdevices": [{"name": "vda", "path": "/dev/vda", "type": "disk", "children": [
+        {"name": "vda1", "path": "/dev/vda1", "type": "part", "fstype": "ext4",
+         "size": 512 << 20},
+        {"name": "vda2", "path": "/dev/vda2", "type": "part", "fstype": "linux_raid_member",
+         "size": 768 << 20, "children": [
+             {"name": "md127", "path": "/dev/md127", "type": "raid1", "children": [
+                 {"name": f"md127p{n}", "path": f"/dev/md127p{n}", "type": "part",
+                  "fstype": "ext4", "size": 256 << 20} for n in (1, 2)]}]}]}]}
+    zeroed = []
+    monkeypatch.setattr(wipe, "zero_edges", zeroed.append)
+    r = FakeRunner({"lsblk --json": json.dumps(tree)})
+    wipe.wipe(r, "/dev/vda", keep=[2])
+    assert r.writes() == ["mdadm --stop /dev/md127", "wipefs --all --force /dev/vda1"]
+    assert zeroed == ["/dev/vda1"]
