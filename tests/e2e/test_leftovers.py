@@ -5,7 +5,8 @@ One VM, seven disks, made in the ramdisk before provision runs:
   vda+vdb  an Intel IMSM container with a RAID1 volume (mdadm, IMSM_NO_PLATFORM=1), assembled
   vdc+vdd  a DDF container with a RAID1 volume, stopped: only its metadata is left
   vde+vdf  md array "legacy" (RAID1 of vde1+vdf1) and volume group "oldvg" (vde2+vdf2), active
-  vdg      a partition with data to keep, and a stale LUKS2 header on the next one
+  vdg      a partition with data to keep, a stale LUKS2 header on the next one, and
+  vdg3     a stale ZFS pool's labels (uberblocks written by hand: the ramdisk has no zfs tools)
 A layout that names vda-vde and vdg but not vdf, and reuses the names legacy and oldvg, is
 refused with their names before anything is stopped or written; the same layout with vdf
 named too clears every disk but the kept partition and is built. `tox -e e2e-hba`.
@@ -39,9 +40,12 @@ pvcreate -qq -y /dev/vde2 /dev/vdf2
 vgcreate -qq oldvg /dev/vde2 /dev/vdf2
 lvcreate -qq -y -n data -L 256M oldvg
 mkfs.ext4 -q /dev/oldvg/data
-sgdisk -n1:0:+128M -n2:0:+256M /dev/vdg >/dev/null
+sgdisk -n1:0:+128M -n2:0:+256M -n3:0:+256M /dev/vdg >/dev/null
 udevadm settle
-test -b /dev/vdg2
+test -b /dev/vdg3
+python3 /root/zfs_labels.py write /dev/vdg3
+echo $(( $(cat /sys/class/block/vdg3/start) * 512 )) \
+     $(( $(cat /sys/class/block/vdg3/size) * 512 )) > /root/zfs.place
 mkfs.ext4 -q -L kept /dev/vdg1
 mkdir -p /mnt/kept && mount /dev/vdg1 /mnt/kept
 head -c 4M /dev/urandom > /mnt/kept/data && sha256sum /mnt/kept/data > /root/kept.sha
@@ -53,6 +57,28 @@ udevadm settle
 mdadm --wait /dev/md/vol1 || true
 mdadm --stop /dev/md/vol1
 mdadm --stop /dev/md/ddf0
+"""
+
+# ZFS's four 256 KiB vdev labels (two at the start of the device, two in the last 512 KiB
+# once its size is rounded down to 256 KiB), each with its ring of 1 KiB uberblocks from
+# 128 KiB on, an uberblock starting with the magic 0x00bab10c: "write DEV" puts four in each
+# label, "count DEV OFFSET SIZE" prints how many are left in the labels of that byte range
+# (/root/zfs_labels.py in the guest)
+ZFS_LABELS = """
+import os, struct, sys
+what, dev = sys.argv[1:3]
+fd = os.open(dev, os.O_RDWR)
+start, size = (int(a) for a in sys.argv[3:5]) if what == "count" else (0, os.lseek(fd, 0, 2))
+end = size - size % (256 << 10)
+rings = [start + o + (128 << 10) for o in (0, 256 << 10, end - (512 << 10), end - (256 << 10))]
+if what == "write":
+    for ring in rings:
+        for slot in range(4):
+            os.pwrite(fd, struct.pack("<QQQ", 0x00BAB10C, 5000, 100 + slot), ring + slot * 1024)
+    os.fsync(fd)
+else:
+    print(sum(struct.unpack_from("<Q", os.pread(fd, 128 << 10, ring), i)[0] == 0x00BAB10C
+              for ring in rings for i in range(0, 128 << 10, 1024)))
 """
 
 
@@ -85,6 +111,7 @@ def layout(names):
 @pytest.fixture(scope="module")
 def vm(make_vm_module):
     machine = make_vm_module(disks=len(DISKS), disk_size="2G")
+    machine.write_text("/root/zfs_labels.py", ZFS_LABELS)
     machine.ssh(SETUP, timeout=900)
     return machine
 
@@ -114,6 +141,16 @@ def state(vm):
     return md, vgs, probes
 
 
+def probes_of(vm, device):
+    return vm.ssh(f"blkid -p -o value -s TYPE {device}", check=False).stdout.strip()
+
+
+def _uberblocks_left(vm):
+    """Uberblocks in the labels of where vdg3 was (a gap in the new table)."""
+    place = vm.ssh("cat /root/zfs.place").stdout.split()
+    return int(vm.ssh(["python3", "/root/zfs_labels.py", "count", "/dev/vdg", *place]).stdout)
+
+
 def test_leftovers_are_there_as_made(vm):
     md, vgs, probes = state(vm)
     print(md, json.dumps(probes))
@@ -121,6 +158,8 @@ def test_leftovers_are_there_as_made(vm):
     assert probes["vda"] == "isw_raid_member" and probes["vdc"] == "ddf_raid_member"
     assert "oldvg" in vgs
     assert vm.ssh("cryptsetup isLuks /dev/vdg2", check=False).returncode == 0
+    assert probes_of(vm, "/dev/vdg3") == "zfs_member"
+    assert _uberblocks_left(vm) == 16
 
 
 def test_an_array_and_a_group_on_a_disk_the_plan_does_not_name_are_refused_by_name(vm):
@@ -159,5 +198,8 @@ def test_with_every_disk_named_the_leftovers_are_cleared_and_the_layout_built(vm
         assert "imsm" not in examine.stdout.lower() and "ddf" not in examine.stdout.lower()
     assert blkid["/dev/vdg2"]["TYPE"] == "ext4"
     assert vm.ssh("cryptsetup isLuks /dev/vdg2", check=False).returncode != 0
+    # the ZFS pool's partition is gone and so are its labels (wipefs alone left three
+    # uberblocks: tests/functional/test_stale_signatures_loop.py)
+    assert not vm.exists("/dev/vdg3") and _uberblocks_left(vm) == 0
     vm.ssh("mount -o ro /dev/vdg1 /mnt/kept && cd /mnt/kept && sha256sum -c /root/kept.sha"
            " && cd / && umount /mnt/kept")
