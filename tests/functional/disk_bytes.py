@@ -6,7 +6,10 @@ import hashlib
 CHUNK = 4 << 20     # read in pieces: a whole device's range would sit in the test's memory
 
 
-def sha256_at(path, offset, size):
+def sha256_at(path, offset=0, size=None):
+    """sha256 of size bytes from offset; size None: to the end (a block device's size is not
+    its st_size)."""
+    size = float("inf") if size is None else size
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         f.seek(offset)

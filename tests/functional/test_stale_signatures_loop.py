@@ -18,7 +18,6 @@ leave a pool `zpool import` still finds. A second loop device beside the named o
 same signature and must be unchanged byte for byte.
 """
 
-import hashlib
 import struct
 import subprocess
 
@@ -26,6 +25,7 @@ import pytest
 
 from provision_agent.drivers import wipe
 from provision_agent.run.runner import Runner
+from tests.functional.disk_bytes import sha256_at
 from tests.functional.prereq import require, sh
 
 pytestmark = require("losetup", "blkid", "wipefs", "sgdisk", "make-bcache", "cryptsetup")
@@ -96,14 +96,6 @@ def _probe(dev):
     return blkid.stdout.strip(), sh("wipefs", "-n", dev).strip()
 
 
-def _sha256(dev):
-    h = hashlib.sha256()
-    with open(dev, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @pytest.mark.parametrize("kind", list(MAKERS))
 def test_a_stale_signature_on_a_named_disk_is_cleared_and_the_disk_beside_it_unchanged(loop,
                                                                                       kind):
@@ -114,11 +106,11 @@ def test_a_stale_signature_on_a_named_disk_is_cleared_and_the_disk_beside_it_unc
         assert _probe(dev)[0] == expected, (kind, dev, _probe(dev))
     if kind.startswith("zfs"):
         assert _uberblocks_left(named)
-    before = _sha256(beside)
+    before = sha256_at(beside)
 
     wipe.wipe(Runner(), named)
 
     assert _probe(named) == ("", ""), (kind, _probe(named))
     assert _uberblocks_left(named) == []
     assert subprocess.run(["cryptsetup", "isLuks", named]).returncode != 0
-    assert _probe(beside)[0] == expected and _sha256(beside) == before
+    assert _probe(beside)[0] == expected and sha256_at(beside) == before
