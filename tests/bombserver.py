@@ -118,7 +118,11 @@ try:
 except BaseException as exc:
     result.update(ok=False, error=type(exc).__name__, message=str(exc)[:500],
                   exit_code=getattr(exc, "exit_code", None))
-result["maxrss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+# VmHWM is this process's own peak: ru_maxrss is not, Linux carries the spawning process's peak
+# across exec (the pytest worker that spawned this child, 515 MiB in CI's 2026-11-29 run).
+with open("/proc/self/status") as status:
+    hwm = [line.split()[1] for line in status if line.startswith("VmHWM:")]
+result["maxrss_mib"] = int(hwm[0]) >> 10
 print(json.dumps(result))
 """
 

@@ -5,13 +5,15 @@ urllib3 2.x; tests/functional/test_http_bombs.py runs the same tests under Debia
 
 import gzip
 import io
+import json
+import subprocess
 import sys
 import zlib
 
 import pytest
 
 from provision_agent import bounded_http
-from tests.bombserver import DOC, BombServer, fetch_in_child, gzip_zeros
+from tests.bombserver import DOC, REPO, BombServer, fetch_in_child, gzip_zeros
 
 BOUND_MIB = 512     # the input limit is 128 MiB: its buffer and one copy, plus the interpreter
 
@@ -106,3 +108,23 @@ def test_a_slow_answer_meets_the_deadline_and_a_broken_one_can_be_retried():
         bounded_http.read(_Resp(TEXT), len(TEXT), 0)
     with pytest.raises(bounded_http.BodyBroken, match="failed after 5000 bytes"):
         bounded_http.read(_Resp(TEXT, fail_after=5000), len(TEXT), 60)
+
+
+_BIG_PARENT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from tests.bombserver import fetch_in_child
+ballast = bytearray(int(sys.argv[3]) << 20)
+ballast[::4096] = b"\1" * len(ballast[::4096])    # touched, so it counts in this process's RSS
+print(json.dumps(fetch_in_child(sys.executable, "input", sys.argv[2])))
+"""
+
+
+def test_the_childs_memory_figure_is_its_own_not_its_spawners(python, bombs):
+    """The bound above is the child's: spawned from a process 600 MiB large (as a pytest worker
+    grows over the suite), the child fetching 14 bytes still reports far less than the bound."""
+    proc = subprocess.run([python, "-c", _BIG_PARENT, REPO, bombs.url("/redirect"),
+                           "600"], capture_output=True, text=True, timeout=120, check=True)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["ok"] is True and got["got"] == DOC.decode(), got
+    assert got["maxrss_mib"] < 100, got
