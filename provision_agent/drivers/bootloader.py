@@ -7,13 +7,21 @@ else the ramdisk's with --boot-directory/--efi-directory pointing into the targe
 the image has no grub-mkconfig either, a minimal grub.cfg of our own: see grub_config).
 With secure_boot, only the image's grub-install will do (it alone has the signed binaries that
 match the image's kernel and config): it installs shim and the signed grub (secure_boot.py).
+
+That is the Debian family's way, and what an image no family claims gets. A RHEL-family image
+(image_family.py reads its /etc/os-release) is done its own way: bootloader_rhel.py. Either
+way, an image whose initramfs tool is dracut gets the rd.* words its / needs on the command
+line and the dracut modules for it in a rebuilt initramfs (dracut.py).
 """
 
 import logging
 import os
 
 from provision_agent.drivers import (
+    bootloader_rhel,
+    dracut,
     grub_config,
+    image_family,
     initramfs,
     kernel_cmdline,
     mount,
@@ -59,7 +67,7 @@ def esp_partitions(device, sys_block="/sys/class/block"):
     return [("/dev/" + os.path.basename(os.path.dirname(os.path.realpath(node))), number)]
 
 
-def _nvram_entries(runner, root, copies, loader):
+def _nvram_entries(runner, root, copies, loader, vendor=BOOTLOADER_ID, label=BOOTLOADER_ID):
     # Only an extra: the removable path boots without it, so a failure is logged, not fatal.
     res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", f"{root}/boot/efi"],
                      check=False)
@@ -69,8 +77,8 @@ def _nvram_entries(runner, root, copies, loader):
         LOG.warning("bootloader: no partition found under the ESP %s; no efibootmgr entry",
                     res.stdout.strip() or "(none mounted)")
     nvram.write_entries(runner, [
-        (disk, number, BOOTLOADER_ID if i == 0 else f"{BOOTLOADER_ID} ({disk})",
-         f"\\EFI\\{BOOTLOADER_ID}\\{loader}") for i, (disk, number) in enumerate(places)],
+        (disk, number, label if i == 0 else f"{label} ({disk})",
+         f"\\EFI\\{vendor}\\{loader}") for i, (disk, number) in enumerate(places)],
         disks=[disk for disk, _ in places])
 
 
@@ -95,42 +103,100 @@ def install_commands(mode, targets, root, in_chroot, signed=False):
 
 
 def install(runner, root, args):
+    """The boot mode installed for (what the plan's step reports: install_report)."""
+    return install_report(runner, root, args)["boot_mode"]
+
+
+def install_report(runner, root, args):
     mode = boot_mode(args.get("boot_mode") or "auto")
     targets = args.get("targets") or []
     if args.get("type") == "image":
         nvram.image_entries(runner, mode, targets)
-        return mode
+        return {"boot_mode": mode}
     copies = args.get("esp_copies") or []
     signed = bool(args.get("secure_boot"))
-    if signed:
-        _check_secure_boot(mode, root)
+    family = image_family.detect(root)
+    if signed and mode != "uefi":
+        raise SecureBootError("Secure Boot was asked for, but this machine boots in BIOS mode "
+                              "(boot_mode auto found no /sys/firmware/efi)")
+    if signed and not family.rhel:
+        secure_boot.check_image(root)
     root_uuid = _root_uuid(runner, root)
-    kernel_cmdline.set_cmdline(root, args.get("kernel_params"), root_uuid)
+    modules, words = _dracut_needs(runner, root)
+    params = " ".join([args.get("kernel_params") or ""] + [
+        w for w in words if w not in (args.get("kernel_params") or "").split()]).strip()
+    kernel_cmdline.set_cmdline(root, params, root_uuid)
     with bound(runner, root) as ch:
-        in_chroot = ch.has("grub-install")
-        if signed and not in_chroot:
-            raise SecureBootError("Secure Boot was asked for, but the image has no "
-                                  "grub-install: the ramdisk's grub is not signed")
-        if _rebuild_initramfs(args, root):
-            initramfs.regenerate(ch)
-        LOG.info("bootloader: grub-install from the %s%s", "image" if in_chroot else "ramdisk",
-                 ", signed chain (shim, signed grub)" if signed else "")
-        for argv in install_commands(mode, targets, root, in_chroot, signed):
-            (ch.run if in_chroot else runner.run)(argv)
-        if ch.has("grub-mkconfig"):
-            ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
+        if family.rhel:
+            report = _rhel_way(runner, ch, root, args, family, mode, targets, signed, modules,
+                               kernel_cmdline.merge(params, root_uuid))
         else:
-            grub_config.write(runner, root,
-                              kernel_cmdline.merge(args.get("kernel_params"), root_uuid))
-    if signed:
+            report = _debian_way(runner, ch, root, args, mode, targets, signed, modules,
+                                 kernel_cmdline.merge(params, root_uuid))
+    if signed and not family.rhel:
         secure_boot.check_installed(root, BOOTLOADER_ID)
     if mode == "uefi":
         sync_esps(runner, root, copies)
         if nvram.efi_booted():
-            _nvram_entries(runner, root, copies, secure_boot.SHIM if signed else "grubx64.efi")
+            vendor = report.get("efi_vendor", BOOTLOADER_ID)
+            _nvram_entries(runner, root, copies, secure_boot.SHIM if signed or family.rhel
+                           else "grubx64.efi", vendor, report.get("nvram_label", vendor))
     elif copies:
         LOG.info("bootloader: BIOS mode, so %s stay empty ESPs", ", ".join(copies))
-    return mode
+    return {"boot_mode": mode, **report}
+
+
+def _dracut_needs(runner, root):
+    """(modules, rd.* words) for an image whose initramfs tool is dracut; nothing otherwise
+    (initramfs-tools finds what / stands on by itself)."""
+    if image_family.has_tool(root, "update-initramfs") or \
+            not image_family.has_tool(root, "dracut"):
+        return [], []
+    modules, words = dracut.needs(runner, dracut.root_stack(runner, root))
+    LOG.info("bootloader: dracut image; / needs %s%s", " ".join(modules) or "no module",
+             f", on the command line: {' '.join(words)}" if words else "")
+    return modules, words
+
+
+def _kernel_versions(root):
+    try:
+        return [v for v, _ in grub_config.kernels(target.resolve(root, "/boot"))]
+    except OSError:
+        return []
+
+
+def _debian_way(runner, ch, root, args, mode, targets, signed, modules, cmdline):
+    in_chroot = ch.has("grub-install")
+    if signed and not in_chroot:
+        raise SecureBootError("Secure Boot was asked for, but the image has no "
+                              "grub-install: the ramdisk's grub is not signed")
+    if _rebuild_initramfs(args, root):
+        initramfs.regenerate(ch, _kernel_versions(root), modules)
+    LOG.info("bootloader: grub-install from the %s%s", "image" if in_chroot else "ramdisk",
+             ", signed chain (shim, signed grub)" if signed else "")
+    for argv in install_commands(mode, targets, root, in_chroot, signed):
+        (ch.run if in_chroot else runner.run)(argv)
+    if ch.has("grub-mkconfig"):
+        ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
+    else:
+        grub_config.write(runner, root, cmdline)
+    return {}
+
+
+def _rhel_way(runner, ch, root, args, family, mode, targets, signed, modules, cmdline):
+    boot = bootloader_rhel.plan(root, mode, targets, family)
+    if signed:
+        problems = bootloader_rhel.secure_boot_problems(root, boot) + [
+            p for p in secure_boot.image_problems(root) if "/boot/" in p]
+        if problems:
+            raise SecureBootError("Secure Boot was asked for, but the image cannot boot with "
+                                  "it: " + "; ".join(problems))
+    for line in boot.lines:
+        LOG.info("bootloader: %s", line)
+    if _rebuild_initramfs(args, root):
+        initramfs.regenerate(ch, _kernel_versions(root), modules)
+    report = bootloader_rhel.run(runner, ch, root, boot, cmdline)
+    return {**report, "nvram_label": boot.label} if boot.vendor else report
 
 
 def _rebuild_initramfs(args, root):
@@ -159,10 +225,3 @@ def _rebuild_initramfs(args, root):
              f"; it carries {' and '.join(needs)}, which assemble what this run made"
              if needs else " on a plain device: nothing this run made has to be in it")
     return False
-
-
-def _check_secure_boot(mode, root):
-    if mode != "uefi":
-        raise SecureBootError("Secure Boot was asked for, but this machine boots in BIOS mode "
-                              "(boot_mode auto found no /sys/firmware/efi)")
-    secure_boot.check_image(root)

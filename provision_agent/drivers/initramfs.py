@@ -3,7 +3,7 @@
 import logging
 import os
 
-from provision_agent.drivers import initramfs_cpio
+from provision_agent.drivers import dracut, initramfs_cpio
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -15,14 +15,22 @@ LOG = logging.getLogger(__name__)
 REBUILD_TIMEOUT = 1800
 
 
-def regenerate(chroot):
-    if chroot.has("update-initramfs"):
+def tool(chroot):
+    """The image's initramfs tool: update-initramfs, else dracut, else None."""
+    return next((t for t in ("update-initramfs", "dracut") if chroot.has(t)), None)
+
+
+def regenerate(chroot, versions=(), modules=()):
+    """versions, modules: for dracut, the kernels in /boot (each rebuilt with --kver; none:
+    --regenerate-all) and the modules / needs (dracut.py)."""
+    found = tool(chroot)
+    if found == "update-initramfs":
         LOG.info("initramfs: update-initramfs from the image")
         return chroot.run(["update-initramfs", "-u", "-k", "all"], timeout=REBUILD_TIMEOUT)
-    if chroot.has("dracut"):
-        LOG.info("initramfs: dracut from the image")
-        return chroot.run(["dracut", "--force", "--regenerate-all", "--add", "mdraid lvm"],
-                          timeout=REBUILD_TIMEOUT)
+    if found == "dracut":
+        LOG.info("initramfs: dracut from the image for %s%s", ", ".join(versions) or "every "
+                 "kernel", f", adding {' '.join(modules)}" if modules else "")
+        return dracut.rebuild(chroot, list(versions), list(modules), REBUILD_TIMEOUT)
     raise ImageError("the image has neither update-initramfs nor dracut")
 
 

@@ -281,7 +281,7 @@ class Executor:
 
     def do_bootloader(self, step):
         from provision_agent.drivers import bootloader
-        return {"boot_mode": bootloader.install(self.runner, self.root, step.args)}
+        return bootloader.install_report(self.runner, self.root, step.args)
 
     def do_configdrive(self, step):
         from provision_agent.drivers import configdrive

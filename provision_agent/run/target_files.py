@@ -9,7 +9,16 @@ says so otherwise); fstab's and mdadm.conf's text is the step's result either wa
 import logging
 import os
 
-from provision_agent.drivers import bcache, blockinfo, fstab, md, mount, target, udev
+from provision_agent.drivers import (
+    bcache,
+    blockinfo,
+    fstab,
+    image_family,
+    md,
+    mount,
+    target,
+    udev,
+)
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -39,23 +48,40 @@ class TargetFiles:
                 raise udev.DeviceMissing(f"{entry['device']} has no filesystem UUID for fstab")
             entries.append((uuid, entry))
         text = fstab.render(entries)
+        relabel = False
         if self.root_mounted("/etc/fstab"):
             fstab.write(self.root, text)
+            relabel = self._relabel()
             # the image may lack them: a mount point or bind source missing at boot would
             # stop the boot in emergency mode
             for directory in (d for _, e in entries for d in e.get("make_dirs", [])):
                 if not os.path.exists(target.resolve(self.root, directory)):  # a file binds too
                     target.makedirs(self.root, directory)
-        return {"fstab": text}
+        return {"fstab": text, **({"autorelabel": True} if relabel else {})}
+
+    def _relabel(self):
+        """/.autorelabel when the image runs SELinux enforcing: the files this run writes into
+        it (fstab, crypttab, mdadm.conf, the boot entries) carry no label, and an enforcing
+        system would deny its own services reading them. The image's selinux-autorelabel
+        relabels the whole filesystem on the first boot, then reboots once."""
+        if not image_family.selinux_enforcing(self.root):
+            return False
+        target.write_text(self.root, "/.autorelabel", "")
+        LOG.info("SELinux is enforcing in the image: /.autorelabel written, the first boot "
+                 "relabels the filesystem and reboots once")
+        return True
 
     def mdadm_conf(self, step):
         lines = md.device_lines(self.runner, step.device_members or []) + \
             md.conf_lines(self.runner, step.arrays)
         text = ("# written by provision-agent\nHOMEHOST <ignore>\nMAILADDR root\n"
                 + "".join(line + "\n" for line in lines))
-        if self.root_mounted("mdadm.conf"):
-            fstab.write(self.root, text, "etc/mdadm/mdadm.conf")
-        return {"mdadm_conf": text}
+        if not self.root_mounted("mdadm.conf"):
+            return {"mdadm_conf": text}
+        # where the image's family reads it: /etc/mdadm.conf (RHEL), /etc/mdadm/mdadm.conf
+        path = image_family.mdadm_conf_path(image_family.detect(self.root))
+        fstab.write(self.root, text, path.lstrip("/"))
+        return {"mdadm_conf": text, "path": path}
 
     def multipath_conf(self, step):
         if not self.root_mounted("/etc/multipath/wwids"):

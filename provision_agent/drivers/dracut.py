@@ -1,0 +1,117 @@
+"""dracut images: what the installed system's initramfs must bring up before / (read from the
+devices / stands on), the dracut modules that do it, the kernel command line that lets them,
+and the rebuild with the image's own dracut.
+
+dracut (since 024) assembles nothing by itself: without rd.auto, an md array is assembled
+only when rd.md.uuid names it, LVM activated only for rd.lvm.lv/rd.lvm.vg, LUKS opened for
+rd.luks.uuid (its parse-md.sh and parse-lvm.sh drop the udev rules otherwise). A host-only
+initramfs carries those words itself (dracut writes them into it for the devices it found);
+a generic one, or one rebuilt where dracut saw other devices, relies on the command line. So
+they go on the command line, as Anaconda writes them and ironic-python-agent adds rd.md.uuid
+for an image with dracut on software RAID.
+"""
+
+import json
+import logging
+import os
+
+from provision_agent.drivers import target
+from provision_agent.errors import ImageError
+
+LOG = logging.getLogger(__name__)
+
+MODULE_DIRS = ("/usr/lib/dracut/modules.d", "/lib/dracut/modules.d")
+# dracut's module for each kind of device lsblk shows under /, and the package that brings it
+# (RHEL-family names; Debian's are mdadm, lvm2, cryptsetup, multipath-tools)
+PACKAGES = {"mdraid": "mdadm", "lvm": "lvm2", "crypt": "cryptsetup",
+            "multipath": "device-mapper-multipath"}
+MAX_NODES = 256
+
+
+def _nodes(tree):
+    """Every device of lsblk's inverse tree, / first, then what it stands on."""
+    found, todo = [], list(tree.get("blockdevices") or [])
+    while todo and len(found) < MAX_NODES:
+        node = todo.pop(0)
+        found.append(node)
+        todo += node.get("children") or []
+    return found
+
+
+def root_stack(runner, root):
+    """The devices the target's / stands on (itself first), as lsblk --inverse shows them."""
+    res = runner.run(["findmnt", "-n", "-o", "SOURCE", "--target", root], check=False)
+    source = res.stdout.strip()
+    if not source:
+        return []
+    res = runner.run(["lsblk", "--json", "--inverse", "-o", "PATH,TYPE,FSTYPE,UUID", source],
+                     check=False)
+    try:
+        return _nodes(json.loads(res.stdout or "{}"))
+    except ValueError:
+        LOG.warning("dracut: lsblk gave no readable tree for %s", source)
+        return []
+
+
+def _lv_name(runner, path):
+    res = runner.run(["lvs", "--noheadings", "--separator", "/", "-o", "vg_name,lv_name", path],
+                     check=False)
+    name = res.stdout.strip()
+    return name if name.count("/") == 1 and " " not in name else None
+
+
+def needs(runner, nodes):
+    """(dracut modules, kernel command line words) for the devices / stands on."""
+    modules, words = [], []
+    for node in nodes:
+        kind, fs_type, uuid = (node.get(k) or "" for k in ("type", "fstype", "uuid"))
+        if kind.startswith("raid") or fs_type == "linux_raid_member":
+            modules.append("mdraid")
+        if fs_type == "linux_raid_member" and uuid:
+            words.append(f"rd.md.uuid={uuid}")
+        if kind == "lvm":
+            modules.append("lvm")
+            name = _lv_name(runner, node.get("path") or "")
+            if name:
+                words.append(f"rd.lvm.lv={name}")
+        if kind == "crypt" or fs_type == "crypto_LUKS":
+            modules.append("crypt")
+        if fs_type == "crypto_LUKS" and uuid:
+            words.append(f"rd.luks.uuid={uuid}")
+        if kind == "mpath":
+            modules.append("multipath")
+    return list(dict.fromkeys(modules)), list(dict.fromkeys(words))
+
+
+def module_present(root, module):
+    """Whether the image's dracut has module (a modules.d/NNname directory)."""
+    for base in MODULE_DIRS:
+        try:
+            names = os.listdir(target.resolve(root, base))[:1024]
+        except OSError:
+            continue
+        if any(n.lstrip("0123456789") == module for n in names):
+            return True
+    return False
+
+
+def argv(version, modules):
+    """The image's dracut for one kernel, with the modules the layout needs added."""
+    add = ["--add", " ".join(modules)] if modules else []
+    return ["dracut", "--force", *add, "--kver", version]
+
+
+def rebuild(chroot, versions, modules, timeout):
+    """One initramfs per kernel version, each with modules; exit 5 naming the package when
+    the image's dracut lacks one (the system would not find its root)."""
+    lacking = [m for m in modules if not module_present(chroot.root, m)]
+    if lacking:
+        raise ImageError(f"the image's dracut has no {', '.join(lacking)} module, which / "
+                         f"needs to be found at boot: install "
+                         f"{', '.join(PACKAGES.get(m, m) for m in lacking)} in the image")
+    if not versions:
+        LOG.info("dracut: no kernel found in /boot; every installed kernel regenerated")
+        return [chroot.run(["dracut", "--force", "--regenerate-all",
+                            *(["--add", " ".join(modules)] if modules else [])],
+                           timeout=timeout)]
+    return [chroot.run(argv(v, modules), timeout=timeout) for v in versions]
