@@ -82,7 +82,7 @@ def choose_vendor(family, found):
     """(vendor directory, why): the family ID's own when it holds a shim, else the only one."""
     own = image_family.efi_vendor(family)
     if own in found:
-        return own, f"the image's {family.os_id}"
+        return own, f"os-release ID {family.os_id}"
     if len(found) == 1:
         return next(iter(found)), "the only one with a shim"
     if not found:
@@ -125,9 +125,10 @@ def _uefi(root, family, boot):
     if FALLBACK not in removable and GRUB not in removable:
         # shim started from EFI/BOOT runs fbx64.efi beside it, else the grubx64.efi beside it
         boot.copies.append((src + files[GRUB], f"EFI/{REMOVABLE_DIR}/{GRUB}"))
-    boot.lines.append(f"removable path EFI/{REMOVABLE_DIR}/{REMOVABLE}: " + (
+    boot.lines.append("removable path: " + (
         ", ".join(f"{b} copied from {a}" for a, b in boot.copies) if boot.copies else
-        "the image's own" + (f" with {FALLBACK}" if FALLBACK in removable else "")))
+        f"EFI/{REMOVABLE_DIR}/{REMOVABLE}, the image's own"
+        + (f" with {FALLBACK}" if FALLBACK in removable else "")))
     cfg = f"{ESP}/EFI/{vendor}/grub.cfg"
     text = image_family.read_small(root, cfg, MAX_STUB + 1) if "grub.cfg" in files else ""
     if text and not _is_stub(text):
@@ -157,7 +158,7 @@ def plan(root, mode, targets, family):
         raise ImageError("the RHEL-family image has no grub2-mkconfig: install grub2-tools in "
                          "the image")
     boot.entries = bls.entry_names(root)
-    boot.lines.append(f"{len(boot.entries)} BLS entries in {bls.ENTRIES} kept, given this "
+    boot.lines.append(f"BLS entries in {bls.ENTRIES} kept ({len(boot.entries)}), given this "
                       f"run's command line; {bls.KERNEL_CMDLINE} written" if boot.entries
                       else f"no BLS entry in {bls.ENTRIES}: grub2-mkconfig's menu entries")
     return boot

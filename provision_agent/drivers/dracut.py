@@ -80,7 +80,7 @@ def needs(runner, nodes):
             words.append(f"rd.luks.uuid={uuid}")
         if kind == "mpath":
             modules.append("multipath")
-    return list(dict.fromkeys(modules)), list(dict.fromkeys(words))
+    return [m for m in PACKAGES if m in modules], list(dict.fromkeys(words))
 
 
 def module_present(root, module):

@@ -4,6 +4,8 @@ and the directories they need made in the target unless something is there alrea
 import os
 from types import SimpleNamespace
 
+import pytest
+
 from provision_agent.plan.steps import make as Step
 from provision_agent.run.runner import Result
 from provision_agent.run.target_files import TargetFiles
@@ -42,3 +44,39 @@ def test_spec_entries_need_no_device_and_get_their_directories(tmp_path):
     assert os.path.isdir(root / "my/tmpfs")
     assert (root / "etc/hostname").read_text() == "node\n"        # a file source stays one
     assert os.path.isdir(root / "data/name") and not os.path.exists("/data/name")
+
+
+ROOT_ENTRY = {"device": "/dev/vda1", "mount_point": "/", "fs_type": "xfs",
+              "options": "defaults", "dump": 0, "pass": 1}
+
+
+def _image(root, family):
+    from tests.unit.drivers import image_trees
+    if family == "debian":
+        image_trees.debian(root)
+    else:
+        image_trees.rhel(root, family, selinux="permissive" if family == "alma8" else "enforcing")
+
+
+@pytest.mark.parametrize("family,path", [("rocky9", "etc/mdadm.conf"), ("rhel9", "etc/mdadm.conf"),
+                                         ("debian", "etc/mdadm/mdadm.conf")])
+def test_mdadm_conf_goes_where_the_images_family_reads_it(tmp_path, family, path):
+    root = tmp_path / "t"
+    _image(root, family)
+    files = TargetFiles(Blkid(), str(root), SimpleNamespace(stack=[str(root)]))
+    got = files.mdadm_conf(Step("mdadm_conf", {"arrays": []}))
+    assert got["path"] == "/" + path
+    assert (root / path).read_text() == got["mdadm_conf"]
+    other = {"etc/mdadm.conf", "etc/mdadm/mdadm.conf"} - {path}
+    assert not os.path.exists(root / other.pop())
+
+
+@pytest.mark.parametrize("family,relabel", [("rocky9", True), ("alma8", False),
+                                            ("debian", False)])
+def test_autorelabel_when_the_image_runs_selinux_enforcing(tmp_path, family, relabel):
+    root = tmp_path / "t"
+    _image(root, family)
+    files = TargetFiles(Blkid(), str(root), SimpleNamespace(stack=[str(root)]))
+    got = files.fstab(Step("fstab", {"entries": [ROOT_ENTRY]}))
+    assert os.path.exists(root / ".autorelabel") == relabel
+    assert got.get("autorelabel", False) == relabel
