@@ -246,7 +246,9 @@ def _system_files(res):
         pinned = any(m.startswith(MULTIPATH_LINKS) for m in members)
         steps.append(st.MdadmConf([dev(r.id) for r in layout.raids],
                                   members if pinned else None,
-                                  description="write /etc/mdadm/mdadm.conf"
+                                  description="write mdadm.conf where the image's family "
+                                              "reads it (/etc/mdadm/mdadm.conf; RHEL family: "
+                                              "/etc/mdadm.conf)"
                                   + (" with DEVICE lines naming each member once"
                                      if pinned else "")))
     steps += planner_iscsi.conf_steps(layout)

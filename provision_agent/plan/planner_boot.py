@@ -8,6 +8,12 @@ from provision_agent.plan.boot_targets import of as boot_targets_of
 INITRAMFS_WORDS = {initramfs_policy.KEEP: "kept as the image has it",
                    initramfs_policy.REBUILD: "rebuilt by the image's own tool"}
 
+# what the step does per family, once the image's /etc/os-release is there to read
+# (drivers/image_family.py, drivers/bootloader_rhel.py; docs/images.md)
+FAMILY_WORDS = ("Debian: grub-install, /boot/grub/grub.cfg; RHEL: grub2-install in BIOS mode, "
+                "the image's shim in EFI/<vendor>/ in UEFI mode, /boot/grub2/grub.cfg, BLS "
+                "entries given the command line; read from its /etc/os-release once written")
+
 
 def boot_targets(layout, res):
     """Disk ids to install the bootloader on: explicit, or derived (plan/boot_targets.py),
@@ -96,7 +102,9 @@ def grub_steps(res, copies, wwids):
                           f"{', '.join(targets) or 'no disk'}{why}"
                           + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
                              if extra else "")
-                          + f"; initramfs {INITRAMFS_WORDS[initramfs]} ({because})")]
+                          + f"; initramfs {INITRAMFS_WORDS[initramfs]} ({because})"
+                          + "; tools, paths and boot entries the image's family's way "
+                            f"({FAMILY_WORDS})")]
 
 
 def image_steps(res):

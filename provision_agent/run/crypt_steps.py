@@ -16,7 +16,7 @@ import logging
 import os
 
 from provision_agent import redact
-from provision_agent.drivers import luks, target
+from provision_agent.drivers import image_family, luks, target
 from provision_agent.errors import ImageError
 
 LOG = logging.getLogger(__name__)
@@ -25,23 +25,27 @@ KEY_FILE_MAX = 64 * 1024
 KEYS_IN_TARGET = "/etc/cryptsetup-keys.d"
 
 # What the installed system needs to open a volume by itself: (paths, one of which must
-# exist in the image, the Debian package that brings them).
+# exist in the image, the Debian package that brings them, the RHEL family's).
 NEEDS = {
-    "luks": ((["/usr/sbin/cryptsetup", "/sbin/cryptsetup"], "cryptsetup-bin"),),
+    "luks": ((["/usr/sbin/cryptsetup", "/sbin/cryptsetup"], "cryptsetup-bin", "cryptsetup"),),
     "root": ((["/usr/share/initramfs-tools/hooks/cryptroot", "/usr/lib/dracut/modules.d/90crypt"],
-              "cryptsetup-initramfs"),),
-    "clevis": ((["/usr/bin/clevis-luks-unlock"], "clevis-luks"),),
+              "cryptsetup-initramfs", "dracut"),),
+    "clevis": ((["/usr/bin/clevis-luks-unlock"], "clevis-luks", "clevis-luks"),),
+    # clevis-dracut names its module 60clevis (RHEL, Fedora)
     "clevis_root": ((["/usr/share/initramfs-tools/hooks/clevis",
-                      "/usr/lib/dracut/modules.d/50clevis"], "clevis-initramfs"),),
+                      "/usr/lib/dracut/modules.d/50clevis", "/usr/lib/dracut/modules.d/60clevis"],
+                     "clevis-initramfs", "clevis-dracut"),),
     "clevis_later": ((["/usr/lib/systemd/system/clevis-luks-askpass.path",
-                       "/lib/systemd/system/clevis-luks-askpass.path"], "clevis-systemd"),),
-    "tpm2": ((["/usr/bin/clevis-decrypt-tpm2"], "clevis-tpm2"),),
-    "tang": ((["/usr/bin/clevis-decrypt-tang"], "clevis"),),
+                       "/lib/systemd/system/clevis-luks-askpass.path"], "clevis-systemd",
+                      "clevis-systemd"),),
+    "tpm2": ((["/usr/bin/clevis-decrypt-tpm2"], "clevis-tpm2", "clevis"),),
+    "tang": ((["/usr/bin/clevis-decrypt-tang"], "clevis", "clevis"),),
 }
 
 
 def missing_packages(root, entries):
-    """Debian packages the image lacks for the crypttab entries, in a stable order."""
+    """Packages the image lacks for the crypttab entries (its family's names), in a stable
+    order."""
     wanted = ["luks"]
     for e in entries:
         pins = [p for p in e["unlock"] if p not in ("key_file", "passphrase")]
@@ -49,11 +53,12 @@ def missing_packages(root, entries):
             wanted.append("root")
         if pins:
             wanted += ["clevis", "clevis_root" if e["root"] else "clevis_later"] + pins
+    rhel = image_family.detect(root).rhel
     missing = []
     for need in dict.fromkeys(wanted):
-        for paths, package in NEEDS[need]:
+        for paths, debian, el in NEEDS[need]:
             if not any(os.path.lexists(target.resolve(root, p)) for p in paths):
-                missing.append(package)
+                missing.append(el if rhel else debian)
     return list(dict.fromkeys(missing))
 
 
@@ -108,7 +113,9 @@ class CryptSteps:
         missing = missing_packages(self.root, step.entries)
         if missing:
             raise ImageError(f"the image cannot open its encrypted volumes by itself: install "
-                             f"{', '.join(missing)} in it (Debian package names)")
+                             f"{', '.join(missing)} in it ("
+                             f"{'RHEL' if image_family.detect(self.root).rhel else 'Debian'}"
+                             " package names)")
         lines = []
         for e in step.entries:
             uuid = luks.luks_uuid(self.runner, e["device"])

@@ -236,3 +236,19 @@ def test_the_passphrase_is_in_no_event_log_line_or_error_of_a_run(tmp_path, capl
     assert '"status": "failed"' in events
     assert ["cryptsetup", "luksAddKey"] in [c[:2] for c in runner.calls[3:4]]
     assert PASSPHRASE not in events + caplog.text + str(exc.value) + repr(runner.calls)
+
+
+def test_a_rhel_family_image_is_checked_by_its_own_paths_and_told_its_package_names(tmp_path):
+    """clevis-dracut installs dracut's module as 60clevis (RHEL, Fedora): an image with it
+    opens its TPM2 root at boot; one without is told the RHEL-family package names."""
+    from tests.unit.drivers import image_trees
+    root = str(tmp_path / "rocky")
+    image_trees.rhel(tmp_path / "rocky", "rocky9")
+    entries = [{"name": "cryptos", "device": "/dev/md/os", "key_file": None, "options": "luks",
+                "unlock": ["tpm2"], "root": True}]
+    assert missing_packages(root, entries) == ["cryptsetup", "clevis-luks", "clevis-dracut",
+                                               "clevis"]
+    for path in ("/usr/sbin/cryptsetup", "/usr/bin/clevis-luks-unlock",
+                 "/usr/bin/clevis-decrypt-tpm2", "/usr/lib/dracut/modules.d/60clevis/x"):
+        image(root, path)
+    assert missing_packages(root, entries) == []
