@@ -3,6 +3,7 @@
 the fake runner records, and the files it leaves in the tree."""
 
 import json
+import os
 
 import pytest
 
@@ -216,3 +217,34 @@ def test_a_debian_image_runs_exactly_as_without_family_detection(tmp_path, monke
     assert ["grub-mkconfig", "-o", "/boot/grub/grub.cfg"] in ran
     assert [c[-1] for c in calls[0] if c[0] == "efibootmgr" and "-c" in c] == [
         "\\EFI\\debian\\grubx64.efi"]
+
+
+def test_a_separate_boot_gets_paths_and_a_stub_relative_to_itself(tmp_path, monkeypatch):
+    """/boot a filesystem of its own: grub sees /vmlinuz-..., the stub's prefix is /grub2."""
+    layout = trees.rhel(tmp_path, "rocky9")
+    entry = tmp_path / layout["entry"]
+    entry.write_text(entry.read_text().replace("linux /vmlinuz", "linux /boot/vmlinuz"))
+    efi(monkeypatch, booted=False)
+    r = runner(tmp_path)
+    boot = str(tmp_path / "boot")
+    r.answers.update({"findmnt -n -o UUID,TARGET --target": f"{BOOT_UUID} {boot}",
+                      "findmnt -n -o TARGET --target": boot})
+    bootloader.install_report(r, str(tmp_path), {"boot_mode": "uefi", "targets": ["/dev/vda"]})
+    assert f"linux /vmlinuz-{layout['kver']}" in entry.read_text().splitlines()
+    stub = (tmp_path / "boot/efi/EFI/rocky/grub.cfg").read_text()
+    assert f"--set=dev {BOOT_UUID}\n" in stub and "set prefix=($dev)/grub2\n" in stub
+
+
+def test_the_images_files_are_read_inside_it_and_bounded(tmp_path):
+    root = tmp_path / "img"
+    (root / "etc").mkdir(parents=True)
+    outside = tmp_path / "os-release"
+    outside.write_text("ID=rocky\n")
+    # an absolute link resolves inside the image (where there is nothing), never to the host
+    (root / "etc/os-release").symlink_to(str(outside))
+    assert image_family.detect(str(root)).name == "debian"
+    os.mkfifo(root / "etc/fifo")
+    assert image_family.read_small(str(root), "/etc/fifo") == ""      # never opened to read
+    trees.put(root, "usr/lib/os-release", "ID=almalinux\n" + "X=" + "y" * 200000 + "\n")
+    assert image_family.read_small(str(root), "/usr/lib/os-release").__len__() == \
+        image_family.MAX_FILE
