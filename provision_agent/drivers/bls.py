@@ -8,10 +8,10 @@ their `linux`/`initrd` paths assume its /boot (a filesystem of its own: /vmlinuz
 directory of /: /boot/vmlinuz-...). So each entry is kept, with its `options` set to this
 run's command line and its paths to where this layout's /boot puts them. The image's grub
 variables in `options` (`$tuned_params`, set in grubenv by tuned) stay. An entry whose options
-are `$kernelopts` (RHEL 8) is left as it is: grub2-mkconfig sets kernelopts in grubenv from
-GRUB_CMDLINE_LINUX, which the bootloader step has written. grubby would make the same edits on
-a booted system; here they are made and read back directly, so the result does not depend on
-what grubby finds of the ramdisk in the chroot.
+are `$kernelopts` (RHEL 8) is left as it is: kernelopts is set in grubenv (grub2-editenv, as
+grub2-mkconfig does from GRUB_CMDLINE_LINUX, which the bootloader step has written too).
+grubby would make the same edits on a booted system; here they are made directly, so the
+result does not depend on what grubby finds of the ramdisk in the chroot.
 """
 
 import logging

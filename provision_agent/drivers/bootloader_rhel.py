@@ -207,6 +207,10 @@ def run(runner, chroot, root, boot, cmdline):
     chroot.run(["grub2-mkconfig", "-o", boot.config])
     # after grub2-mkconfig, which on some releases rewrites the entries' options itself
     written = bls.update(root, cmdline, "" if own else "/boot") if boot.entries else {}
+    if written.get("kernelopts"):
+        # RHEL 8's entries: options $kernelopts, from grubenv; grub2-mkconfig sets it too,
+        # but only where its own scripts do, so it is set here for certain
+        chroot.run(["grub2-editenv", "-", "set", f"kernelopts={bls.options(cmdline, '')}"])
     kernel = bls.write_kernel_cmdline(root, cmdline)
     return {"family": "rhel", "plan": boot.lines, "grub_cfg": boot.config,
             "bls_entries": written.get("entries", []), "kernel_cmdline": kernel,

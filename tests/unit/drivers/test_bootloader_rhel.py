@@ -125,7 +125,9 @@ def test_rhel8_keeps_its_esp_config_and_kernelopts(tmp_path, monkeypatch):
     r = runner(tmp_path)
     report = bootloader.install_report(r, str(tmp_path), {"boot_mode": "uefi",
                                                           "targets": ["/dev/vda"]})
-    assert ["grub2-mkconfig", "-o", "/boot/efi/EFI/almalinux/grub.cfg"] in inside(r)
+    assert [c for c in inside(r) if c[0].startswith("grub2")] == [
+        ["grub2-mkconfig", "-o", "/boot/efi/EFI/almalinux/grub.cfg"],
+        ["grub2-editenv", "-", "set", f"kernelopts=root=UUID={ROOT_UUID} ro"]]
     assert "as RHEL 8 does" in report["plan"][3]
     # options $kernelopts: grubenv's, which grub2-mkconfig sets from GRUB_CMDLINE_LINUX
     assert "options $kernelopts $tuned_params" in (tmp_path / layout["entry"]).read_text()
