@@ -214,4 +214,6 @@ def run(runner, chroot, root, boot, cmdline):
     kernel = bls.write_kernel_cmdline(root, cmdline)
     return {"family": "rhel", "plan": boot.lines, "grub_cfg": boot.config,
             "bls_entries": written.get("entries", []), "kernel_cmdline": kernel,
+            # read back from the files, as the installed system's grub will read them
+            "bls_options": bls.read_options(root),
             **({"efi_vendor": boot.vendor} if boot.vendor else {})}

@@ -91,9 +91,11 @@ def test_uefi_goes_through_the_images_shim_without_grub_install(tmp_path, monkey
 def test_the_bls_entry_gets_this_runs_command_line_and_boot_paths(tmp_path, monkeypatch):
     layout = trees.rhel(tmp_path, "rocky9")
     efi(monkeypatch, booted=False)
-    bootloader.install_report(runner(tmp_path), str(tmp_path), {
+    report = bootloader.install_report(runner(tmp_path), str(tmp_path), {
         "boot_mode": "uefi", "targets": ["/dev/vda"], "kernel_params": "console=ttyS0 quiet"})
     entry = (tmp_path / layout["entry"]).read_text().splitlines()
+    assert report["bls_options"] == {layout["entry"].rsplit("/", 1)[1]:
+                                     f"root=UUID={ROOT_UUID} ro console=ttyS0 quiet $tuned_params"}
     kver = layout["kver"]
     # the builder's root and its volume group are gone; the image's tuned variable stays
     assert f"options root=UUID={ROOT_UUID} ro console=ttyS0 quiet $tuned_params" in entry
