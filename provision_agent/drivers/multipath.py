@@ -4,6 +4,11 @@ Debian and Ubuntu ship multipath-tools with find_multipaths "strict": only WWIDs
 /etc/multipath/wwids become multipath devices, at boot in the initramfs too (the
 multipath-tools-boot hook copies the file in). Without the entry the system would boot from
 one of the paths, behind multipathd's back. Lines the image already has are kept.
+
+RHEL-family images ship device-mapper-multipath without /etc/multipath.conf, and without one
+multipathd makes no device at all (it blacklists every disk until `mpathconf --enable` writes
+the file). Such an image gets the file mpathconf would write: find_multipaths yes, which
+also takes the WWIDs listed in the wwids file.
 """
 
 import os
@@ -36,6 +41,20 @@ def write_wwids(root, wwids):
     text = merge_wwids(target.read_text(root, WWIDS), wwids)
     target.write_text(root, WWIDS, text)
     return text
+
+
+CONF = "/etc/multipath.conf"
+# what `mpathconf --enable` writes when there is no file (device-mapper-multipath)
+ENABLED_CONF = ("# written by provision-agent, as `mpathconf --enable` does\n"
+                "defaults {\n\tuser_friendly_names yes\n\tfind_multipaths yes\n}\n")
+
+
+def enable_conf(root):
+    """Write CONF when the image has none; the path written, or None."""
+    if os.path.lexists(target.resolve(root, CONF)):
+        return None
+    target.write_text(root, CONF, ENABLED_CONF)
+    return CONF
 
 
 def has_tools(root):

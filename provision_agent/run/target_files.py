@@ -91,7 +91,9 @@ class TargetFiles:
         if not multipath.has_tools(self.root):
             LOG.warning("the image has no multipath-tools: the installed system will use one "
                         "path of %s, not the multipath device", ", ".join(step.wwids))
-        return {"wwids": text}
+            return {"wwids": text}
+        conf = image_family.detect(self.root).rhel and multipath.enable_conf(self.root)
+        return {"wwids": text, **({"conf": conf} if conf else {})}
 
     def iscsi_conf(self, step):
         """The node records (with their CHAP secrets) are copied from the ramdisk's, so the

@@ -80,3 +80,21 @@ def test_autorelabel_when_the_image_runs_selinux_enforcing(tmp_path, family, rel
     got = files.fstab(Step("fstab", {"entries": [ROOT_ENTRY]}))
     assert os.path.exists(root / ".autorelabel") == relabel
     assert got.get("autorelabel", False) == relabel
+
+
+@pytest.mark.parametrize("family,written", [("rocky9", True), ("debian", False)])
+def test_a_rhel_image_without_multipath_conf_gets_mpathconfs(tmp_path, family, written):
+    from tests.unit.drivers import image_trees
+    root = tmp_path / "t"
+    _image(root, family)
+    image_trees.tool(root, "usr/sbin/multipath")
+    files = TargetFiles(Blkid(), str(root), SimpleNamespace(stack=[str(root)]))
+    got = files.multipath_conf(Step("multipath_conf", {"wwids": ["3600a0b800012"]}))
+    assert "/3600a0b800012/" in (root / "etc/multipath/wwids").read_text()
+    conf = root / "etc/multipath.conf"
+    assert conf.exists() == written and ("conf" in got) == written
+    if written:
+        assert "find_multipaths yes" in conf.read_text()
+        conf.write_text("defaults { find_multipaths strict }\n")     # the image's own stays
+        files.multipath_conf(Step("multipath_conf", {"wwids": ["3600a0b800012"]}))
+        assert conf.read_text() == "defaults { find_multipaths strict }\n"
