@@ -131,8 +131,10 @@ def install_report(runner, root, args):
             report = _rhel_way(runner, ch, root, args, family, mode, targets, signed, modules,
                                kernel_cmdline.merge(params, root_uuid))
         else:
-            report = _debian_way(runner, ch, root, args, mode, targets, signed, modules,
-                                 kernel_cmdline.merge(params, root_uuid))
+            LOG.info("bootloader: image family Debian (%s)", family.why)
+            _debian_way(runner, ch, root, args, mode, targets, signed, modules,
+                        kernel_cmdline.merge(params, root_uuid))
+            report = {"family": "debian", "plan": [f"image family Debian ({family.why})"]}
     if signed and not family.rhel:
         secure_boot.check_installed(root, BOOTLOADER_ID)
     if mode == "uefi":
@@ -180,7 +182,6 @@ def _debian_way(runner, ch, root, args, mode, targets, signed, modules, cmdline)
         ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
     else:
         grub_config.write(runner, root, cmdline)
-    return {}
 
 
 def _rhel_way(runner, ch, root, args, family, mode, targets, signed, modules, cmdline):
