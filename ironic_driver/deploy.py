@@ -38,7 +38,7 @@ from ironic.conf import CONF
 from ironic.drivers import base
 
 from ironic_driver import config, ironic_compat, validation
-from ironic_driver.conversation import fanout, follow, heartbeat, job, pace
+from ironic_driver.conversation import fanout, fast_track, follow, heartbeat, job, pace
 from ironic_driver.conversation.job import ramdisk_options  # noqa: F401  (part of this module's API)
 from ironic_driver.document import images, layouts, oci, rebuild, sent
 
@@ -49,6 +49,7 @@ OPTS = job.opts
 FOLLOWERS = fanout.FOLLOWERS
 # The name this interface is enabled by (setup.cfg's ironic.hardware.interfaces.deploy).
 INTERFACE = "provision"
+BOOT_SKIPPED = job.BOOT_SKIPPED
 
 
 def sweep_order(nodes, followers, interval, running_interval):
@@ -112,7 +113,14 @@ class ProvisionDeploy(base.DeployInterface):
             elif oci.from_oci(node):
                 oci.resolve(task)
             task.driver.network.add_provisioning_network(task)
-            task.driver.boot.prepare_ramdisk(task, ramdisk_options(task.node))
+            reuse, why = fast_track.reusable(task)
+            if reuse:
+                # As Ironic's agent interfaces: the running ramdisk is not booted again.
+                LOG.info("Node %s: fast track: %s; its boot is left as it is", node.uuid, why)
+                node.set_driver_internal_info(BOOT_SKIPPED, True)
+            else:
+                node.del_driver_internal_info(BOOT_SKIPPED)
+                task.driver.boot.prepare_ramdisk(task, ramdisk_options(task.node))
         elif node.provision_state == states.ACTIVE:
             # Conductor restart or takeover of an active node: boot what is on the disk.
             task.driver.boot.prepare_instance(task)
@@ -152,19 +160,33 @@ class ProvisionDeploy(base.DeployInterface):
     # ---- cleaning
 
     def prepare_cleaning(self, task):
-        """Power the node into the ramdisk; the clean step waits for its heartbeat."""
+        """Power the node into the ramdisk; the clean step waits for its heartbeat. With
+        fast track, a ramdisk that runs already is kept and the clean step starts its job
+        there at once (fast_track.py)."""
         node = task.node
         task.driver.network.add_cleaning_network(task)
+        # As Ironic's prepare_inband_cleaning: the boot is prepared in either case (a boot
+        # interface keeps a fast-tracked ramdisk's medium itself).
         task.driver.boot.prepare_ramdisk(task, ramdisk_options(node))
-        manager_utils.node_power_action(task, states.REBOOT)
-        job.begin(node)
+        reuse, why = fast_track.reusable(task)
+        if reuse:
+            LOG.info("Node %s: fast track: %s; cleaning without a power cycle", node.uuid, why)
+        else:
+            manager_utils.node_power_action(task, states.REBOOT)
+        job.begin(node, keep_ramdisk=reuse)
         node.save()
 
     def tear_down_cleaning(self, task):
-        manager_utils.node_power_action(task, states.POWER_OFF)
+        # As Ironic's tear_down_inband_cleaning: with fast track the ramdisk keeps running
+        # (and heartbeating) for the next cleaning or deploy.
+        reuse, why = fast_track.reusable(task)
+        if reuse:
+            LOG.info("Node %s: fast track: %s; left powered on", task.node.uuid, why)
+        else:
+            manager_utils.node_power_action(task, states.POWER_OFF)
         task.driver.boot.clean_up_ramdisk(task)
         task.driver.network.remove_cleaning_network(task)
-        job.forget(task.node)
+        job.forget(task.node, keep_ramdisk=reuse)
         task.node.save()
 
     @base.clean_step(priority=99)
@@ -195,14 +217,23 @@ class ProvisionDeploy(base.DeployInterface):
             # The ramdisk booted for an earlier step that was not ours: wait for it afresh.
             job.begin(node)
             node.save()
+        elif job.reused(node):
+            # fast track kept the ramdisk (prepare_cleaning): its job starts now, or the
+            # node is powered into a fresh one
+            fast_track.start_or_power_cycle(task, sent.for_ramdisk)
         return states.CLEANWAIT
 
     # ---- deploy steps
 
     @base.deploy_step(priority=100)
     def deploy(self, task):
-        """Power on into the ramdisk; the periodic task takes it from there."""
+        """Power on into the ramdisk; the periodic task takes it from there. With fast
+        track, the job starts at once in the ramdisk that runs already (fast_track.py)."""
         node = task.node
+        if node.driver_internal_info.get(BOOT_SKIPPED):
+            job.begin(node, keep_ramdisk=True)     # forgets BOOT_SKIPPED
+            fast_track.start_or_power_cycle(task, sent.for_ramdisk, prepare_boot=True)
+            return states.DEPLOYWAIT
         manager_utils.node_power_action(task, states.REBOOT)
         job.begin(node)
         node.save()

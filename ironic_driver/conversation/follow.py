@@ -16,7 +16,6 @@ heartbeat has to prove, before it is sent anything, that it is the one that look
 bounded number of bytes (ssh.Session), whatever the ramdisk does.
 """
 
-import json
 import logging
 import time
 import traceback
@@ -25,15 +24,14 @@ import typing
 from ironic.common import exception, states
 from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
-from ironic.conf import CONF
 
 from ironic_driver import report
-from ironic_driver.conversation import job, pace, record, remote, ssh, timeouts
+from ironic_driver.conversation import job, pace, record, remote, ssh, starting, timeouts
 
 LOG = logging.getLogger(__name__)
 
 PREFIX = job.PREFIX
-_TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError, ssh.LimitExceeded)
+TRANSIENT = (OSError, EOFError, ssh.paramiko.SSHException, TimeoutError, ssh.LimitExceeded)
 
 
 def follow_in_worker(context, node_uuid, provision_input, spawn=None):
@@ -52,46 +50,20 @@ def follow_in_worker(context, node_uuid, provision_input, spawn=None):
             "".join(traceback.format_exception(exc)), report.MESSAGE_CHARS))
 
 
-def _job(node, o, provision_input):
-    """(what runs, its command, its input document, the keyring sent beside it) for the state
-    the node waits in."""
-    if node.provision_state == states.CLEANWAIT:
-        return ("erase", remote.provision_argv(o.provision_command, None,
-                                               o.provision_extra_args, subcommand="erase"),
-                _json(erase_input(node)), None)
-    doc, keyring = provision_input(node, o)
-    return ("provision", remote.provision_argv(o.provision_command, o.data_driver,
-                                               o.provision_extra_args), _json(doc), keyring)
-
-
-# clean step -> provision erase's method (the metadata erase for any other)
-ERASE_METHODS = {"erase_devices": "full", "erase_devices_express": "express"}
-
-
-def erase_input(node):
-    """`provision erase`'s input for the clean step the node is in."""
-    doc = {"skip_block_devices": node.properties.get("skip_block_devices") or []}
-    method = ERASE_METHODS.get((node.clean_step or {}).get("step"))
-    if method:
-        doc["method"] = method
-        # Ironic's own options for ironic-python-agent's overwrite; ours always ends in zeros
-        doc["overwrite_passes"] = min(32, 1 + CONF.deploy.shred_random_overwrite_iterations)
-    return doc
-
-
-def follow(task, provision_input, spawn=None):
+def follow(task, provision_input, spawn=None, heard=None):
     """One look at one node; transitions it when its job is done. Safe to call any time.
 
     provision_input(node, opts): (provision's input, the keyring sent beside it or None) for
     the node's deploy; the deploy interface passes sent.for_ramdisk: documents are built
-    there, never by the conversation with the ramdisk."""
+    there, never by the conversation with the ramdisk. heard: time.monotonic() of the
+    heartbeat this look answers (its wait is part of the start's timings)."""
     try:
-        _follow(task, provision_input, spawn)
+        _follow(task, provision_input, spawn, heard)
     finally:
         record.WRITER.leave()
 
 
-def _follow(task, provision_input, spawn):
+def _follow(task, provision_input, spawn, heard=None):
     node = task.node
     o = job.opts()
     grace = job.resume_grace(o)
@@ -119,8 +91,8 @@ def _follow(task, provision_input, spawn):
         return
     began = time.monotonic()
     try:
-        session = _connect(node, target, o)
-    except _TRANSIENT + (ssh.HostKeyError,) as exc:
+        session = connect(node, target, o)
+    except TRANSIENT + (ssh.HostKeyError,) as exc:
         # A key that differs from the pin is not a ramdisk still booting: stop at once.
         if isinstance(exc, (ssh.HostKeyError, ssh.paramiko.BadHostKeyException)):
             record.fail(task, f"refusing the ramdisk of node {node.uuid}: {exc}")
@@ -130,16 +102,9 @@ def _follow(task, provision_input, spawn):
         return
     updates = {}
     try:
-        if target.reported:
-            remote.verify_binding(session, o.binding_dir, node.uuid,
-                                  info.get("agent_secret_token") or "")
-        if phase == "wait_ramdisk":
-            _start(session, node, o, provision_input)
-            updates[PREFIX + "phase"] = "running"
-            updates[PREFIX + "last_ssh_error"] = None
-        st = remote.status(session, _remote_dir(node, o), info.get(PREFIX + "events_offset", 0),
-                           o.log_tail_lines)
-    except _TRANSIENT as exc:
+        st = _look(session, node, target, o, provision_input, updates,
+                   starting.Timings(heard if heard is not None else began, began))
+    except TRANSIENT as exc:
         updates[PREFIX + "last_ssh_error"] = ssh_error(exc)
         updates.update(_slow(node, exc, began, o))
         record.save(task, updates)
@@ -154,6 +119,25 @@ def _follow(task, provision_input, spawn):
     finally:
         session.close()
     _record(task, spawn, updates, st)
+
+
+def _look(session, node, target, o, provision_input, updates, clock):
+    """Over a session: the job started when it waits to be (its timings on clock, what to
+    record added to updates), else the binding checked again; then the job's status."""
+    info = node.driver_internal_info
+    if info[PREFIX + "phase"] == "wait_ramdisk":
+        fresh = starting.start_checked(session, node, target, o, provision_input, clock)
+        updates.update(starting.started(node, clock))
+        if fresh:
+            # A job started this moment has nothing to show yet: its first events are read
+            # by the next look (one that adopted a job already run reads them now).
+            return {"exit_code": None, "events": [],
+                    "events_offset": info.get(PREFIX + "events_offset", 0)}
+    elif target.reported:
+        remote.verify_binding(session, o.binding_dir, node.uuid,
+                              info.get("agent_secret_token") or "")
+    return remote.status(session, starting.remote_dir(node, o),
+                         info.get(PREFIX + "events_offset", 0), o.log_tail_lines)
 
 
 def _slow(node, exc, began, o):
@@ -190,17 +174,6 @@ def _await_heartbeat(task):
                     "next lookup gets a new one", node.uuid,
                     node.driver_internal_info.get(PREFIX + "begun_by"), job.REISSUE_AFTER)
     record.save(task, updates)
-
-
-def _start(session, node, o, provision_input):
-    what, command, text, keyring = _job(node, o, provision_input)
-    if remote.start(session, _remote_dir(node, o), text, command,
-                    job=node.driver_internal_info.get(PREFIX + "job"), keyring=keyring):
-        LOG.info("%s started on node %s", what, node.uuid)
-    else:
-        LOG.warning("%s was already running, or had finished, on node %s (started by a poll "
-                    "whose progress was not saved, e.g. by a conductor that died); following "
-                    "that one", what, node.uuid)
 
 
 def _record(task, spawn, updates, st):
@@ -260,15 +233,6 @@ def _what(node):
     return "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
 
 
-def _json(payload):
-    return json.dumps(payload, indent=1, sort_keys=True)
-
-
-def _remote_dir(node, o):
-    # Per node, so that one host can stand in for many ramdisks (tests, benchmark).
-    return ssh.join(o.remote_dir, node.uuid)
-
-
 class Target(typing.NamedTuple):
     address: str
     port: int
@@ -293,7 +257,7 @@ def ssh_target(node, o):
     return None
 
 
-def _connect(node, target, o):
+def connect(node, target, o):
     return ssh.connect(
         target.address, target.port, node.driver_info.get("provision_ssh_user", o.ssh_user),
         ssh.load_private_key(o.ssh_private_key_file),

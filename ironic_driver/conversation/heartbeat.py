@@ -9,6 +9,7 @@ node is looked at no more than once per poll_interval however often its ramdisk 
 """
 
 import calendar
+import datetime
 import ipaddress
 import logging
 import time
@@ -18,7 +19,7 @@ from ironic.common import exception, states
 from ironic.conf import CONF
 
 from ironic_driver import report
-from ironic_driver.conversation import fanout, follow, job, pace, record, ssh
+from ironic_driver.conversation import fanout, fast_track, follow, job, pace, record, ssh
 
 LOG = logging.getLogger(__name__)
 P = job.PREFIX
@@ -43,56 +44,38 @@ def handle(task, provision_input, callback_url, agent_version, agent_verify_ca,
 
 def _handle(task, provision_input, callback_url, agent_version, agent_verify_ca, agent_status):
     node = task.node
+    heard = time.monotonic()
     if not job.ramdisk_expected(node):
-        LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
-                  node.uuid, node.provision_state)
+        if fast_track.records_heartbeat(node):
+            _record_only(task, callback_url, agent_version, agent_verify_ca)
+        else:
+            LOG.debug("Heartbeat from node %s in %s ignored: no provision job waits for it",
+                      node.uuid, node.provision_state)
         return
     try:
-        address, port = _callback_address(callback_url)
-        host_key = _reported_key(agent_verify_ca)
+        updates, first = _updates(node, callback_url, agent_verify_ca)
+    except Changed as exc:
+        _refuse(task, str(exc))
+        return
     except ValueError as exc:
         _refuse(task, f"the ramdisk's heartbeat is unusable: {exc}")
         return
-    info = node.driver_internal_info
-    updates = {P + "ssh_address": address, P + "ssh_port": port, P + "host_key": host_key}
-    first = info.get(P + "ssh_address") is None
-    if not first and any(info.get(k) != v for k, v in updates.items()):
-        # Ironic already refuses a changed URL or key at the API; this is the same rule for
-        # a heartbeat that reached us another way (say, after a conductor takeover).
-        _refuse(task, f"the ramdisk's heartbeat changed its address or host key (now "
-                      f"{address} port {port}); refusing it")
-        return
-    updates["agent_url"] = callback_url
-    if agent_verify_ca:
-        updates["agent_verify_ca"] = agent_verify_ca
-    updates[P + "heartbeats"] = info.get(P + "heartbeats", 0) + 1
     updates[P + "awaiting_heartbeat"] = None
-    updates["agent_last_heartbeat"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    # A heartbeat that says nothing new is not written. 500 ramdisks send ten a second, and
-    # each write takes one of the conductor's few write turns (turns.py) while it holds a
-    # conductor worker: written every time, they left none for anything else
-    # (benchmarks/results/2026-11-26-ironic_scale-paced-looks.md).
-    if first or not _recorded_within(info, RECORD_EVERY):
-        try:
-            # As Ironic's own heartbeat handling: a node another thread holds (a poll looking
-            # at it) is left alone; the next heartbeat comes within a minute.
-            if not record.save(task, updates, retry_lock=False):
-                return
-        except exception.NodeLocked:
-            LOG.info("Heartbeat from node %s not recorded: the node is locked (%s); the next "
-                     "one will be", node.uuid, node.reservation)
-            return
+    if not _save(task, updates, first, job.ramdisk_expected):
+        return
     if node.maintenance:
         _in_maintenance(task)
         return
     if first:
+        host_key = updates[P + "host_key"]
         LOG.info("Node %s: ramdisk (agent %s) heartbeats from %s port %s with host key %s",
-                 node.uuid, report.bounded(agent_version, 100), address, port,
+                 node.uuid, report.bounded(agent_version, 100), updates[P + "ssh_address"],
+                 updates[P + "ssh_port"],
                  ssh.fingerprint(host_key) if host_key else "(none reported)")
     phase = node.driver_internal_info.get(P + "phase")
     if phase == "wait_ramdisk" and job.waiting(node):
         # Start now rather than at the next poll; the heartbeat runs in a conductor worker.
-        _look_now(task, "starting the job", provision_input)
+        _look_now(task, "starting the job", provision_input, heard)
     elif phase == "running" and agent_status in EXITED and job.waiting(node):
         if fanout.FOLLOWERS.since_last(node.uuid) >= job.opts().poll_interval:
             _look_now(task, "the ramdisk says its job exited", provision_input)
@@ -100,7 +83,7 @@ def _handle(task, provision_input, callback_url, agent_version, agent_verify_ca,
             fanout.FOLLOWERS.hurry(node.uuid)
 
 
-def _look_now(task, why, provision_input):
+def _look_now(task, why, provision_input, heard=None):
     """A look at the node in this heartbeat's worker, counted as the sweep's are (so that the
     sweep's next one keeps its distance, and no more than [conductor]periodic_max_workers
     run at once, and the looks that start jobs in their share); when one runs already, or as
@@ -116,16 +99,87 @@ def _look_now(task, why, provision_input):
             limit, pace.strained(fanout.FOLLOWERS, job.opts()))) as mine:
         if mine:
             LOG.debug("Node %s: %s; looking now", uuid, why)
-            follow.follow(task, provision_input)
+            follow.follow(task, provision_input, heard=heard)
             return
     fanout.FOLLOWERS.hurry(uuid)
 
 
-def _recorded_within(info, seconds):
-    """True when the last heartbeat recorded (agent_last_heartbeat) is that recent."""
+class Changed(ValueError):
+    """The heartbeat names another address or key than this ramdisk's earlier ones."""
+
+
+def _updates(node, callback_url, agent_verify_ca, in_job=True):
+    """(what a heartbeat records, whether it is the first of its ramdisk); ValueError when
+    it cannot be used, Changed when it names another ramdisk than the one recorded. in_job:
+    a job of ours waits for this ramdisk (job.begin forgot any other one)."""
+    address, port = _callback_address(callback_url)
+    host_key = _reported_key(agent_verify_ca)
+    info = node.driver_internal_info
+    updates = {P + "ssh_address": address, P + "ssh_port": port, P + "host_key": host_key}
+    # Outside a job, what an earlier boot's heartbeats said goes with Ironic's agent_url,
+    # which Ironic wipes when it powers the node off (fast track keeps both).
+    first = info.get(P + "ssh_address") is None or not (in_job or info.get("agent_url"))
+    if not first and any(info.get(k) != v for k, v in updates.items()):
+        # Ironic already refuses a changed URL or key at the API; this is the same rule for
+        # a heartbeat that reached us another way (say, after a conductor takeover).
+        raise Changed(f"the ramdisk's heartbeat changed its address or host key (now "
+                      f"{address} port {port}); refusing it")
+    updates["agent_url"] = callback_url
+    if agent_verify_ca:
+        updates["agent_verify_ca"] = agent_verify_ca
+    updates[P + "heartbeats"] = (0 if first else info.get(P + "heartbeats", 0)) + 1
+    # Ironic's own format (Node.timestamp_driver_internal_info), which its fast track reads
+    updates["agent_last_heartbeat"] = _now_iso()
+    return updates, first
+
+
+def _now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def _save(task, updates, first, still):
+    """Record a heartbeat; False when it was not (the node locked, or moved on).
+
+    A heartbeat that says nothing new is not written. 500 ramdisks send ten a second, and
+    each write takes one of the conductor's few write turns (turns.py) while it holds a
+    conductor worker: written every time, they left none for anything else
+    (benchmarks/results/2026-11-26-ironic_scale-paced-looks.md)."""
+    node = task.node
+    if not first and _recorded_within(node.driver_internal_info, RECORD_EVERY):
+        return True
     try:
-        last = calendar.timegm(time.strptime(info.get("agent_last_heartbeat") or "",
-                                             "%Y-%m-%dT%H:%M:%S"))
+        # As Ironic's own heartbeat handling: a node another thread holds (a poll looking
+        # at it) is left alone; the next heartbeat comes within a minute.
+        return record.save(task, updates, retry_lock=False, still=still)
+    except exception.NodeLocked:
+        LOG.info("Heartbeat from node %s not recorded: the node is locked (%s); the next "
+                 "one will be", node.uuid, node.reservation)
+        return False
+
+
+def _record_only(task, callback_url, agent_version, agent_verify_ca):
+    """Fast track (fast_track.py): a ramdisk that runs no job of ours is recorded, as
+    Ironic's agent interfaces record one, so that the next job may use it again."""
+    node = task.node
+    try:
+        updates, first = _updates(node, callback_url, agent_verify_ca, in_job=False)
+    except ValueError as exc:
+        LOG.warning("Heartbeat from node %s in %s not recorded: %s", node.uuid,
+                    node.provision_state, report.bounded(exc))
+        return
+    if _save(task, updates, first, fast_track.records_heartbeat) and first:
+        LOG.info("Node %s (%s): ramdisk (agent %s) heartbeats from %s port %s; kept for "
+                 "fast track", node.uuid, node.provision_state,
+                 report.bounded(agent_version, 100), updates[P + "ssh_address"],
+                 updates[P + "ssh_port"])
+
+
+def _recorded_within(info, seconds):
+    """True when the last heartbeat recorded (agent_last_heartbeat, Ironic's format or the
+    one without a fraction that this interface wrote before) is that recent."""
+    text = (info.get("agent_last_heartbeat") or "").partition(".")[0]
+    try:
+        last = calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
     except ValueError:
         return False
     return 0 <= time.time() - last < seconds

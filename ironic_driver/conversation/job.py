@@ -15,6 +15,12 @@ State kept in driver_internal_info (all keys start with provision_):
     provision_ssh_address, provision_ssh_port, provision_host_key
                              where the ramdisk's heartbeat said SSH is, and the key it reported
     provision_heartbeats     how many heartbeats this boot's ramdisk sent
+    provision_start_timings  how the look that started the job spent its seconds (follow.py)
+    provision_ramdisk_boot_skipped
+                             prepare() left the ramdisk's boot unprepared: fast track
+                             (fast_track.py) meant to reuse the running one
+The four keys of the ramdisk itself (RAMDISK_KEYS: its address, port, host key, heartbeat
+count) outlive a job when Ironic's fast track keeps that ramdisk running (fast_track.py).
 Ironic's own agent_url and agent_verify_ca (its file of the reported key) are set too, so that
 Ironic's checks for a changed callback URL or key apply; Ironic wipes them with the agent token
 when a deploy or a cleaning starts.
@@ -111,9 +117,27 @@ def poll_limit():
     return max(1, CONF.conductor.periodic_max_workers)
 
 
-def begin(node):
-    """Mark the node as waiting for its ramdisk (called right after powering it into one)."""
-    forget(node)
+# What a heartbeat told of the ramdisk that sent it (heartbeat.py): kept with Ironic's
+# agent_url, which Ironic wipes whenever it powers the node off.
+RAMDISK_KEYS = (PREFIX + "ssh_address", PREFIX + "ssh_port", PREFIX + "host_key",
+                PREFIX + "heartbeats")
+
+
+# prepare() left the ramdisk's boot unprepared: fast track meant to reuse the running one
+BOOT_SKIPPED = PREFIX + "ramdisk_boot_skipped"
+
+
+def reused(node):
+    """The job waits in a ramdisk fast track kept running (begin(keep_ramdisk=True))."""
+    info = node.driver_internal_info
+    return info.get(PREFIX + "phase") == "wait_ramdisk" and bool(info.get(PREFIX + "reused"))
+
+
+def begin(node, keep_ramdisk=False):
+    """Mark the node as waiting for its ramdisk (called right after powering it into one).
+    keep_ramdisk: the ramdisk running now is reused (fast track): what its heartbeats said
+    of it is kept, and the job can start without waiting for another."""
+    forget(node, keep_ramdisk)
     node.del_driver_internal_info(PREFIX + "exit_code")
     node.set_driver_internal_info(PREFIX + "phase", "wait_ramdisk")
     node.set_driver_internal_info(PREFIX + "started_at", time.time())
@@ -122,6 +146,8 @@ def begin(node):
     node.set_driver_internal_info(PREFIX + "events", [])
     node.set_driver_internal_info(PREFIX + "events_count", 0)
     node.set_driver_internal_info(PREFIX + "events_offset", 0)
+    if keep_ramdisk:
+        node.set_driver_internal_info(PREFIX + "reused", True)
 
 
 # A ramdisk that has its token heartbeats within seconds (provision-ironic-agent: 3 s
@@ -153,9 +179,9 @@ def token_updates(node, now):
     return {"agent_secret_token": None, PREFIX + "token_reissued_by": CONF.host}
 
 
-def forget(node):
+def forget(node, keep_ramdisk=False):
+    kept = (PREFIX + "events", PREFIX + "exit_code", PREFIX + "events_count",
+            *node_keys.DOCUMENT_SIDE, *(RAMDISK_KEYS if keep_ramdisk else ()))
     for key in list(node.driver_internal_info):
-        if key.startswith(PREFIX) and key not in (PREFIX + "events", PREFIX + "exit_code",
-                                                  PREFIX + "events_count",
-                                                  *node_keys.DOCUMENT_SIDE):
+        if key.startswith(PREFIX) and key not in kept:
             node.del_driver_internal_info(key)

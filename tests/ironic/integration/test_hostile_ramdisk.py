@@ -126,7 +126,7 @@ def broken_sftp_ramdisk(request, ramdisk, tmp_path_factory):
 def _failed_look(ramdisk, look):
     """The exception one look raised, and what the node would keep of it."""
     with _session(ramdisk) as session:
-        with pytest.raises(follow._TRANSIENT) as caught:
+        with pytest.raises(follow.TRANSIENT) as caught:
             look(session)
     return caught.value, follow.ssh_error(caught.value)
 
@@ -168,7 +168,7 @@ def banner_server():
 
 def test_a_1mb_banner_line_is_neither_kept_nor_logged_whole(banner_server, ramdisk, caplog):
     caplog.set_level(logging.DEBUG, logger="paramiko")
-    with pytest.raises(follow._TRANSIENT) as caught:
+    with pytest.raises(follow.TRANSIENT) as caught:
         ssh.connect("127.0.0.1", banner_server, "root",
                     ssh.load_private_key(ramdisk.client_key_file), host_key=ramdisk.host_key,
                     timeout=CONNECT, deadline=CONNECT + COMMAND)

@@ -68,7 +68,7 @@ class NodeTestCase(db_base.DbTestCase):
         """One follow.follow() of self.node with SSH faked: the ramdisk proves its binding,
         remote.start returns started, remote.status returns status. Returns the mock of
         remote.start."""
-        with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
+        with mock.patch.object(follow, "connect", return_value=mock.Mock()), \
                 mock.patch.object(remote, "verify_binding"), \
                 mock.patch.object(remote, "start", return_value=started) as start, \
                 mock.patch.object(remote, "status", return_value=status):

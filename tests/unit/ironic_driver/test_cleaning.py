@@ -163,7 +163,7 @@ class TestOnlyOurStepErases(dbcase.NodeTestCase):
         self.node.refresh()
         self.assertEqual(states.CLEANWAIT, self.node.provision_state, self.node.last_error)
         self.assertEqual("apply_configuration", self.node.clean_step["step"])
-        with mock.patch.object(follow, "_connect", return_value=mock.Mock()) as connect, \
+        with mock.patch.object(follow, "connect", return_value=mock.Mock()) as connect, \
                 mock.patch.object(remote, "verify_binding"), \
                 mock.patch.object(remote, "start", return_value=True) as start, \
                 mock.patch.object(remote, "status"), \

@@ -42,7 +42,7 @@ class TestStoredErrors(dbcase.NodeTestCase):
         self.node = self.make_bound_node(KEY)
 
     def _follow(self, session):
-        with mock.patch.object(follow, "_connect", return_value=session):
+        with mock.patch.object(follow, "connect", return_value=session):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk)
         self.node.refresh()
@@ -57,7 +57,7 @@ class TestStoredErrors(dbcase.NodeTestCase):
 
     def test_a_connection_error_of_any_size_is_kept_cut_and_clean(self):
         self.deploy_waiting()
-        with mock.patch.object(follow, "_connect", side_effect=ssh.paramiko.SSHException(
+        with mock.patch.object(follow, "connect", side_effect=ssh.paramiko.SSHException(
                 'Indecipherable protocol version "' + HUGE + '"')):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk)

@@ -162,7 +162,7 @@ class TestHeartbeat(dbcase.NodeTestCase):
 
     def test_follow_without_any_address_waits_and_says_why(self):
         self.deploy_waiting()
-        with mock.patch.object(follow, "_connect") as connect:
+        with mock.patch.object(follow, "connect") as connect:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk)
         connect.assert_not_called()

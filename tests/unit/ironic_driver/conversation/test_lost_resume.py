@@ -37,7 +37,7 @@ class TestLostResume(dbcase.NodeTestCase):
     def _look(self, spawn=None):
         with mock.patch.object(manager_utils, "notify_conductor_resume_clean") as clean, \
                 mock.patch.object(manager_utils, "notify_conductor_resume_deploy") as dep, \
-                mock.patch.object(follow, "_connect") as connect:
+                mock.patch.object(follow, "connect") as connect:
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk, spawn)
         self.node.refresh()

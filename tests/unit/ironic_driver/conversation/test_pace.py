@@ -80,7 +80,7 @@ class TestSlowLooks(dbcase.NodeTestCase):
         self.node = self.make_bound_node(KEY, {"image_source": "http://x/img"})
 
     def _follow(self, **patches):
-        with mock.patch.object(follow, "_connect", **patches):
+        with mock.patch.object(follow, "connect", **patches):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk)
         self.node.refresh()

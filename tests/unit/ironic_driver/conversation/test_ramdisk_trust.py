@@ -25,7 +25,7 @@ class TestBinding(dbcase.NodeTestCase):
                                    instance_info={"image_source": "http://x/img"})
 
     def _follow(self, verify):
-        with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
+        with mock.patch.object(follow, "connect", return_value=mock.Mock()), \
                 mock.patch.object(remote, "verify_binding", side_effect=verify) as check, \
                 mock.patch.object(remote, "start", return_value=True) as start, \
                 mock.patch.object(remote, "status", return_value=RUNNING):
@@ -102,7 +102,7 @@ class TestHostileOutput(dbcase.NodeTestCase):
         # what remote.status reads through the session: a hook's junk where the code goes
         session.read.side_effect = lambda path, offset, limit: (
             b"\x1b[31mowned" if path.endswith(remote.EXIT_CODE) else b"")
-        with mock.patch.object(follow, "_connect", return_value=session):
+        with mock.patch.object(follow, "connect", return_value=session):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk)
         session.close.assert_called_once()
@@ -113,7 +113,7 @@ class TestHostileOutput(dbcase.NodeTestCase):
 
     def test_a_ramdisk_past_the_look_deadline_is_only_recorded(self):
         self.deploy_waiting(provision_phase="running")
-        with mock.patch.object(follow, "_connect", return_value=mock.Mock()), \
+        with mock.patch.object(follow, "connect", return_value=mock.Mock()), \
                 mock.patch.object(remote, "status", side_effect=ssh.LimitExceeded(
                     "the ramdisk did not finish answering within 70 s")):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:

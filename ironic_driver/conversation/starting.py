@@ -1,0 +1,109 @@
+"""The look that starts a job in the ramdisk: which job the node's step asks for (provision
+with the deploy's document, or `provision erase`), the binding checked, the upload and the
+start over one SSH session, and where the seconds went from the heartbeat to the start.
+
+Used by every look that starts a job: the one a heartbeat brings (heartbeat.py), the sweep's
+(follow.py), and the step that starts it in a ramdisk fast track kept (fast_track.py).
+"""
+
+import json
+import logging
+import time
+
+from ironic.common import states
+from ironic.conf import CONF
+
+from ironic_driver.conversation import job, remote, ssh
+
+LOG = logging.getLogger(__name__)
+PREFIX = job.PREFIX
+
+# clean step -> provision erase's method (the metadata erase for any other)
+ERASE_METHODS = {"erase_devices": "full", "erase_devices_express": "express"}
+
+
+def job_for(node, o, provision_input):
+    """(what runs, its command, its input document, the keyring sent beside it) for the step
+    the node is in (a cleaning's, or the deploy's)."""
+    if node.provision_state in (states.CLEANWAIT, states.CLEANING):
+        return ("erase", remote.provision_argv(o.provision_command, None,
+                                               o.provision_extra_args, subcommand="erase"),
+                _json(erase_input(node)), None)
+    doc, keyring = provision_input(node, o)
+    return ("provision", remote.provision_argv(o.provision_command, o.data_driver,
+                                               o.provision_extra_args), _json(doc), keyring)
+
+
+def erase_input(node):
+    """`provision erase`'s input for the clean step the node is in."""
+    doc = {"skip_block_devices": node.properties.get("skip_block_devices") or []}
+    method = ERASE_METHODS.get((node.clean_step or {}).get("step"))
+    if method:
+        doc["method"] = method
+        # Ironic's own options for ironic-python-agent's overwrite; ours always ends in zeros
+        doc["overwrite_passes"] = min(32, 1 + CONF.deploy.shred_random_overwrite_iterations)
+    return doc
+
+
+class Timings:
+    """Where the seconds between a heartbeat and the job's start went, for the node's
+    provision_start_timings and the conductor's log: waiting for the look (a worker, the
+    node's lock), the SSH connection, the binding's check, the upload and the start."""
+
+    def __init__(self, heard, began):
+        self.last = heard
+        self.parts = {}
+        self.mark("to_look", began)
+
+    def mark(self, name, now=None):
+        now = time.monotonic() if now is None else now
+        self.parts[name] = round(now - self.last, 3)
+        self.last = now
+
+    def summary(self):
+        return dict(self.parts, total=round(sum(self.parts.values()), 3))
+
+
+def start_checked(session, node, target, o, provision_input, clock):
+    """The binding checked (for a ramdisk a heartbeat named: target.reported), then the job
+    started; True when it started now, False when that job was running or done there
+    already. remote.BadRamdisk, and the session's errors, before anything was sent."""
+    clock.mark("connect")
+    if target.reported:
+        remote.verify_binding(session, o.binding_dir, node.uuid,
+                              node.driver_internal_info.get("agent_secret_token") or "")
+    clock.mark("binding")
+    fresh = _start(session, node, o, provision_input)
+    clock.mark("upload_and_start")
+    return fresh
+
+
+def started(node, clock, since="the heartbeat"):
+    """What a look that started the job records; its timings are logged too. since: what
+    the clock counts from (the heartbeat, or the step that started a fast-tracked job)."""
+    timings = clock.summary()
+    LOG.info("Node %s: job started %.3f s after %s (%s)", node.uuid, timings["total"], since,
+             ", ".join(f"{k} {v:.3f} s" for k, v in clock.parts.items()))
+    return {PREFIX + "phase": "running", PREFIX + "last_ssh_error": None,
+            PREFIX + "start_timings": timings}
+
+
+def _start(session, node, o, provision_input):
+    what, command, text, keyring = job_for(node, o, provision_input)
+    if remote.start(session, remote_dir(node, o), text, command,
+                    job=node.driver_internal_info.get(PREFIX + "job"), keyring=keyring):
+        LOG.info("%s started on node %s", what, node.uuid)
+        return True
+    LOG.warning("%s was already running, or had finished, on node %s (started by a poll "
+                "whose progress was not saved, e.g. by a conductor that died); following "
+                "that one", what, node.uuid)
+    return False
+
+
+def _json(payload):
+    return json.dumps(payload, indent=1, sort_keys=True)
+
+
+def remote_dir(node, o):
+    # Per node, so that one host can stand in for many ramdisks (tests, benchmark).
+    return ssh.join(o.remote_dir, node.uuid)
