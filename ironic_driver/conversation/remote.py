@@ -116,11 +116,35 @@ def verify_binding(session, binding_dir, node_uuid, token):
             from None
 
 
+def start_with_input_command(directory, command, job=None):
+    """prepare_command, the input document written from stdin and start_command in one
+    shell: the whole start is one command over the SSH session, instead of a command, an
+    SFTP upload (open, write, close, chmod, rename: a round trip each) and another command.
+    stdin is read to its end whatever happens, so the sender never writes into a closed
+    channel; the document is kept only when this start goes ahead."""
+    q = shlex.quote
+    path = q(ssh.join(directory, INPUT))
+    return (f"state=$({{ {prepare_command(directory, job)}; }} 2>&1) || {{ cat >/dev/null; "
+            f"printf '%s\\n' \"$state\"; exit 1; }}; "
+            f"case $state in *{RUNNING}*|*{FINISHED}*) cat >/dev/null; echo \"$state\"; "
+            f"exit 0;; esac; "
+            # the umask in a subshell: provision, started next, keeps the ramdisk's own
+            f"(umask 077; cat >{path}.part) && mv {path}.part {path} || exit 1; "
+            f"{start_command(directory, command, job)}")
+
+
 def start(session, directory, document_text, command, job=None, keyring=None):
     """True when provision (command: provision_argv(...)) was started; False when one was
     already running there, or the same job (job: its identity) had already finished.
     keyring: the bytes of the image keyring, uploaded beside the document for
-    --image_keyring."""
+    --image_keyring (then the start takes three steps; without one, a single command that
+    reads the document on its stdin)."""
+    if keyring is None:
+        rc, out = session.run(start_with_input_command(directory, command, job),
+                              stdin=document_text.encode())
+        if rc != 0:
+            raise RuntimeError(f"cannot start provision in the ramdisk: {out.strip()[:500]}")
+        return out.strip() not in (RUNNING, FINISHED)
     rc, out = session.run(prepare_command(directory, job))
     if rc != 0:
         raise RuntimeError(f"cannot prepare {directory} in the ramdisk: {out.strip()[:500]}")

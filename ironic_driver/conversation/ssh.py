@@ -7,6 +7,7 @@ auto-add: the decision must be visible in our code and logged).
 """
 
 import base64
+import contextlib
 import logging
 import posixpath
 import socket
@@ -138,8 +139,7 @@ class BrokenProtocol(Exception):
     asking again gets the same."""
 
 
-# What paramiko raises for such answers: SFTPError, and the UnicodeDecodeError of a text field
-# (paramiko decodes them strictly). Neither is an SSHException or an OSError.
+# paramiko's errors for such answers (it decodes text strictly): neither SSHException nor OSError
 _BROKEN = (paramiko.sftp.SFTPError, UnicodeError)
 
 
@@ -164,10 +164,8 @@ class Session:
 
     def _expire(self):
         self.expired = True
-        try:
+        with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def left(self):
         """Seconds until the deadline (at least a small positive number, for timeouts)."""
@@ -185,12 +183,16 @@ class Session:
         self._sftp.get_channel().settimeout(self.left())
         return self._sftp
 
-    def run(self, command, limit=RUN_OUTPUT_BYTES):
-        """(exit status, output text: stdout and stderr together), at most limit bytes."""
+    def run(self, command, limit=RUN_OUTPUT_BYTES, stdin=None):
+        """(exit status, output text: stdout and stderr together), at most limit bytes;
+        stdin: bytes sent to the command's standard input, which is then closed."""
         try:
             channel = self.client.get_transport().open_session(timeout=self.left())
             channel.set_combine_stderr(True)
             channel.exec_command(command)
+            if stdin is not None:   # bounded by the session's deadline, as everything
+                channel.sendall(stdin)
+                channel.shutdown_write()
             data = bytearray()
             while True:
                 channel.settimeout(self.left())
@@ -243,10 +245,8 @@ class Session:
     def close(self):
         self._timer.cancel()
         self.client.close()
-        try:
+        with contextlib.suppress(OSError):
             self._sock.close()
-        except OSError:
-            pass
 
     def __enter__(self):
         return self

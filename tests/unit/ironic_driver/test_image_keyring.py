@@ -83,10 +83,11 @@ class LocalSession:
     def __init__(self):
         self.uploads = {}
 
-    def run(self, command):
-        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
+    def run(self, command, stdin=None):
+        self.commands = getattr(self, "commands", []) + [command]
+        done = subprocess.run(["bash", "-c", command], capture_output=True, input=stdin,
                               timeout=10)
-        return done.returncode, done.stdout
+        return done.returncode, done.stdout.decode()
 
     def upload(self, data, path, mode=0o600):
         self.uploads[path] = data
