@@ -5,6 +5,7 @@
 #   EXTRA_MODULES="kernel/drivers/... ..."   more module files or directories to keep
 #   EXTRA_FIRMWARE_PACKAGES="firmware-... ..."   more Debian firmware packages to take files from
 #   NO_FIRMWARE=1   neither firmware-packages.txt nor the non-free-firmware component
+#   EXTRA_PACKAGES="pkg /abs/path/x.deb ..."   more Debian packages (build.sh --extra-package)
 # Writes OUTDIR/vmlinuz, OUTDIR/base.cpio.zst, OUTDIR/packages.tsv, OUTDIR/kernel-version,
 # OUTDIR/firmware.tsv (every firmware file a kept module names: present or missing).
 set -euo pipefail
@@ -20,6 +21,7 @@ firmware_list=$here/firmware-packages.txt
 [ -n "${NO_FIRMWARE:-}" ] && firmware_list=/dev/null
 include=$(grep -h -v -e '^\s*#' -e '^\s*$' "$here/packages.txt" "$firmware_list" \
           | tr -s ' \n' '\n' | cat - <(tr -s ' ' '\n' <<< "${EXTRA_FIRMWARE_PACKAGES:-}") \
+                  <(tr -s ' ' '\n' <<< "${EXTRA_PACKAGES:-}") \
           | grep -v '^$' | paste -sd, -)
 
 # NIC firmware lives in Debian's non-free-firmware component (bookworm and later): add it to

@@ -43,6 +43,16 @@ rm -rf "$site/bin"
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux_2_28_x86_64 -r "$here/wheels.txt" 2> >(grep -v "^WARNING: Location" >&2)
 
+# A site's or vendor's wheels (build.sh --extra-wheel), beside provision and for the same Python;
+# --no-deps: what they need comes as more wheels or Debian packages, never fetched here.
+read -r -a extra_wheels <<< "${EXTRA_WHEELS:-}"
+if [ "${#extra_wheels[@]}" -gt 0 ]; then
+  "$venv/bin/pip" install -q --no-deps --no-compile --no-index --target "$site" \
+    --python-version 3.11 --implementation cp --abi cp311 --only-binary=:all: \
+    --platform any --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux_2_28_x86_64 "${extra_wheels[@]}" 2> >(grep -v "^WARNING: Location" >&2)
+fi
+
 # Bytecode now, not at the first run: the project layer has no __pycache__ (--no-compile), so a
 # freshly booted ramdisk compiled ~100 modules on every deploy's one and only provision run,
 # seconds under TCG. unchecked-hash: the ramdisk never changes, so no mtime to compare. Needs
@@ -87,6 +97,11 @@ if [ -f "$hostkeys/ssh_host_ed25519_key" ]; then
   install -D -m 644 "$hostkeys/ssh_host_ed25519_key.pub" "$stage/etc/ssh/ssh_host_ed25519_key.pub"
 fi
 mkdir -p "$stage/etc/provision"
+# A site's or vendor's files (build.sh --extra-file SRC:DEST, checked there), mode kept.
+read -r -a extra_files <<< "${EXTRA_FILES:-}"
+for pair in "${extra_files[@]}"; do
+  install -D -m "$(stat -c %a "${pair%%:*}")" "${pair%%:*}" "$stage${pair#*:}"
+done
 for key in "$@"; do cat "$key"; echo; done > "$stage/etc/provision/authorized_keys"
 
 (cd "$stage" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc -R 0:0 --quiet) \

@@ -10,18 +10,29 @@
 # Usage: sudo ramdisk/build.sh [--authorized-key FILE]... [--mirror URL|SOURCES_FILE]
 #                              [--suite bookworm] [--out DIR] [--rebuild] [--no-host-key]
 #                              [--module PATH]... [--firmware-package PKG]... [--no-firmware]
+#                              [--extra-package PKG|FILE.deb]... [--extra-wheel FILE.whl]...
+#                              [--extra-file SRC:DEST]...
 #   --module kernel/drivers/...      keep another kernel module file or directory (a NIC or HBA
 #                                    driver this ramdisk leaves out); its dependencies come along
 #   --firmware-package PKG           take the firmware files the kept modules name from one more
 #                                    Debian package (ramdisk/README.md, "Hardware")
 #   --no-firmware                    no firmware packages and no non-free-firmware source
+#   --extra-package PKG|FILE.deb     one more Debian package in the base layer: a name from the
+#                                    mirror or a local .deb (its dependencies come from the mirror)
+#   --extra-wheel FILE.whl           a Python wheel installed beside provision (a plug-in); its
+#                                    dependencies are not fetched: give each with --extra-wheel, or
+#                                    Debian's python3-* with --extra-package
+#   --extra-file SRC:DEST            a file copied to the absolute path DEST, mode kept (a vendor
+#                                    tool); docs/extending.md walks through all three
 # Output: $PROVISION_AGENT_CACHE/ramdisk/current/{vmlinuz,initramfs,manifest.json,
 #         ssh_host_ed25519_key.pub} unless --out; the path is printed last on stdout.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 here=$REPO_ROOT/ramdisk
+source "$here/extras.sh"
 
 keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1 modules=() fwpkgs=() nofw=""
+xpkgs=() xwheels=() xfiles=()
 while [ $# -gt 0 ]; do
   case $1 in
     --authorized-key) keys+=("$(realpath "$2")"); shift 2 ;;
@@ -33,7 +44,10 @@ while [ $# -gt 0 ]; do
     --module) modules+=("$2"); shift 2 ;;
     --firmware-package) fwpkgs+=("$2"); shift 2 ;;
     --no-firmware) nofw=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --extra-package) extra_package "$2"; xpkgs+=("$extra"); shift 2 ;;
+    --extra-wheel) extra_wheel "$2"; xwheels+=("$extra"); shift 2 ;;
+    --extra-file) extra_file "$2"; xfiles+=("$extra"); shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -57,8 +71,10 @@ mirror_id=$mirror
 
 sha() { sha256sum | cut -c1-16; }
 export EXTRA_MODULES="${modules[*]}" EXTRA_FIRMWARE_PACKAGES="${fwpkgs[*]}" NO_FIRMWARE=$nofw
+export EXTRA_PACKAGES="${xpkgs[*]}" EXTRA_WHEELS="${xwheels[*]}" EXTRA_FILES="${xfiles[*]}"
 base_key=$( { cat "$here/build-base.sh" "$here/packages.txt" "$here/firmware-packages.txt"
-              echo "$mirror_id" "$suite" "$EXTRA_MODULES" "$EXTRA_FIRMWARE_PACKAGES" "$NO_FIRMWARE"; } | sha)
+              echo "$mirror_id" "$suite" "$EXTRA_MODULES" "$EXTRA_FIRMWARE_PACKAGES" "$NO_FIRMWARE"
+              extras_digest "${xpkgs[@]}"; } | sha)
 base=$cache/base-$base_key
 
 t0=$(date +%s.%N)
@@ -91,6 +107,7 @@ project_key=$( {
   cd "$REPO_ROOT" && git ls-files -co --exclude-standard -z | LC_ALL=C sort -z \
     | xargs -0 sha256sum 2>/dev/null
   cat "${keys[@]}" /dev/null; cat "$hostkeys"/*.pub 2>/dev/null || true
+  extras_digest "${xwheels[@]}" "${xfiles[@]}"
 } | sha)
 project=$cache/project-$project_key.cpio.zst
 if [ "$rebuild" = 1 ] || [ ! -f "$project" ]; then

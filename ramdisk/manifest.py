@@ -41,6 +41,24 @@ def base_build_seconds(base):
         return None
 
 
+def extras():
+    """What build.sh --extra-* added, by name and content: whoever holds a ramdisk can tell a
+    vendor's build from ours, and which vendor files went in."""
+    got = {"packages": [], "wheels": [], "files": []}
+    for key, env in (("packages", "EXTRA_PACKAGES"), ("wheels", "EXTRA_WHEELS"),
+                     ("files", "EXTRA_FILES")):
+        for arg in os.environ.get(env, "").split():
+            path, _, dest = arg.partition(":")
+            if not os.path.isfile(path):
+                got[key].append({"name": arg})
+                continue
+            entry = {"name": os.path.basename(path), "sha256": sha256(path)}
+            if dest:
+                entry["path"] = dest
+            got[key].append(entry)
+    return got
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -73,6 +91,7 @@ def main():
         "seconds": {"base": round(t1 - t0, 1), "project": round(t2 - t1, 1),
                     "total": round(time.time() - t0, 1)},
         "packages": pkgs,
+        "extras": extras(),
     }
     with open(os.path.join(a.out, "manifest.json.tmp"), "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)

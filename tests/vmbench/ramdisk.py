@@ -42,18 +42,21 @@ class RamdiskBuildError(RuntimeError):
     pass
 
 
-def ensure_ramdisk(rebuild=False):
+def ensure_ramdisk(rebuild=False, extra=(), out=None):
     """Build the ramdisk or reuse the cached layers; return it.
+
+    extra: more build.sh arguments (--extra-wheel, --extra-file ...); out: its own directory
+    for such a build, so the shared `current` one stays the plain ramdisk.
 
     PROVISION_RAMDISK_DIR points at a prebuilt one instead (nothing is built then; the Ironic
     lab needs it built with --authorized-key of client_key()'s .pub, build_key_args()).
     The build is cheap when only the project changed (seconds) and needs root.
     """
     prebuilt = os.environ.get("PROVISION_RAMDISK_DIR")
-    if prebuilt:
+    if prebuilt and not extra:
         return Ramdisk(Path(prebuilt))
-    argv = (["bash", str(REPO_ROOT / "ramdisk" / "build.sh"), *build_key_args()]
-            + (["--rebuild"] if rebuild else []))
+    argv = (["bash", str(REPO_ROOT / "ramdisk" / "build.sh"), *build_key_args(), *extra]
+            + (["--rebuild"] if rebuild else []) + (["--out", str(out)] if out else []))
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RamdiskBuildError(
