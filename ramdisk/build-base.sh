@@ -21,7 +21,7 @@ firmware_list=$here/firmware-packages.txt
 [ -n "${NO_FIRMWARE:-}" ] && firmware_list=/dev/null
 include=$(grep -h -v -e '^\s*#' -e '^\s*$' "$here/packages.txt" "$firmware_list" \
           | tr -s ' \n' '\n' | cat - <(tr -s ' ' '\n' <<< "${EXTRA_FIRMWARE_PACKAGES:-}") \
-                  <(tr -s ' ' '\n' <<< "${EXTRA_PACKAGES:-}") \
+                  <(tr -s ' ' '\n' <<< "${EXTRA_PACKAGES:-}" | grep -v '\.deb$') \
           | grep -v '^$' | paste -sd, -)
 
 # NIC firmware lives in Debian's non-free-firmware component (bookworm and later): add it to
@@ -71,6 +71,16 @@ for f in /sbin/fsck.jfs /sbin/jfs_fsck /sbin/jfs_debugfs /sbin/jfs_fscklog /sbin
   fs_trim+=("--dpkgopt=path-exclude=$f")
 done
 
+# A vendor's own .deb files (build.sh --extra-package FILE.deb): installed inside the finished
+# chroot by its apt, which takes their dependencies from the mirror; mmdebstrap's own install
+# step failed when given a local path here (2026-11-29, apt in its setup stage).
+deb_hooks=()
+for deb in ${EXTRA_PACKAGES:-}; do
+  [[ $deb == *.deb ]] || continue
+  deb_hooks+=(--customize-hook="mkdir -p \"\$1/.build/debs\"" --customize-hook="copy-in $deb /.build/debs")
+done
+[ "${#deb_hooks[@]}" -eq 0 ] || deb_hooks+=(--customize-hook='chroot "$1" sh -c "apt-get install -y -qq /.build/debs/*.deb >/dev/null"')
+
 echo "base: mmdebstrap $suite (minbase) from $mirror"
 mmdebstrap --mode=root --variant=minbase --quiet "${components[@]}" \
   --include="$include" \
@@ -82,6 +92,7 @@ mmdebstrap --mode=root --variant=minbase --quiet "${components[@]}" \
   --dpkgopt='path-exclude=/usr/share/info/*' "${fs_trim[@]}" \
   --customize-hook="$kernel_hook" \
   --customize-hook="$perl_hook" \
+  "${deb_hooks[@]}" \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}\t\${Version}\t\${Installed-Size}\n" > "$1/.build/packages.tsv"' \
   "$suite" "$root" "$mirror"
 

@@ -118,8 +118,14 @@ else
 fi
 t2=$(date +%s.%N)
 
-# Old layers are ~100 MB each: keep only this base and the few newest project layers.
-for old in "$cache"/base-*; do [ "$old" = "$base" ] || rm -rf "$old"; done
+# Old layers are ~100 MB each: keep this base, the newest other one (a build with --extra-package
+# beside the plain one, or two branches, would otherwise rebuild each other's for minutes each
+# time) and the few newest project layers.
+kept_other=""
+for old in $(ls -dt "$cache"/base-*); do   # newest first; under the lock no build is running
+  [ "$old" = "$base" ] && continue
+  if [ -z "$kept_other" ] && [ -f "$old/base.cpio.zst" ]; then kept_other=$old; else rm -rf "$old"; fi
+done
 ls -t "$cache"/project-*.cpio.zst | tail -n +6 | xargs -r rm -f
 
 cp "$base/vmlinuz" "$out/vmlinuz.tmp" && mv "$out/vmlinuz.tmp" "$out/vmlinuz"

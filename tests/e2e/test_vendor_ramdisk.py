@@ -91,3 +91,30 @@ def test_booted_provision_plans_and_runs_the_vendor_step_first(vendor):
         run = vm.provision(bad)
         assert run.returncode == 2
         assert "settings.SriovEnable: ACME firmware takes Enabled or Disabled" in run.stderr
+
+
+@pytest.mark.vendor
+def test_a_package_from_the_mirror_and_a_local_deb_go_into_the_base(tmp_path):
+    """--extra-package: a name from the mirror (jq) and a vendor's own .deb, with what they
+    install, in a base layer of their own (minutes: outside CI)."""
+    pkg = tmp_path / "acme-tools"
+    (pkg / "DEBIAN").mkdir(parents=True)
+    (pkg / "DEBIAN" / "control").write_text(
+        "Package: acme-tools\nVersion: 2.1\nArchitecture: all\n"
+        "Maintainer: ACME <tools@example.com>\nDescription: ACME's RAID CLI (a test)\n")
+    tool = pkg / "usr" / "sbin" / "acme-raidcli"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\necho acme-raidcli 2.1\n")
+    tool.chmod(0o755)
+    deb = tmp_path / "acme-tools_2.1_all.deb"
+    subprocess.run(["dpkg-deb", "--build", str(pkg), str(deb)], check=True,
+                   capture_output=True, timeout=60)
+    ramdisk = ensure_ramdisk(extra=["--extra-package", "jq", "--extra-package", str(deb)],
+                             out=tmp_path / "ramdisk")
+    paths = listing(ramdisk)
+    assert paths["usr/sbin/acme-raidcli"] == "-rwxr-xr-x"
+    assert paths["usr/bin/jq"] == "-rwxr-xr-x"
+    assert {"jq", "acme-tools"} <= set(ramdisk.manifest["packages"])
+    assert ramdisk.manifest["extras"]["packages"] == [
+        {"name": "jq"},
+        {"name": deb.name, "sha256": hashlib.sha256(deb.read_bytes()).hexdigest()}]
