@@ -44,6 +44,8 @@ from ironic_driver.document import images, layouts, oci, rebuild, sent
 
 LOG = logging.getLogger(__name__)
 
+# An Ironic older than the interface supports is refused here, while the conductor loads it.
+ironic_compat.require_supported()
 config.register(CONF)
 OPTS = job.opts
 FOLLOWERS = fanout.FOLLOWERS

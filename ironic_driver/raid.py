@@ -23,9 +23,11 @@ from ironic.common import exception
 from ironic.common import raid as ironic_raid
 from ironic.drivers import base
 
-from ironic_driver import report
+from ironic_driver import ironic_compat, report
 from ironic_driver.document import layouts, raid_layout
 
+# An Ironic older than the interface supports is refused here, while the conductor loads it.
+ironic_compat.require_supported()
 CLEANED_KEY = layouts.RAID_MEMBERS_KEY
 
 

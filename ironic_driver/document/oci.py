@@ -30,7 +30,7 @@ import requests
 from ironic.common import exception, image_service
 from ironic.drivers.modules import deploy_utils
 
-from ironic_driver import report
+from ironic_driver import ironic_compat, report
 from ironic_driver.document import bounded_session, oci_secret
 from provision_agent import bounded_http, redact
 
@@ -128,8 +128,7 @@ def _why(exc, auth, policy):
     if isinstance(exc, exception.ImageNotFound) or code in (403, 404):
         return "no such repository or manifest in the registry (or no access to it)"
     if isinstance(exc, requests.exceptions.SSLError):
-        return ("TLS with the registry failed (its CA: [oci]verify_ca; a registry without "
-                "TLS needs [oci]permit_fallback_to_http_transport)")
+        return f"TLS with the registry failed ({ironic_compat.oci_tls_advice()})"
     if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
         return f"cannot reach the registry ({type(exc).__name__})"
     if isinstance(exc, requests.exceptions.TooManyRedirects):

@@ -22,8 +22,9 @@ redirect, a re-authentication.
 
 import urllib.parse
 
-from ironic.common import image_service
 from oslo_config import cfg
+
+from ironic_driver import ironic_compat
 
 CONF = cfg.CONF
 OPTION = "[provision_agent]oci_secret_registries"
@@ -63,12 +64,11 @@ class Policy:
         self.registry = netloc(source)
         self.tenants = bool((node.instance_info or {}).get("image_pull_secret"))
         if self.tenants:
-            self.auth = image_service.get_image_service_auth_override(node)
+            self.auth = ironic_compat.image_pull_auth(node)
             self.registry_listed = True     # not the question: the tenant's own secret
             self.operator_had = False
         else:
-            operator = image_service.get_image_service_auth_override(
-                node, permit_user_auth=False)
+            operator = ironic_compat.image_pull_auth(node, permit_user_auth=False)
             self.operator_had = bool(operator or CONF.oci.authentication_config)
             self.registry_listed = listed(source)
             self.auth = operator if self.registry_listed else None

@@ -5,7 +5,6 @@ naming the bound, within its time."""
 
 import http.server
 import json
-import threading
 import time
 import types
 
@@ -13,8 +12,10 @@ import pytest
 from ironic.common import exception
 from ironic.conf import CONF
 
+from ironic_driver import config
 from ironic_driver.document import oci
 from tests import bombserver
+from tests.unit.ironic_driver import registry_transport
 
 
 class Hostile(bombserver._Handler):      # its _send, and its quiet log
@@ -48,11 +49,10 @@ def registry():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     srv.daemon_threads = True
     srv.paths = []
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    # plain HTTP, as realregistry's: Ironic tries HTTPS first
-    CONF.set_override("permit_fallback_to_http_transport", True, "oci")
-    yield srv
-    CONF.clear_override("permit_fallback_to_http_transport", "oci")
+    # plain HTTP where this Ironic falls back to it (as realregistry's), else TLS
+    config.register(CONF)        # oci_secret reads [provision_agent], run alone or not
+    with registry_transport.serving(srv):
+        yield srv
     srv.shutdown()
     srv.server_close()
 

@@ -6,7 +6,6 @@ realm, and that realm. Each records the Authorization headers it was sent."""
 import base64
 import http.server
 import json
-import threading
 import types
 
 import pytest
@@ -15,6 +14,7 @@ from ironic.conf import CONF
 
 from ironic_driver import config
 from ironic_driver.document import oci, oci_secret
+from tests.unit.ironic_driver import registry_transport
 
 OPERATOR = ("op-user", "op-S3cret-9f2")
 OPERATOR_BASIC = "Basic " + base64.b64encode(":".join(OPERATOR).encode()).decode()
@@ -71,7 +71,6 @@ def _server(role):
     srv.role, srv.seen = role, []
     srv.accepts = {f"Bearer {MADE_WITH_OPERATOR}", "Bearer tenants-token", OPERATOR_BASIC,
                    TENANT_BASIC}
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
 
@@ -79,11 +78,12 @@ def _server(role):
 def servers():
     config.register(CONF)
     realm, registry = _server("realm"), _server("registry")
-    registry.challenge = (f'Bearer realm="http://127.0.0.1:{realm.server_address[1]}/token",'
-                          f'service="registry"')
-    CONF.set_override("permit_fallback_to_http_transport", True, "oci")
-    yield registry, realm
-    CONF.clear_override("permit_fallback_to_http_transport", "oci")
+    # plain HTTP where this Ironic falls back to it, else TLS (registry_transport.py)
+    with registry_transport.serving(realm, registry) as scheme:
+        registry.scheme = scheme
+        registry.challenge = (f'Bearer realm="{scheme}://127.0.0.1:{realm.server_address[1]}'
+                              f'/token",service="registry"')
+        yield registry, realm
     CONF.clear_override("oci_secret_registries", "provision_agent")
     for srv in (registry, realm):
         srv.shutdown()
@@ -137,7 +137,8 @@ def test_a_token_from_the_operators_realm_never_reaches_a_tenants_registry(serve
     CONF.set_override("oci_secret_registries", [f"127.0.0.1:{realm.server_address[1]}"],
                       "provision_agent")
     found = oci.identify(_operators(_node(registry)))
-    assert found["image_url"].startswith(f"http://127.0.0.1:{registry.server_address[1]}/")
+    assert found["image_url"].startswith(
+        f"{registry.scheme}://127.0.0.1:{registry.server_address[1]}/")
     assert OPERATOR_BASIC not in _headers(realm)
     assert not any(MADE_WITH_OPERATOR in h for h in _headers(registry))
     assert MADE_WITH_OPERATOR not in str(found.get("image_request_authorization_secret"))
@@ -176,7 +177,8 @@ def test_a_public_registry_resolves_without_credentials(servers):
     registry, realm = servers
     registry.accepts.add(None)
     found = oci.identify(_operators(_node(registry)))
-    assert found["image_url"].startswith(f"http://127.0.0.1:{registry.server_address[1]}/")
+    assert found["image_url"].startswith(
+        f"{registry.scheme}://127.0.0.1:{registry.server_address[1]}/")
     assert not found.get("image_request_authorization_secret")
     assert _headers(realm, registry) == []
 
