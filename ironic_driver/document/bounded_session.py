@@ -110,6 +110,13 @@ def _tracking_pools(session):
                 sock = super()._new_conn()
                 session.track(sock)
                 return sock
+
+            def connect(self):
+                super().connect()
+                # With TLS, the socket _new_conn made is detached by the wrap (shutting it
+                # down then does nothing): the wrapped one is what a blocked read waits on. A
+                # registry dripping its headers over TLS held the conductor past the deadline.
+                session.track(self.sock)
         return Tracked
     return {"http": type("TrackedPool", (connectionpool.HTTPConnectionPool,),
                          {"ConnectionCls": tracked(connection.HTTPConnection)}),

@@ -44,14 +44,16 @@ class Hostile(bombserver._Handler):      # its _send, and its quiet log
                 self.wfile.flush()
                 time.sleep(0.05)
 
-@pytest.fixture
-def registry():
+# "plain": plain HTTP where this Ironic falls back to it (35 and later), else TLS; "tls": TLS
+# on every release (most registries): the deadline must cut a TLS socket as well.
+@pytest.fixture(params=["plain", "tls"])
+def registry(request):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     srv.daemon_threads = True
     srv.paths = []
     # plain HTTP where this Ironic falls back to it (as realregistry's), else TLS
     config.register(CONF)        # oci_secret reads [provision_agent], run alone or not
-    with registry_transport.serving(srv):
+    with registry_transport.serving(srv, tls=request.param == "tls"):
         yield srv
     srv.shutdown()
     srv.server_close()
