@@ -23,6 +23,15 @@ if [ ! -x "$venv/bin/pip" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip setuptools wheel
 fi
+# The version comes from git (setuptools-scm, pyproject.toml); the copy has no .git, so it is
+# read from the clone and handed to the build, and `provision --version` in the ramdisk says
+# the same as on the conductor.
+if ! "$venv/bin/python" -c 'import setuptools_scm' 2>/dev/null; then
+  "$venv/bin/pip" install -q --upgrade setuptools 'setuptools-scm>=8' \
+    2> >(grep -v "^WARNING: Location" >&2)
+fi
+SETUPTOOLS_SCM_PRETEND_VERSION_FOR_PROVISION_AGENT=$(cd "$repo" && "$venv/bin/python" -m setuptools_scm)
+export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_PROVISION_AGENT
 # setuptools' warnings are for the integrator's packaging, not for every build: keep them in
 # the log and show them only when the build fails.
 if ! "$venv/bin/pip" wheel -q --no-deps --no-build-isolation -w "$work/wheels" "$work/src" \
