@@ -24,6 +24,10 @@ SECRET_KEYS = {"password", "passwd", "plain_text_passwd", "hashed_passwd", "admi
 # An image's detached signature (Ironic: image_signature): its URL may carry credentials as
 # image URLs do, and armour given inline is not shown either.
 SIGNATURE_KEYS = {"signature", "image_signature"}
+# Values a plug-in marked secret (its secret_fields): replaced wherever they show in text.
+_VALUES = set()
+# shorter values would replace ordinary words and numbers
+MIN_VALUE_CHARS = 4
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s'\"<>]+")
 
 
@@ -65,10 +69,27 @@ def _path_query(token):
     return token[:q] + "?…"
 
 
+def remember(value):
+    """A secret value (a string, or the strings in a list or dict) that text() hides from
+    now on, wherever it appears: a plug-in's secret field, which may show in a command line,
+    an error or a description."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            remember(item)
+    elif isinstance(value, str) and len(value) >= MIN_VALUE_CHARS:
+        _VALUES.add(value)
+
+
 def text(message):
-    """message with every URL in it shortened by url(), and queries after paths cut."""
+    """message with every URL in it shortened by url(), queries after paths cut, and the
+    values remember() was given replaced."""
     if not isinstance(message, str):
         return message
+    for value in sorted(_VALUES, key=len, reverse=True):
+        if value in message:
+            message = message.replace(value, MARK)
     if "://" in message:
         message = _URL.sub(_url_match, message)
     if "?" in message:

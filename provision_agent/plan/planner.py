@@ -43,30 +43,32 @@ def multipath_wwids(layout, res):
 
 
 def plan(res):
-    """The built-in steps, with the plug-ins' (extensions.py) at the start, before the target
-    is unmounted, and at the end."""
+    """The built-in steps, with the plug-ins' (extensions.py) at their phases' places: first,
+    after partitioning, after the filesystems are made, after the image (the target mounted),
+    before the initramfs and bootloader, after them (before the target is unmounted), last."""
     if not res.layout.extensions:
-        return _built_in(res)
+        return _built_in(res, lambda phase: [])
     from provision_agent.plan import extensions
-    steps = extensions.planned(res, "first") + _built_in(res)
-    inside = extensions.planned(res, "in_target")
-    at = next((i for i, s in enumerate(steps) if s.kind == "umount"), len(steps))
-    return steps[:at] + inside + steps[at:] + extensions.planned(res, "last")
+    hook = lambda phase: extensions.planned(res, phase)  # noqa: E731
+    return hook("first") + _built_in(res, hook) + hook("last")
 
 
-def _built_in(res):
+def _built_in(res, hook):
     bcache_table = lambda b: planner_kept.array_table(res, b, _partition_step,  # noqa: E731
                                                       _table_text)
-    steps = (_tables(res) + _arrays(res) + planner_bcache.devices(res, bcache_table)
-             + planner_crypt.volumes(res, on_lvs=False)
-             + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
+    steps = _tables(res) + hook("after_partitioning")
+    steps += (_arrays(res) + planner_bcache.devices(res, bcache_table)
+              + planner_crypt.volumes(res, on_lvs=False)
+              + _lvm(res) + planner_crypt.volumes(res, on_lvs=True))
     copies = planner_boot.esp_copies(res.layout, res)
     res.warnings += planner_boot.esp_warnings(res)
-    steps += _filesystems(res, copies) + _block_images(res)
+    steps += _filesystems(res, copies) + hook("after_filesystems") + _block_images(res)
     mounted = _mounted(res.layout)
-    steps += _mounts_and_tar_images(res, mounted) + _system_files(res)
+    steps += _mounts_and_tar_images(res, mounted) + hook("after_image") + _system_files(res)
+    steps += hook("before_boot")
     steps += planner_boot.around_configdrive(res, copies, multipath_wwids(res.layout, res),
                                              _configdrive(res))
+    steps += hook("after_boot")
     if mounted:
         steps.append(st.Umount([fs.mount for fs in reversed(mounted)],
                                description="unmount the target filesystems"))

@@ -40,8 +40,8 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
                         runner)
         # the images' tables against their disks' sectors: read from the images' heads
         image_tables.check(planned.steps, image_options(conf), runner)
-        report = executor.Executor(runner, events, conf.target_root,
-                                   image_options(conf)).execute(planned.steps)
+        report = executor.Executor(runner, events, conf.target_root, image_options(conf),
+                                   layout=planned.resolved).execute(planned.steps)
     except errors.ProvisionError as exc:
         events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
         events.close()

@@ -49,11 +49,12 @@ def _tables_at(steps, index):
 
 
 class Executor:
-    def __init__(self, runner, events, target_root, options=None):
+    def __init__(self, runner, events, target_root, options=None, layout=None):
         self.runner = runner
         self.events = events
         self.root = target_root
         self.options = options or {}
+        self.layout = layout        # the resolved layout, for plug-ins (plugin_context.py)
         self.mounts = mount.Mounts(runner, target_root)
         self.labels = {}            # disk -> partition table label
         self.kept = set()           # partition devices left intact
@@ -169,10 +170,17 @@ class Executor:
             handler = self.handlers.get(step.kind)
             if handler is None:
                 from provision_agent.plan import extensions  # only a plan with a plug-in kind
-                handler = self.handlers[step.kind] = extensions.handler(self, step.kind)
+                handler = self.handlers[step.kind] = extensions.handler(
+                    step.kind, self._plugin_context(step.kind))
             return handler(step), None, time.monotonic() - t0
         except Exception as exc:
             return None, exc, time.monotonic() - t0
+
+    def _plugin_context(self, kind):
+        from provision_agent.run import plugin_context
+        return plugin_context.Context(
+            self.runner, self.events, self.root, self.options, self.layout,
+            plugin_context.Target(self.runner, self.root, self.mounts), kind)
 
     # storage
 

@@ -4,6 +4,7 @@ before any disk is touched, the way a site would add one without forking provisi
 Installed by a tests/unit fixture as the entry point
     [provision_agent.step_kinds]
     vendor_raid = tests.plugins.example_vendor:VendorRaid
+    vendor_agent = tests.plugins.example_vendor:VendorAgent
 """
 
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ class VendorRaidStep(steps.Step):
 
 
 class VendorRaid:
+    api_version = "1.0"
     name = "vendor_raid"
     step = VendorRaidStep
     phase = "first"
@@ -54,3 +56,42 @@ class VendorRaid:
                             "--level", str(step.level),
                             "--slots", ",".join(map(str, step.slots))])
         return {"controller": step.controller}
+
+
+@dataclass
+class VendorAgentStep(steps.Step):
+    """The vendor's agent configuration written into the installed system."""
+    kind: ClassVar[str] = "vendor_agent"
+    path: str
+    server: str
+    licence_key: str
+
+
+class VendorAgent:
+    """An in-target step through the plug-in API (provision_agent.api): a file written into
+    the new system (links resolved inside it) and a command run inside it, before the
+    initramfs and the bootloader, with its licence key secret."""
+    api_version = "1.0"
+    name = "vendor_agent"
+    step = VendorAgentStep
+    phase = "before_boot"
+    secret_fields = {"licence_key"}
+    schema = {"type": "object", "required": ["server", "licence_key"],
+              "additionalProperties": False,
+              "properties": {"server": {"type": "string", "maxLength": 200},
+                             "licence_key": {"type": "string", "maxLength": 200}}}
+
+    def validate(self, section, layout):
+        return []
+
+    def plan(self, section, resolved):
+        return [VendorAgentStep("/etc/vendor/agent.conf", section["server"],
+                                section["licence_key"],
+                                description=f"vendor agent for {section['server']} "
+                                            f"(licence {section['licence_key']})")]
+
+    def run(self, step, context):
+        where = context.target.write_text(
+            step.path, f"server = {step.server}\nlicence = {step.licence_key}\n", mode=0o600)
+        context.target.run(["vendor-agent-enable", "--licence", step.licence_key])
+        return {"written": step.path, "host_path": where}

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from provision_agent.plan import extensions, pipeline, steps
 from provision_agent.plan import inventory as inv_mod
+from provision_agent.plan import pipeline
 from provision_agent.run.events import Events
 from provision_agent.run.executor import Executor
+from tests.plugins import harness
 from tests.unit.fakes import FakeRunner
 from tests.unit.helpers import inventory, run_cli, sample
 
@@ -17,17 +18,9 @@ from tests.unit.helpers import inventory, run_cli, sample
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
     """The example plug-in's distribution metadata, as pip would install it."""
-    dist = tmp_path / "site" / "example_vendor_steps-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: example-vendor-steps\n"
-                                   "Version: 1.0\n")
-    (dist / "entry_points.txt").write_text(
-        "[provision_agent.step_kinds]\n"
-        "vendor_raid = tests.plugins.example_vendor:VendorRaid\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    harness.install_plugins(tmp_path, monkeypatch, harness.EXAMPLE)
     yield
-    extensions._LOADED.clear()
-    steps.KINDS.pop("vendor_raid", None)
+    harness.forget(harness.EXAMPLE)
 
 
 def _doc(**section):
