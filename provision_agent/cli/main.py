@@ -4,6 +4,8 @@
     provision validate --input_data_file F        only say whether the input fits this machine
     provision inventory                           print this machine's disks (IPA inventory format)
     provision erase [--input_data_file F]         clear this machine's disks (metadata, or whole)
+    provision plan-schema                         the JSON plan's schema with the installed
+                                                  plug-ins' steps
 """
 
 import importlib.metadata
@@ -30,6 +32,8 @@ DESCRIPTION = (
     "before the first byte is written. Subcommands (optional, first argument): 'run' (the "
     "default) provisions; 'validate' checks the input against the machine and exits; "
     "'inventory' prints this machine's disks as JSON in ironic-python-agent's format; "
+    "'plan-schema' prints the JSON plan's schema: plan-v1.json with the steps of the "
+    "installed plug-ins; "
     "'erase' clears the partition tables, md superblocks, LVM labels and filesystem signatures "
     "of every disk provision may touch (read-only, removable, in-use disks and the boot medium "
     "are left alone, and those an input {\"skip_block_devices\": [hints]} names), as Ironic's "
@@ -154,6 +158,10 @@ def run(command, conf):
         return errors.EXIT_OK
     if command == "erase":
         return run_erase(conf)
+    if command == "plan-schema":
+        from provision_agent.plan import plan_schema
+        print(json.dumps(plan_schema.composed(), indent=1))
+        return errors.EXIT_OK
     # the real run's refusal, before anything: a dry run or 'valid' must not promise a run
     # that stops at its target root
     target.check_root_path(conf.target_root)

@@ -24,7 +24,13 @@ package: exit 2 from validate() and plan(), the run's exit code (4 unless typed)
 import logging
 
 from provision_agent import redact
-from provision_agent.errors import EXIT_COMMAND_FAILED, InputError, Problem, ProvisionError
+from provision_agent.errors import (
+    EXIT_COMMAND_FAILED,
+    EXIT_INVALID_INPUT,
+    InputError,
+    Problem,
+    ProvisionError,
+)
 from provision_agent.plan import steps
 
 LOG = logging.getLogger(__name__)
@@ -41,8 +47,10 @@ _LOADED = {}
 _PACKAGES = {}
 
 
-class PluginError(Exception):
-    """A plug-in that is missing or does not keep to the contract above."""
+class PluginError(ProvisionError):
+    """A plug-in that is missing or does not keep to the contract above (exit 2)."""
+
+    exit_code = EXIT_INVALID_INPUT
 
 
 class PluginStepError(ProvisionError):
@@ -63,9 +71,14 @@ def _text(exc):
     return str(exc) if isinstance(exc, ProvisionError) else f"{type(exc).__name__}: {exc}"
 
 
+def package(name):
+    """The distribution a loaded plug-in came from."""
+    return _PACKAGES.get(name) or "unknown"
+
+
 def who(name):
     """How errors name a plug-in: "plug-in 'NAME' (package X)"."""
-    return f"plug-in {name!r} (package {_PACKAGES.get(name) or 'unknown'})"
+    return f"plug-in {name!r} (package {package(name)})"
 
 
 def names():

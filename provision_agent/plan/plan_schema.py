@@ -50,8 +50,33 @@ def step_schema(cls):
             "description": " ".join((cls.__doc__ or "").split())}
 
 
-def schema(kinds=None):
+def schema(kinds=None, plugins=None):
+    """plan-v1.json (kinds: the built-in steps); plugins: [(name, package, step class,
+    its args' schema or None)] composes the schema of a plan that may carry their steps."""
     kinds = kinds or steps.BUILT_IN
+    out = _schema(kinds)
+    for name, package, cls, args in plugins or ():
+        defined = step_schema(cls)
+        if args is not None:
+            defined["properties"]["args"] = args
+        defined["description"] += f" (plug-in {name!r}, package {package})"
+        out["$defs"][cls.kind] = defined
+        out["properties"]["steps"]["items"]["oneOf"].append({"$ref": f"#/$defs/{cls.kind}"})
+    return out
+
+
+def composed():
+    """The schema of a plan with the installed plug-ins' steps: `provision plan-schema`."""
+    from provision_agent.plan import extensions
+    found = []
+    for name in extensions.names():
+        plugin = extensions.get(name)
+        found.append((name, extensions.package(name), plugin.step,
+                      getattr(plugin, "step_schema", None)))
+    return schema(plugins=found)
+
+
+def _schema(kinds):
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://provision-agent.invalid/schema/plan-v1.json",
