@@ -16,8 +16,9 @@ from oslo_config import cfg
 from provision_agent.cli import config
 
 SUBCOMMANDS = ("run", "validate", "inventory", "erase", "plan-schema")
-USAGE = ("provision [run|validate|inventory|erase|plan-schema] [--input_data_file F | --input_data_url URL] "
-         "[--dry_run] [options]   (provision --help lists every option)")
+USAGE = ("provision [run|validate|inventory|erase|plan-schema] "
+         "[--input_data_file F | --input_data_url URL] [--dry_run] [options]   "
+         "(provision --help lists every option)")
 
 # oslo.config writes this for a value its type refuses, then exits 1.
 _INVALID_VALUE = re.compile(r"argument --(\w+): Invalid .*? value: (.*)")
