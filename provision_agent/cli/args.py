@@ -112,6 +112,9 @@ def parse(argv, conf, *, description, epilog, version):
     except cfg.Error as exc:
         raise UsageError(str(exc)) from None
     _check_values(conf)
+    if command == "erase" and conf.allow_loop_devices:
+        raise UsageError("'erase' never clears loop devices; --allow_loop_devices is for run "
+                         "and validate on a developer's machine")
     if command == "erase" and conf.inventory_file:
         raise UsageError("'erase' works on this machine's own disks; --inventory_file cannot "
                          "stand in for them")

@@ -31,6 +31,11 @@ cli_opts = [
     cfg.StrOpt("inventory_file",
                help="Plan against a recorded machine inventory (ironic-python-agent format) "
                     "instead of discovering this machine's disks."),
+    cfg.BoolOpt("allow_loop_devices", default=False,
+                help="Accept as disks the loop devices the document names by match.name "
+                     "(/dev/loopN), for trying a layout or a plug-in on a developer's machine "
+                     "(docs/extending.md). Without it loop devices are never disks. Never on "
+                     "'erase'."),
     cfg.StrOpt("target_root", default="/tmp/provision-target",
                help="Directory under which the new system's filesystems are mounted."),
     cfg.StrOpt("events_file",

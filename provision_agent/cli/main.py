@@ -87,7 +87,15 @@ def machine_disks(conf, layout=None):
         return inventory.load(conf.inventory_file)
     if layout is not None and any(d.iscsi for d in layout.disks):
         _iscsi_login(layout)
-    return _live_disks()
+    return _live_disks(loops(conf, layout))
+
+
+def loops(conf, layout):
+    """The loop devices the layout names, with --allow_loop_devices; else none."""
+    if not getattr(conf, "allow_loop_devices", False) or layout is None:
+        return ()
+    from provision_agent.plan import loops as named
+    return named.named_loops(layout)
 
 
 # What the real run's preflight checks and only the live machine can answer.
@@ -188,8 +196,9 @@ def run(command, conf):
     keys = report.pop("recovery_keys", None)
     if keys:
         apply.save_recovery_keys(conf.recovery_key_file, keys)
-    print(json.dumps(report, indent=2) if conf.plan_format == "json"
-          else apply.summary(report))
+    # the report carries the steps' descriptions and results: a plug-in's secret value too
+    print(redact.text(json.dumps(report, indent=2) if conf.plan_format == "json"
+                      else apply.summary(report)))
     return errors.EXIT_OK
 
 
@@ -251,7 +260,7 @@ def _iscsi_login(layout):
         LOG.info("iSCSI disk %s: logged in, %s", disk_id, link)
 
 
-def _live_disks():
+def _live_disks(loops=()):
     from provision_agent.machine import disks  # pyudev and the drivers: a live machine only
     from provision_agent.run.runner import Runner
-    return disks.discover(Runner())
+    return disks.discover(Runner(), loops)

@@ -67,10 +67,12 @@ def controller(device):
     return getattr(parent, "driver", None) if parent is not None else None
 
 
-def describe(device):
-    """One disk dict (IPA field names) from a pyudev Device, or None to leave it out."""
+def describe(device, loops=()):
+    """One disk dict (IPA field names) from a pyudev Device, or None to leave it out. loops:
+    loop devices (/dev/loopN) listed all the same (--allow_loop_devices)."""
     name = device.sys_name
-    if name.startswith(SKIP_PREFIXES) or device.get("DEVTYPE") != "disk":
+    loop_named = name.startswith("loop") and f"/dev/{name}" in loops
+    if (name.startswith(SKIP_PREFIXES) and not loop_named) or device.get("DEVTYPE") != "disk":
         return None
     sectors = _attr(device, "size")
     size = int(sectors) * 512 if sectors and sectors.isdigit() else 0
@@ -172,7 +174,7 @@ def describe_multipath(device, paths):
     }
 
 
-def discover_disks(context=None):
+def discover_disks(context=None, loops=()):
     started = time.monotonic()
     context = context or pyudev.Context()
     devices = list(context.list_devices(subsystem="block", DEVTYPE="disk"))
@@ -184,7 +186,7 @@ def discover_disks(context=None):
         if owner:
             paths[owner].append(device)
             continue
-        d = describe(device)
+        d = describe(device, loops)
         if d:
             disks.append(d)
     for name, device in maps.items():

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from provision_agent.errors import Problem
 from provision_agent.plan import blocks, geometry, geometry_explicit, inventory, validate_kept
 from provision_agent.plan.devnames import lv_device, mapper_device, md_device, multipath_link
+from provision_agent.plan.loops import note as loop_note
 from provision_agent.plan.resolve_bcache import size_and_place as resolve_bcache
 from provision_agent.plan.units import MiB, align_up, human
 
@@ -126,7 +127,7 @@ def _match(disks, disk, taken, res, problems):
     if not found:
         left = f" ({excluded} left out)" if excluded else ""
         problems.append(Problem(where, f"no disk matches {_all_hints(disk)}; the machine has "
-                                       f"{_disk_list(disks)}{left}"))
+                                       f"{_disk_list(disks)}{left}{loop_note(disk)}"))
         return None
     if len(found) > 1:
         names = ", ".join(d["name"] for d in found)

@@ -36,8 +36,10 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
                 "recovery keys (encrypted to recovery.age_recipients) are written")])
         mount.check_target_root(runner, conf.target_root, planned.disk_names)
         mount.release_stale(runner, conf.target_root)
-        preflight.check(planned, disks.discover(runner) if live_disks is None else live_disks,
-                        runner)
+        loops = [n for n in planned.disk_names if n.startswith("/dev/loop")
+                 and getattr(conf, "allow_loop_devices", False)]
+        preflight.check(planned, disks.discover(runner, loops) if live_disks is None
+                        else live_disks, runner)
         # the images' tables against their disks' sectors: read from the images' heads
         image_tables.check(planned.steps, image_options(conf), runner)
         report = executor.Executor(runner, events, conf.target_root, image_options(conf),

@@ -20,7 +20,7 @@ def test_login_comes_before_discovery_on_the_live_machine(monkeypatch):
     order = []
     monkeypatch.setattr(iscsi, "log_in_all",
                         lambda runner, lay: order.append("login") or {"b": "/dev/x"})
-    monkeypatch.setattr(main, "_live_disks", lambda: order.append("discover") or [])
+    monkeypatch.setattr(main, "_live_disks", lambda loops=(): order.append("discover") or [])
     conf = types.SimpleNamespace(inventory_file=None)
     main.machine_disks(conf, layout(True))
     assert order == ["login", "discover"]

@@ -156,7 +156,7 @@ def _live_machine(monkeypatch, mounted):
     fake = FakeRunner({"lsblk --json": json.dumps(tree), "pvs --reportformat": "{}"})
     disks = inv_mod.load(SAMPLES / "inventory" / "single-disk.json")
     from provision_agent.machine import disks as machine_disks
-    monkeypatch.setattr(machine_disks, "discover", lambda runner=None: disks)
+    monkeypatch.setattr(machine_disks, "discover", lambda runner=None, loops=(): disks)
     monkeypatch.setattr(blockinfo, "mounted_sources", lambda: dict(mounted))
     monkeypatch.setattr(blockinfo, "active_swaps", lambda: [])
     monkeypatch.setattr(runner_mod, "Runner", lambda: fake)

@@ -12,7 +12,7 @@ def test_discovery_waits_for_udev_before_reading_the_disks(monkeypatch):
     runner = FakeRunner()
     seen_when_read = []
 
-    def read(context=None):
+    def read(context=None, loops=()):
         seen_when_read.extend(runner.lines())
         return [{"name": "/dev/sdaa", "size": 1 << 30}]
 
@@ -23,6 +23,6 @@ def test_discovery_waits_for_udev_before_reading_the_disks(monkeypatch):
 
 
 def test_discovery_without_a_runner_runs_nothing(monkeypatch):
-    monkeypatch.setattr(discovery, "discover_disks", lambda context=None: [{"name": "sdb",
-                                                                            "size": 1}])
+    monkeypatch.setattr(discovery, "discover_disks",
+                        lambda context=None, loops=(): [{"name": "sdb", "size": 1}])
     assert machine_disks.discover()[0]["name"] == "/dev/sdb"

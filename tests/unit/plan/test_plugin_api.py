@@ -169,6 +169,8 @@ def test_a_secret_field_is_redacted_in_plans_events_logs_and_errors(tmp_path, pl
     runner = FakeRunner(fail=["unshare"])
     (agent,) = [s for s in planned.steps if s.kind == "vendor_agent"]
     root = tmp_path / "root"
+    (root / "usr" / "bin").mkdir(parents=True)
+    (root / "usr" / "bin" / "vendor-agent-enable").write_text("")
     executor = Executor(runner, events, str(root))
     executor.mounts.stack.append(str(root))
     caplog.set_level(logging.DEBUG)
