@@ -99,6 +99,11 @@ def parse(argv, conf, *, description, epilog, version):
     names = option_names()
     argv = normalise(argv, names)
     config.register(conf)
+    if "--help" in argv or "-h" in argv:
+        with _help_names_data_drivers(conf):
+            conf(argv, project="provision-agent", prog="provision", version=version,
+                 usage=USAGE, default_config_files=[], description=description,
+                 epilog=epilog)
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):
@@ -122,6 +127,22 @@ def parse(argv, conf, *, description, epilog, version):
         raise UsageError("'inventory' describes this machine's own disks; --inventory_file is "
                          "for planning against a recorded inventory (with run or validate)")
     return command
+
+
+@contextlib.contextmanager
+def _help_names_data_drivers(conf):
+    """--help lists the data drivers installed here, a site's own too (a scan of every
+    package's entry points: only for --help, never on a run); the option's own help is put
+    back afterwards (the sample config and docs/cli.md are made from it)."""
+    from provision_agent.plan import pipeline
+    names = sorted(set(pipeline.BUILTIN_DATA_DRIVERS) | set(pipeline.data_driver_names()))
+    opt = next(o for o in config.cli_opts if o.dest == "data_driver")
+    before = opt.help
+    opt.help = f"{before} Installed here: {', '.join(names)}."
+    try:
+        yield
+    finally:
+        opt.help = before
 
 
 def _check_values(conf):

@@ -74,7 +74,9 @@ def _get(url, verify, timeout):
     return body
 
 
-def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
+def read_input(path=None, url=None, *, ca_bundle=None, insecure=False, yaml=False):
+    """The parsed document: YAML when yaml (a data driver whose format is YAML) or the file's
+    or URL's name ends in .yaml/.yml, else JSON."""
     if bool(path) == bool(url):
         raise InputError([Problem("options", "give exactly one of --input_data_file and "
                                              "--input_data_url")])
@@ -90,4 +92,8 @@ def read_input(path=None, url=None, *, ca_bundle=None, insecure=False):
             raise InputError([Problem(where, f"cannot read input: {exc.strerror or exc}")])
     else:
         raw = fetch(url, ca_bundle=ca_bundle, insecure=insecure)
+    from provision_agent.plan import yaml_text
+    name = (path or url.split("?")[0]).lower()
+    if yaml or name.endswith(yaml_text.SUFFIXES):
+        return yaml_text.parse_document(raw, where)
     return json_text.parse_document(raw, where)

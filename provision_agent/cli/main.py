@@ -174,8 +174,9 @@ def run(command, conf):
     # that stops at its target root
     target.check_root_path(conf.target_root)
     document = input_source.read_input(conf.input_data_file, conf.input_data_url,
-                                   ca_bundle=conf.input_data_ca_bundle,
-                                   insecure=conf.input_data_insecure)
+                                       ca_bundle=conf.input_data_ca_bundle,
+                                       insecure=conf.input_data_insecure,
+                                       yaml=pipeline.input_format(conf.data_driver) == "yaml")
     layout = pipeline.load_layout(document, conf.data_driver)
     disks = machine_disks(conf, layout)
     if not conf.inventory_file and existing.needed(layout):

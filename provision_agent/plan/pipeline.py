@@ -55,6 +55,11 @@ def data_driver_class(name):
     return sd_driver.DriverManager(DATA_DRIVER_NAMESPACE, name).driver
 
 
+def input_format(name):
+    """"json" or "yaml": the text a data driver's input is (its class's input_format)."""
+    return getattr(data_driver_class(name), "input_format", "json")
+
+
 def load_layout(document, driver_name="native"):
     driver = data_driver_class(driver_name)(document)
     try:

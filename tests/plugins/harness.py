@@ -29,15 +29,16 @@ import pytest
 from provision_agent.plan import extensions, steps
 
 
-def install_plugins(tmp_path, monkeypatch, entry_points, package="example-vendor-steps"):
-    """Distribution metadata declaring `entry_points` ({name: "module:Class"}) in namespace
-    provision_agent.step_kinds, on sys.path for this test; loaded plug-ins forgotten after it
-    (monkeypatch undoes sys.path, the finalizer the registrations)."""
+def install_plugins(tmp_path, monkeypatch, entry_points, package="example-vendor-steps",
+                    namespace="provision_agent.step_kinds"):
+    """Distribution metadata declaring `entry_points` ({name: "module:Class"}) in `namespace`
+    (step kinds, or provision_agent.data_drivers), on sys.path for this test; loaded plug-ins
+    forgotten after it (monkeypatch undoes sys.path, `forget` the registrations)."""
     dist = tmp_path / "site" / f"{package.replace('-', '_')}-1.0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[provision_agent.step_kinds]\n"
+        f"[{namespace}]\n"
         + "".join(f"{name} = {target}\n" for name, target in entry_points.items()))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     forget(entry_points)
