@@ -8,6 +8,8 @@ LVM or vfat refuse. Each is refused before the first write, with its place.
 
 import posixpath
 
+from provision_agent.plan import urls
+
 # Names LVM keeps for itself (lvm(8), "VALID NAMES"); a VG named "mapper" clashes with
 # /dev/mapper, where LVM puts its devices.
 LV_RESERVED_PREFIXES = ("snapshot", "pvmove")
@@ -122,3 +124,26 @@ def check(layout, add):
     for im in layout.images:
         if _control(im.uri) or (im.target and _control(im.target)):
             add(im, "an image's uri and target may not contain control characters")
+    check_urls(layout, add)
+
+
+def check_urls(layout, add):
+    """The host of every URL the run fetches from: a malformed IPv6 (or IPv4) literal is
+    refused with its field, before anything is written (plan/urls.py)."""
+    def url(obj, field, value):
+        problem = urls.host_problem(value)
+        if problem:
+            add(obj, f"{field}: {problem}")
+
+    for im in layout.images:
+        url(im, "uri", im.uri)
+        url(im, "checksum_url", im.checksum_url)
+        url(im, "signature", im.signature if (im.signature or "").startswith("http") else None)
+    for enc in layout.encrypted:
+        if enc.key_file:
+            url(enc, "unlock.key_file.uri", enc.key_file.uri)
+        for i, server in enumerate(enc.tang):
+            url(enc, f"unlock.tang[{i}].url", (server or {}).get("url"))
+    cd = layout.configdrive
+    if cd and cd.content and cd.content.startswith(("http://", "https://")):
+        url(cd, "configdrive URL", cd.content)
