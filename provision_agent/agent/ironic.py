@@ -52,6 +52,7 @@ from provision_agent.agent.host import (
     source_address,
 )
 from provision_agent.agent.job_watch import DEFAULT_JOB_DIR, ExitWatch
+from provision_agent.plan import urls
 
 LOG = logging.getLogger("provision-ironic-agent")
 
@@ -201,6 +202,17 @@ def _retry_lookup(agent, stop, sleep):
         pass
 
 
+def _check_url(name, url):
+    """An http(s) URL whose host is well-formed (an IPv6 literal in brackets, an IPv4 literal
+    that is one); AgentError naming the parameter otherwise. Python's own parse says
+    "Invalid IPv6 URL" without saying where, or takes `http://fd00::1:6385` for host fd00."""
+    problem = urls.host_problem(url)
+    if problem:
+        raise AgentError(f"{name}: {problem}")
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise AgentError(f"{name}: {redact.url(url)} is not an http(s) URL")
+
+
 def _version():
     try:
         from importlib.metadata import version
@@ -254,9 +266,9 @@ def main(argv=None):
         if not api_url and not callback:
             raise AgentError("no Ironic API URL: ipa-api-url is not on the kernel command line "
                              "and --api_url was not given")
-        for url in filter(None, (api_url, callback)):
-            if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-                raise AgentError(f"{redact.url(url)} is not an http(s) URL")
+        for name, url in (("ipa-api-url", api_url), ("ipa-inspection-callback-url", callback)):
+            if url:
+                _check_url(name, url)
         macs = [m.lower() for m in args.mac] if args.mac else mac_addresses()
         if not macs:
             raise AgentError("no Ethernet NIC with a MAC address to look the node up by")

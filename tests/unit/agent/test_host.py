@@ -39,3 +39,9 @@ def test_callback_url_names_address_and_ssh_port():
 
 def test_source_address_is_the_route_towards_the_api():
     assert host.source_address("http://127.0.0.1:6385") == "127.0.0.1"
+
+
+def test_source_address_towards_an_ipv6_api():
+    """The route to an IPv6 literal's host gives an IPv6 source address (loopback here)."""
+    assert host.source_address("http://[::1]:6385/") == "::1"
+    assert host.callback_url(host.source_address("https://[::1]"), 22) == "https://[::1]:22"

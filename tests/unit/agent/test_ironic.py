@@ -203,3 +203,36 @@ def test_an_answer_larger_than_a_node_record_is_not_read_whole():
         agent.lookup()
     assert session.sent[0][2]["stream"] is True
     assert session.sent[0][2]["headers"]["Accept-Encoding"] == "identity"
+
+
+@pytest.mark.parametrize("line,said", [
+    # Python's own parse raised "Invalid IPv6 URL" out of main, a traceback with no place
+    ("ipa-api-url=http://[fd00::1:6385",
+     "ipa-api-url: the IPv6 literal '[fd00::1:6385' has no closing ']'"),
+    ("ipa-api-url=http://[fd00::1]:6385 ipa-inspection-callback-url=http://[fd00::zz]/v1",
+     "ipa-inspection-callback-url: [fd00::zz] is not an IPv6 address"),
+    ("ipa-api-url=http://fd00::1:6385", "ipa-api-url: 'fd00::1:6385' looks like an IPv6 "
+                                        "address: in a URL it goes in brackets"),
+], ids=["unclosed", "bad-literal", "no-brackets"])
+def test_main_refuses_a_malformed_ipv6_literal_with_its_place(tmp_path, caplog, line, said):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text(line + "\n")
+    key = tmp_path / "k.pub"
+    key.write_text("ssh-ed25519 AAAA c\n")
+    assert agent_mod.main(["--cmdline_file", str(cmdline), "--host_key_file", str(key),
+                           "--mac", "52:54:00:aa:bb:01"]) == 2
+    assert said in caplog.text
+
+
+def test_ipv6_api_and_ssh_address():
+    """ipa-api-url with an IPv6 literal: lookup and heartbeat go to it, and the heartbeat
+    names the ramdisk's IPv6 address in brackets (what the conductor's SSH reaches)."""
+    session = Session([Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t"}}),
+                       Resp(202)])
+    agent = agent_mod.Agent("http://[fd00::1]:6385", ["52:54:00:aa:bb:01"],
+                            host_key="ssh-ed25519 AAAA", address="fd00::50",
+                            session=session, binding_dir=agent_mod.DEFAULT_BINDING_DIR)
+    _run(agent, session)
+    assert [u for _, u, _ in session.sent] == [
+        "http://[fd00::1]:6385/v1/lookup", f"http://[fd00::1]:6385/v1/heartbeat/{NODE}"]
+    assert session.sent[1][2]["json"]["callback_url"] == "https://[fd00::50]:22"
