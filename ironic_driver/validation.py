@@ -9,6 +9,7 @@ from ironic.conf import CONF
 from ironic_driver import report
 from ironic_driver.conversation import kernel_params, ssh
 from ironic_driver.document import contract, images, inventory, layouts, oci, sent
+from provision_agent.plan import urls
 
 LOG = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ def check_driver_info(info, opts):
         except ValueError as exc:
             raise _invalid(f"driver_info/provision_host_key: {exc}")
     if info.get("provision_ssh_address"):
+        problem = urls.address_problem(info["provision_ssh_address"])
+        if problem:
+            raise _invalid(f"driver_info/provision_ssh_address: {problem}")
         if not (host_key or opts.ssh_known_hosts_file or opts.accept_unknown_host_keys):
             raise exception.MissingParameterValue(
                 "driver_info/provision_host_key is required with a static "

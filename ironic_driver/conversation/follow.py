@@ -27,6 +27,7 @@ from ironic.conductor import utils as manager_utils
 
 from ironic_driver import report
 from ironic_driver.conversation import job, pace, record, remote, ssh, starting, timeouts
+from provision_agent.plan import urls
 
 LOG = logging.getLogger(__name__)
 
@@ -248,7 +249,9 @@ def ssh_target(node, o):
     heartbeat reported; None while neither is known."""
     info, dii = node.driver_info, node.driver_internal_info
     if info.get("provision_ssh_address"):
-        return Target(info["provision_ssh_address"],
+        # one spelling of an IP literal: paramiko finds a pin in known_hosts by the text
+        # (OpenSSH writes fd00::5, an operator may write FD00:0::5)
+        return Target(urls.canonical_address(info["provision_ssh_address"]),
                       int(info.get("provision_ssh_port", o.ssh_port)),
                       info.get("provision_host_key"), False)
     if dii.get(PREFIX + "ssh_address"):

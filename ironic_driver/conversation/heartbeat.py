@@ -217,9 +217,10 @@ def _step_name(node):
 
 
 def _callback_address(url):
-    parsed = urllib.parse.urlsplit(url or "")
     try:
-        address = str(ipaddress.ip_address(parsed.hostname or ""))
+        # inside the try: a malformed IPv6 literal ("https://[fd00::5:22") fails the parse
+        parsed = urllib.parse.urlsplit(url or "")
+        address = ipaddress.ip_address(parsed.hostname or "")
         port = parsed.port or 22
         # It is kept as agent_url: nothing but where SSH is (provision-ironic-agent sends
         # https://ADDRESS:PORT), not a path or query of any length and content.
@@ -227,8 +228,14 @@ def _callback_address(url):
             raise ValueError
     except ValueError:
         raise ValueError(f"callback_url {str(url)[:200]!r} does not name an IP address and "
-                         "port alone (https://ADDRESS:PORT)") from None
-    return address, port
+                         "port alone (https://ADDRESS:PORT, https://[IPv6]:PORT)") from None
+    if getattr(address, "scope_id", None) or address.is_link_local:
+        # fe80::/10 is reachable only through an interface of the conductor's, which the
+        # ramdisk cannot name (a %zone it sends is one of its own interfaces)
+        raise ValueError(f"callback_url {str(url)[:200]!r} names a link-local address, which "
+                         "the conductor cannot reach by it; the ramdisk needs a global or "
+                         "unique local address on the NIC that reaches Ironic's API")
+    return str(address), port
 
 
 def _reported_key(path):

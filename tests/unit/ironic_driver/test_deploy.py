@@ -89,6 +89,24 @@ class TestWithNode(dbcase.NodeTestCase):
         self.assertRaises(exception.InvalidParameterValue, validation.check_driver_info,
                           {"provision_ssh_address": "a", "provision_host_key": "junk"}, opts)
 
+    def test_static_ssh_address(self):
+        """An IPv6 one is taken as the heartbeat's are; a malformed one is refused with its
+        place at validate, not at the first SSH attempt minutes after the boot."""
+        opts, key = deploy.OPTS(), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFQ1pfAkHvNm0b3cOMDH" \
+            "mumCqAqb0cA1WYBMXuCCEYGo"
+        for good in ("fd00::5", "FD00:0::5", "192.0.2.5", "ramdisk-1.example.org"):
+            self.assertEqual(22, validation.check_driver_info(
+                {"provision_ssh_address": good, "provision_host_key": key}, opts))
+        for bad, said in (("[fd00::5]", "write an IPv6 address without brackets here"),
+                          ("fd00::5::1", "'fd00::5::1' is not an IPv6 address"),
+                          ("192.0.2.500", "'192.0.2.500' is not an IPv4 address")):
+            exc = self.assertRaises(exception.InvalidParameterValue,
+                                    validation.check_driver_info,
+                                    {"provision_ssh_address": bad, "provision_host_key": key},
+                                    opts)
+            self.assertIn("driver_info/provision_ssh_address: ", str(exc))
+            self.assertIn(said, str(exc))
+
     def test_bad_timeouts(self, ):
         self.config(poll_interval=100, deploy_timeout=50, group="provision_agent")
         self.config(ssh_private_key_file=self._key(), group="provision_agent")

@@ -135,6 +135,29 @@ class TestHeartbeat(dbcase.NodeTestCase):
         self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
         self.assertIn("does not name an IP address", self.node.last_error)
 
+    def test_an_ipv6_heartbeat_records_the_address_in_its_one_spelling(self):
+        self.deploy_waiting()
+        self._heartbeat("https://[FD00:0:0::0050]:2222")
+        info = self.node.driver_internal_info
+        self.assertEqual("fd00::50", info["provision_ssh_address"])
+        self.assertEqual(2222, info["provision_ssh_port"])
+        self.assertEqual(("fd00::50", 2222, KEY, True),
+                         follow.ssh_target(self.node, deploy.OPTS()))
+
+    def test_a_malformed_ipv6_callback_fails_with_its_place(self):
+        # the parse itself raised, outside the check that names callback_url
+        self.deploy_waiting()
+        self._heartbeat("https://[fd00::50:22")
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertIn("callback_url 'https://[fd00::50:22' does not name an IP address",
+                      self.node.last_error)
+
+    def test_a_link_local_callback_fails(self):
+        self.deploy_waiting()
+        self._heartbeat("https://[fe80::5054:ff:fe12:3456%25ens2]:22")
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        self.assertIn("names a link-local address", self.node.last_error)
+
     def test_static_address_and_pin_win_over_the_heartbeat(self):
         self.deploy_waiting(provision_ssh_address="192.0.2.20", provision_ssh_port=22,
                       provision_host_key=KEY)
@@ -144,6 +167,11 @@ class TestHeartbeat(dbcase.NodeTestCase):
                          follow.ssh_target(self.node, deploy.OPTS()))
         self.node.driver_info = {"provision_host_key": OTHER}
         self.assertEqual(("192.0.2.20", 22, OTHER, True),
+                         follow.ssh_target(self.node, deploy.OPTS()))
+        # an IPv6 one in its one spelling, what known_hosts holds
+        self.node.driver_info = {"provision_ssh_address": "FD00:0::7",
+                                 "provision_host_key": OTHER}
+        self.assertEqual(("fd00::7", 22, OTHER, False),
                          follow.ssh_target(self.node, deploy.OPTS()))
 
     def test_prepare_hands_the_boot_interface_ironics_agent_options(self):
