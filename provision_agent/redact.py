@@ -58,6 +58,10 @@ def _url_match(m):
     # "image https://h/x?sig=...: HTTP 403": the colon ends the sentence, not the URL.
     found = m.group(0)
     cut = len(found.rstrip(".,:;)]"))
+    # ...but not the bracket that closes an IPv6 literal (http://[fd00::1]): without it the
+    # URL does not parse and was shown as the marker alone
+    if found.rfind("[", 0, cut) > found.rfind("]", 0, cut) and found[cut:].startswith("]"):
+        cut += 1
     return url(found[:cut]) + found[cut:]
 
 

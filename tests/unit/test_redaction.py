@@ -88,3 +88,12 @@ def test_redaction_is_linear(watchdog):
     for text in ("/" * 200_000 + "?", "a" * 200_000 + "://" + "b" * 200_000, "x://" * 50_000,
                  "/a?b " * 50_000, "?" * 200_000):
         redact.text(text)
+
+
+def test_a_url_ending_in_an_ipv6_literal_keeps_its_host():
+    """The closing bracket of an IPv6 literal at a URL's end was cut off as punctuation, and
+    the URL that no longer parsed was shown as the marker alone (issue 62)."""
+    assert redact.text("cannot reach http://[fd00::1]: refused") == \
+        "cannot reach http://[fd00::1]: refused"
+    assert redact.text("at https://user:pw@[fd00::1].") == "at https://[fd00::1]."
+    assert redact.text("(see http://h/x)]") == "(see http://h/x)]"
