@@ -98,6 +98,7 @@ done
 install -D -m 755 "$here/init" "$stage/init"
 install -D -m 644 "$here/cmdline.sh" "$stage/usr/lib/provision/cmdline.sh"
 install -D -m 644 "$here/netdiag.sh" "$stage/usr/lib/provision/netdiag.sh"
+install -D -m 644 "$here/netup.sh" "$stage/usr/lib/provision/netup.sh"
 install -D -m 755 "$here/poweroff" "$stage/usr/local/sbin/poweroff"
 install -D -m 644 "$here/sshd_config" "$stage/etc/ssh/sshd_config.d/provision.conf"
 install -D -m 644 "$here/multipath.conf" "$stage/etc/multipath.conf"

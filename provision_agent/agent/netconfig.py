@@ -220,7 +220,9 @@ def _network(net, where, links, result):
         nic.addresses.append(address)
         nic.routes.extend(routes)
     elif kind == "ipv4_dhcp":
-        # init's DHCP is IPv4's; IPv6 autoconfiguration is the kernel's, DHCPv6 not run
+        # a NIC left to DHCP goes through init's netup.sh: IPv4 DHCP, and SLAAC and DHCPv6
+        # as its router advertises (never DHCPv6 over a static IPv6 address). The IPv6 types
+        # need nothing here: the kernel's SLAAC runs on a static NIC too, DHCPv6 does not.
         nic.dhcp = True
     result.dns.extend(d for d in dns if d not in result.dns)
 

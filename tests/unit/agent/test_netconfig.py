@@ -105,6 +105,18 @@ def test_links_without_a_nic_here_and_bonds_are_named_and_left_alone():
     (lambda d: d["networks"][0]["routes"][0].update(gateway=None), "gateway is not a string"),
     (lambda d: d["services"][0].update(address="dns.example"), "is not an IP address"),
     (lambda d: d["networks"].extend([{}] * 300), "at most 256"),
+    # IPv6 static addresses (issue 62): a malformed literal anywhere, with its place
+    (lambda d: d["networks"][0].update(type="ipv6", ip_address="2001:db8::zz", netmask="64"),
+     r"networks\[0\].ip_address: '2001:db8::zz' is not an IP address"),
+    (lambda d: d["networks"][0].update(type="ipv6", ip_address="2001:db8::5",
+                                       netmask="ffff:ffff::ff"),
+     r"networks\[0\].netmask: netmask ffff:ffff::ff is not contiguous"),
+    (lambda d: d["networks"][0].update(type="ipv6", ip_address="2001:db8::5/64", netmask=None,
+                                       routes=[{"network": "::", "netmask": "0",
+                                                "gateway": "2001:db8:::1"}]),
+     r"networks\[0\].routes\[0\].gateway: '2001:db8:::1' is not an IP address"),
+    (lambda d: d["networks"][0].update(type="ipv6", ip_address="10.251.200.100"),
+     "is not an IPv6 address"),
     (lambda d: d["links"][0].update(id="x" * 300), "is not a string of 1-255"),
 ])
 def test_a_malformed_document_is_refused_as_a_whole(change, reason):
@@ -233,3 +245,19 @@ def test_the_unusable_files_name_is_cleaned_too(tmp_path, capsys):
     assert netconfig.main(["--network_data", str(path), "--sysfs", str(tmp_path)]) == 1
     said = capsys.readouterr().err
     assert "\x1b" not in said and "is not usable" in said
+
+
+def test_ipv6_static_address_and_default_route_applied(tmp_path):
+    """A virtual-media boot on an IPv6-only provisioning network (issue 62)."""
+    doc = _copy()
+    doc["networks"] = [{"id": "p6", "type": "ipv6", "link": "port-0",
+                        "ip_address": "fd00:5a::100", "netmask": "ffff:ffff:ffff:ffff::",
+                        "routes": [{"network": "::", "netmask": "::",
+                                    "gateway": "fd00:5a::1"}]}]
+    doc["services"] = [{"type": "dns", "address": "fd00:5a::53"}]
+    runner = FakeRunner()
+    resolv = tmp_path / "resolv.conf"
+    assert netconfig.apply(netconfig.plan(doc, MACS), runner, resolv_conf=resolv) == ["ens2"]
+    assert runner.lines()[2:] == ["ip addr add fd00:5a::100/64 dev ens2",
+                                  "ip -6 route replace ::/0 via fd00:5a::1 dev ens2"]
+    assert resolv.read_text() == "nameserver fd00:5a::53\n"

@@ -1,0 +1,114 @@
+# Sourced by /init (installed as /usr/lib/provision/netup.sh): addresses for the wired NICs,
+# IPv4 and IPv6 at once, on every NIC at once, within one deadline.
+#
+#   IPv4  one `dhclient -1 -4` for every NIC, as before IPv6.
+#   IPv6  the kernel's SLAAC (accept_ra=1) from router advertisements, and DHCPv6 as the RA
+#         asks: its M flag (managed) starts `dhclient -6` (stateful: an address, a /128), its
+#         O flag (other) `dhclient -6 -S` (stateless: DNS only). provision_agent/agent/ra.py
+#         reads the flags the kernel keeps. A NIC that hears no RA within NET_RA_WAIT s gets
+#         no DHCPv6 client: without an RA a host has no IPv6 route off its link.
+#
+# The wait ends when both families are done on every NIC (IPv4: dhclient bound a lease or
+# gave up; IPv6: an RA-less NIC, or a global address, a DHCPv6 one where the RA asked for it),
+# NET_GRACE s after one family is done with an address (an IPv6-only network must not wait
+# out IPv4 DHCP, nor an IPv4-only one a DHCPv6 server that never answers), or at
+# NET_DEADLINE s. The clients keep running after it: a lease that comes later is still taken.
+NET_DEADLINE=${NET_DEADLINE:-60}
+NET_GRACE=${NET_GRACE:-10}
+NET_RA_WAIT=${NET_RA_WAIT:-10}
+# A RA without the M flag gives its SLAAC addresses within a second or two of its arrival
+# (duplicate address detection); one that gives none by then had no prefix to take.
+NET_SLAAC_WAIT=${NET_SLAAC_WAIT:-5}
+
+# Global addresses of NIC $1 and family $2 (4 or 6), blank-separated, CIDR form.
+nic_addresses() {
+  ip "-$2" -o addr show dev "$1" scope global 2>/dev/null | awk '{print $4}' | paste -sd' '
+}
+
+# Whether NIC $1 has what its RA mode $2 promises: any global address, or for "managed" the
+# /128 dhclient-script adds for the DHCPv6 lease.
+v6_done() {
+  case $2 in
+    managed) case " $(nic_addresses "$1" 6) " in *"/128 "*) return 0 ;; esac; return 1 ;;
+    *) [ -n "$(nic_addresses "$1" 6)" ] ;;
+  esac
+}
+
+# network_up NIC...: starts the clients and waits as said above; leaves each NIC's RA mode in
+# /run/provision-net/ra ("NIC MODE" lines) for network_report.
+network_up() {
+  mkdir -p /var/lib/dhcp /run/provision-net
+  t0=$(date +%s)
+  for n in "$@"; do
+    echo 1 > "/proc/sys/net/ipv6/conf/$n/accept_ra" 2>/dev/null
+    echo 1 > "/proc/sys/net/ipv6/conf/$n/autoconf" 2>/dev/null
+  done
+  timeout "$NET_DEADLINE" dhclient -1 -4 -pf /run/dhclient.pid "$@" \
+    > /run/provision-net/dhclient4.log 2>&1 &
+  v4=$!
+  python3 -m provision_agent.agent.ra --wait "$NET_RA_WAIT" "$@" \
+    > /run/provision-net/ra 2>/dev/console
+  t_ra=$(date +%s)
+  while read -r n mode; do
+    case $mode in
+      managed) flag="" ;;
+      other) flag=-S ;;
+      *) continue ;;
+    esac
+    # dhclient -6 flushes the NIC's permanent global IPv6 addresses when it starts: a static
+    # one from network_data (a NIC that also has ipv4_dhcp) stays, with SLAAC beside it
+    if [ -n "$(ip -6 -o addr show dev "$n" scope global permanent 2>/dev/null)" ]; then
+      say "network: $n has a static IPv6 address: no DHCPv6 on it"
+      continue
+    fi
+    # -nw: a daemon at once; it keeps asking after the deadline as a DHCP client does.
+    dhclient -6 $flag -nw -pf "/run/dhclient6.$n.pid" -lf "/var/lib/dhcp/dhclient6.$n.leases" \
+      "$n" >> /run/provision-net/dhclient6.log 2>&1 || say "dhclient -6 did not start on $n"
+  done < /run/provision-net/ra
+  v4_done="" first=""
+  while :; do
+    now=$(date +%s)
+    [ -n "$v4_done" ] || kill -0 "$v4" 2>/dev/null || v4_done=$now
+    v6_all=1 got=""
+    while read -r n mode; do
+      [ -n "$(nic_addresses "$n" 4)$(nic_addresses "$n" 6)" ] && got=1
+      case $mode in
+        none) ;;
+        slaac|other) v6_done "$n" "$mode" || [ $((now - t_ra)) -ge "$NET_SLAAC_WAIT" ] || v6_all="" ;;
+        *) v6_done "$n" "$mode" || v6_all="" ;;
+      esac
+    done < /run/provision-net/ra
+    [ -n "$got" ] && [ -z "$first" ] && first=$now
+    [ -n "$v4_done" ] && [ -n "$v6_all" ] && break
+    [ $((now - t0)) -ge "$NET_DEADLINE" ] && break
+    # one family done and an address somewhere: the other has NET_GRACE s more
+    if [ -n "$got" ] && { [ -n "$v4_done" ] || [ -n "$v6_all" ]; } &&
+       [ $((now - first)) -ge "$NET_GRACE" ]; then
+      break
+    fi
+    sleep 0.5
+  done
+  say "network: waited $((now - t0)) s; IPv4 DHCP ${v4_done:+done}${v4_done:-still trying}," \
+      "IPv6 ${v6_all:+done}${v6_all:-still waiting} (clients keep running)"
+}
+
+# network_report NIC...: one console line per NIC saying what it got, and on stdout the
+# READY line's words: NIC=ADDRESS[,ADDRESS...] (IPv4 first), or NIC=none.
+network_report() {
+  words=""
+  for n in "$@"; do
+    v4=$(nic_addresses "$n" 4) v6=$(nic_addresses "$n" 6)
+    mode=$(awk -v n="$n" '$1 == n {print $2}' /run/provision-net/ra 2>/dev/null)
+    case $mode in
+      managed) how="RA: DHCPv6 stateful" ;;
+      other) how="RA: SLAAC, DHCPv6 stateless" ;;
+      slaac) how="RA: SLAAC" ;;
+      none) how="no router advertisement" ;;
+      *) how="configured from network_data" ;;
+    esac
+    say "network: $n: IPv4 ${v4:-none}; IPv6 ${v6:-none} ($how)"
+    all=$(echo $v4 $v6 | tr ' ' ',')
+    words="$words $n=${all:-none}"
+  done
+  echo "${words# }"
+}
