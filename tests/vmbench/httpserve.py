@@ -7,6 +7,7 @@
 
 import functools
 import http.server
+import socket
 import threading
 
 GUEST_HOST_ADDRESS = "10.0.2.2"   # qemu user networking's alias for the host's loopback
@@ -15,6 +16,10 @@ GUEST_HOST_ADDRESS = "10.0.2.2"   # qemu user networking's alias for the host's 
 class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, fmt, *args):
         self.server.requested.append(self.path)
+
+
+class _Server6(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 class FileServer:
@@ -31,7 +36,8 @@ class FileServer:
 
     def __enter__(self):
         handler = functools.partial(_Handler, directory=self.directory)
-        self._server = http.server.ThreadingHTTPServer((self.address, self.fixed_port), handler)
+        server = _Server6 if ":" in self.address else http.server.ThreadingHTTPServer
+        self._server = server((self.address, self.fixed_port), handler)
         self._server.requested = self.requested
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -52,4 +58,5 @@ class FileServer:
 
     def url(self, name=""):
         """The URL on the address it listens on."""
-        return f"http://{self.address}:{self.port}/{name.lstrip('/')}"
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}/{name.lstrip('/')}"

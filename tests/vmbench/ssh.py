@@ -32,6 +32,8 @@ class SSH:
     def __init__(self, port, key, known_hosts, host="127.0.0.1", user="root"):
         self.port = port
         self.target = f"{user}@{host}"
+        # scp reads a colon as the end of the host: an IPv6 address goes in brackets
+        self.copy_target = f"{user}@[{host}]" if ":" in host else self.target
         self.options = [
             "-i", str(key), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
             "-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes",
@@ -93,10 +95,10 @@ class SSH:
         return result
 
     def put(self, local, remote, timeout=600):
-        self._scp([str(local)], f"{self.target}:{remote}", timeout)
+        self._scp([str(local)], f"{self.copy_target}:{remote}", timeout)
 
     def get(self, remote, local, timeout=600):
-        self._scp([f"{self.target}:{remote}"], str(local), timeout)
+        self._scp([f"{self.copy_target}:{remote}"], str(local), timeout)
 
     def _scp(self, sources, dest, timeout):
         argv = ["scp", "-q", "-r", "-P", str(self.port), *self.options, *sources, dest]

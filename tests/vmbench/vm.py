@@ -109,7 +109,7 @@ class VM(GuestQueries):
                  name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
                  extra_args=(), tpm=None, console_input=False, nvram=None,
-                 nic="virtio-net-pci", block_size=None):
+                 nic="virtio-net-pci", block_size=None, netdev=None, ssh_address=None):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -122,6 +122,11 @@ class VM(GuestQueries):
         self.append = append
         self.extra_args = list(extra_args)     # more qemu arguments, e.g. a second NIC
         self.nic = nic                  # qemu's NIC model for the first NIC: e1000, vmxnet3, ...
+        # the first NIC's -netdev instead of user networking (e.g. a tap on a test bridge),
+        # with ssh_address(console text) -> the address the bench's SSH reaches port 22 at
+        # once READY (v6net.V6Network gives both)
+        self.netdev = netdev
+        self.ssh_address = ssh_address
         # the disks' logical/physical block sizes: None (qemu's 512), 4096 (4Kn), a pair
         # (512, 4096) for 512e, or a list with one of those per disk
         self.block_size = block_size
@@ -184,10 +189,12 @@ class VM(GuestQueries):
             self._pin(self.ramdisk.host_public_key)
             self._ssh = SSH(self.port, client_key(), self.workdir / "known_hosts")
 
-    def _pin(self, public_key):
+    def _pin(self, public_key, host="127.0.0.1", port=None):
         fields = public_key.split()
-        (self.workdir / "known_hosts").write_text(
-            f"[127.0.0.1]:{self.port} {fields[0]} {fields[1]}\n")
+        port = port or self.port
+        # known_hosts' form: a bare address for port 22 (an IPv6 one too), [host]:port else
+        name = host if port == 22 else f"[{host}]:{port}"
+        (self.workdir / "known_hosts").write_text(f"{name} {fields[0]} {fields[1]}\n")
 
     def _launch(self):
         argv = self.qemu_argv()
@@ -206,7 +213,7 @@ class VM(GuestQueries):
                 "-cpu", cpu.model(),
                 "-smp", str(self.cpus), "-m", str(self.memory), "-nographic", "-nodefaults",
                 *self._serial_args(), "-no-reboot",
-                "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
+                "-netdev", self.netdev or f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
                 "-device", f"{self.nic},netdev=n0"]
         if "sata" in self.buses():
             # q35's ICH9 AHCI sits at 0000:00:1f.2, the by-path names Fuel documents use
@@ -394,6 +401,10 @@ class VM(GuestQueries):
         if printed:
             self.host_public_key = printed.group(1)
             self._pin(self.host_public_key)
+        if self.ssh_address:
+            host = self.ssh_address(self.console_text())
+            self._pin(self.host_public_key or self.ramdisk.host_public_key, host, 22)
+            self._ssh = SSH(22, client_key(), self.workdir / "known_hosts", host=host)
         remaining = max(10.0, self.ready_timeout - (time.monotonic() - self._started))
         retry = tenacity.Retrying(stop=tenacity.stop_after_delay(remaining),
                                   wait=tenacity.wait_fixed(1), reraise=True,
