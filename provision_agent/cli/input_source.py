@@ -9,7 +9,7 @@ import logging
 
 from provision_agent import bounded_http, redact
 from provision_agent.errors import InputError, InputUnreachable, Problem
-from provision_agent.plan import json_text
+from provision_agent.plan import json_text, urls
 
 LOG = logging.getLogger(__name__)
 
@@ -80,6 +80,10 @@ def read_input(path=None, url=None, *, ca_bundle=None, insecure=False, yaml=Fals
     if bool(path) == bool(url):
         raise InputError([Problem("options", "give exactly one of --input_data_file and "
                                              "--input_data_url")])
+    if url and urls.host_problem(url):
+        # refused before any attempt: retried, a typo in the literal was a fetch failure
+        # (exit 6) shown as "<redacted>", the URL no longer parsing
+        raise InputError([Problem("--input_data_url", urls.host_problem(url))])
     where = path or redact.url(url)
     if path:
         try:

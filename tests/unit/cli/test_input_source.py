@@ -96,3 +96,27 @@ def test_bytes_that_are_no_document_are_invalid_input_with_a_place(raw, where, w
     with pytest.raises(errors.InputError) as exc:
         json_text.parse_document(raw, "in.json")
     assert where in str(exc.value) and what in str(exc.value)
+
+
+def test_an_ipv6_input_url_is_fetched():
+    """--input_data_url=http://[::1]:PORT/... (issue 62)."""
+    class Server6(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+    srv = Server6(("::1", 0), Handler)
+    srv.requests, srv.statuses = 0, []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        text = input_source.read_input(url=f"http://[::1]:{srv.server_address[1]}/x.json")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert text["version"] == 1 and srv.requests == 1
+
+
+def test_a_malformed_ipv6_input_url_is_invalid_input_with_its_place(capsys):
+    from provision_agent.cli import main as cli
+    rc = cli.main(["--input_data_url", "http://[fd00::1:8080/x.json?sig=SECRET", "--dry_run"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "--input_data_url: the IPv6 literal '[fd00::1:8080' has no closing ']'" in err
+    assert "SECRET" not in err
