@@ -13,6 +13,7 @@
 # NET_GRACE s after one family is done with an address (an IPv6-only network must not wait
 # out IPv4 DHCP, nor an IPv4-only one a DHCPv6 server that never answers), or at
 # NET_DEADLINE s. The clients keep running after it: a lease that comes later is still taken.
+NET_STATE=${NET_STATE:-/run/provision-net}    # each NIC's RA mode, the clients' logs
 NET_DEADLINE=${NET_DEADLINE:-60}
 NET_GRACE=${NET_GRACE:-10}
 NET_RA_WAIT=${NET_RA_WAIT:-10}
@@ -35,19 +36,19 @@ v6_done() {
 }
 
 # network_up NIC...: starts the clients and waits as said above; leaves each NIC's RA mode in
-# /run/provision-net/ra ("NIC MODE" lines) for network_report.
+# $NET_STATE/ra ("NIC MODE" lines) for network_report.
 network_up() {
-  mkdir -p /var/lib/dhcp /run/provision-net
+  mkdir -p /var/lib/dhcp "$NET_STATE"
   t0=$(date +%s)
   for n in "$@"; do
     echo 1 > "/proc/sys/net/ipv6/conf/$n/accept_ra" 2>/dev/null
     echo 1 > "/proc/sys/net/ipv6/conf/$n/autoconf" 2>/dev/null
   done
   timeout "$NET_DEADLINE" dhclient -1 -4 -pf /run/dhclient.pid "$@" \
-    > /run/provision-net/dhclient4.log 2>&1 &
+    > "$NET_STATE/dhclient4.log" 2>&1 &
   v4=$!
   python3 -m provision_agent.agent.ra --wait "$NET_RA_WAIT" "$@" \
-    > /run/provision-net/ra 2>/dev/console
+    > "$NET_STATE/ra" 2>/dev/console
   t_ra=$(date +%s)
   while read -r n mode; do
     case $mode in
@@ -63,8 +64,8 @@ network_up() {
     fi
     # -nw: a daemon at once; it keeps asking after the deadline as a DHCP client does.
     dhclient -6 $flag -nw -pf "/run/dhclient6.$n.pid" -lf "/var/lib/dhcp/dhclient6.$n.leases" \
-      "$n" >> /run/provision-net/dhclient6.log 2>&1 || say "dhclient -6 did not start on $n"
-  done < /run/provision-net/ra
+      "$n" >> "$NET_STATE/dhclient6.log" 2>&1 || say "dhclient -6 did not start on $n"
+  done < "$NET_STATE/ra"
   v4_done="" first=""
   while :; do
     now=$(date +%s)
@@ -77,7 +78,7 @@ network_up() {
         slaac|other) v6_done "$n" "$mode" || [ $((now - t_ra)) -ge "$NET_SLAAC_WAIT" ] || v6_all="" ;;
         *) v6_done "$n" "$mode" || v6_all="" ;;
       esac
-    done < /run/provision-net/ra
+    done < "$NET_STATE/ra"
     [ -n "$got" ] && [ -z "$first" ] && first=$now
     [ -n "$v4_done" ] && [ -n "$v6_all" ] && break
     [ $((now - t0)) -ge "$NET_DEADLINE" ] && break
@@ -98,7 +99,7 @@ network_report() {
   words=""
   for n in "$@"; do
     v4=$(nic_addresses "$n" 4) v6=$(nic_addresses "$n" 6)
-    mode=$(awk -v n="$n" '$1 == n {print $2}' /run/provision-net/ra 2>/dev/null)
+    mode=$(awk -v n="$n" '$1 == n {print $2}' "$NET_STATE/ra" 2>/dev/null)
     case $mode in
       managed) how="RA: DHCPv6 stateful" ;;
       other) how="RA: SLAAC, DHCPv6 stateless" ;;
