@@ -16,7 +16,7 @@
 NET_STATE=${NET_STATE:-/run/provision-net}    # each NIC's RA mode, the clients' logs
 NET_DEADLINE=${NET_DEADLINE:-60}
 NET_GRACE=${NET_GRACE:-10}
-NET_RA_WAIT=${NET_RA_WAIT:-10}
+NET_RA_WAIT=${NET_RA_WAIT:-6}
 # A RA without the M flag gives its SLAAC addresses within a second or two of its arrival
 # (duplicate address detection); one that gives none by then had no prefix to take.
 NET_SLAAC_WAIT=${NET_SLAAC_WAIT:-5}
@@ -47,9 +47,53 @@ network_up() {
   timeout "$NET_DEADLINE" dhclient -1 -4 -pf /run/dhclient.pid "$@" \
     > "$NET_STATE/dhclient4.log" 2>&1 &
   v4=$!
-  python3 -m provision_agent.agent.ra --wait "$NET_RA_WAIT" "$@" \
-    > "$NET_STATE/ra" 2>/dev/console
-  t_ra=$(date +%s)
+  # in the background too: an IPv4 lease does not wait for the RAs
+  rm -f "$NET_STATE/ra"
+  { python3 -m provision_agent.agent.ra --wait "$NET_RA_WAIT" "$@" > "$NET_STATE/ra.part" \
+      2>/dev/console && mv "$NET_STATE/ra.part" "$NET_STATE/ra"; } &
+  v4_done="" first="" t_ra=""
+  while :; do
+    now=$(date +%s)
+    [ -n "$v4_done" ] || kill -0 "$v4" 2>/dev/null || v4_done=1
+    if [ -z "$t_ra" ] && [ -f "$NET_STATE/ra" ]; then
+      t_ra=$now
+      dhcpv6_start
+    fi
+    v6_all="" got=""
+    [ -n "$t_ra" ] && v6_all=$(v6_verdict "$now")
+    for n in "$@"; do
+      [ -n "$(nic_addresses "$n" 4)$(nic_addresses "$n" 6)" ] && got=1
+    done
+    [ -n "$got" ] && [ -z "$first" ] && first=$now
+    [ -n "$v4_done" ] && [ -n "$v6_all" ] && break
+    [ $((now - t0)) -ge "$NET_DEADLINE" ] && break
+    # one family done and an address somewhere: the other has NET_GRACE s more
+    if [ -n "$got" ] && { [ -n "$v4_done" ] || [ -n "$v6_all" ]; } &&
+       [ $((now - first)) -ge "$NET_GRACE" ]; then
+      break
+    fi
+    sleep 0.5
+  done
+  [ -f "$NET_STATE/ra" ] || for n in "$@"; do echo "$n none"; done > "$NET_STATE/ra"
+  v4_said=${v4_done:+done} v6_said=${v6_all:+done}
+  say "network: waited $((now - t0)) s; IPv4 DHCP ${v4_said:-still trying};" \
+      "IPv6 ${v6_said:-still waiting} (clients keep running)"
+}
+
+# 1 when every NIC of $NET_STATE/ra has what its RA promises (at time $1), else nothing.
+v6_verdict() {
+  while read -r n mode; do
+    case $mode in
+      none) ;;
+      slaac|other) v6_done "$n" "$mode" || [ $(($1 - t_ra)) -ge "$NET_SLAAC_WAIT" ] || return 0 ;;
+      *) v6_done "$n" "$mode" || return 0 ;;
+    esac
+  done < "$NET_STATE/ra"
+  echo 1
+}
+
+# A DHCPv6 client on each NIC of $NET_STATE/ra whose RA asks for one.
+dhcpv6_start() {
   while read -r n mode; do
     case $mode in
       managed) flag="" ;;
@@ -66,31 +110,6 @@ network_up() {
     dhclient -6 $flag -nw -pf "/run/dhclient6.$n.pid" -lf "/var/lib/dhcp/dhclient6.$n.leases" \
       "$n" >> "$NET_STATE/dhclient6.log" 2>&1 || say "dhclient -6 did not start on $n"
   done < "$NET_STATE/ra"
-  v4_done="" first=""
-  while :; do
-    now=$(date +%s)
-    [ -n "$v4_done" ] || kill -0 "$v4" 2>/dev/null || v4_done=$now
-    v6_all=1 got=""
-    while read -r n mode; do
-      [ -n "$(nic_addresses "$n" 4)$(nic_addresses "$n" 6)" ] && got=1
-      case $mode in
-        none) ;;
-        slaac|other) v6_done "$n" "$mode" || [ $((now - t_ra)) -ge "$NET_SLAAC_WAIT" ] || v6_all="" ;;
-        *) v6_done "$n" "$mode" || v6_all="" ;;
-      esac
-    done < "$NET_STATE/ra"
-    [ -n "$got" ] && [ -z "$first" ] && first=$now
-    [ -n "$v4_done" ] && [ -n "$v6_all" ] && break
-    [ $((now - t0)) -ge "$NET_DEADLINE" ] && break
-    # one family done and an address somewhere: the other has NET_GRACE s more
-    if [ -n "$got" ] && { [ -n "$v4_done" ] || [ -n "$v6_all" ]; } &&
-       [ $((now - first)) -ge "$NET_GRACE" ]; then
-      break
-    fi
-    sleep 0.5
-  done
-  say "network: waited $((now - t0)) s; IPv4 DHCP ${v4_done:+done}${v4_done:-still trying}," \
-      "IPv6 ${v6_all:+done}${v6_all:-still waiting} (clients keep running)"
 }
 
 # network_report NIC...: one console line per NIC saying what it got, and on stdout the
