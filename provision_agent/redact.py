@@ -40,10 +40,15 @@ def url(text):
     if not parts.scheme or not parts.netloc:
         return text
     host = parts.hostname or ""
-    if ":" in host:
+    netloc = parts.netloc.rpartition("@")[2]
+    if netloc.count(":") > 1 and not netloc.startswith("["):
+        # an IPv6 address and port without brackets, as urllib3's own log lines write them
+        # ("http://fd00::1:8080 \"GET /x\""): kept whole, not cut to "fd00"
+        host = netloc
+    elif ":" in host:
         host = f"[{host}]"
     try:
-        if parts.port:
+        if parts.port and not host.endswith(f":{parts.port}"):
             host += f":{parts.port}"
     except ValueError:
         pass

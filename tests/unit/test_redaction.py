@@ -97,3 +97,11 @@ def test_a_url_ending_in_an_ipv6_literal_keeps_its_host():
         "cannot reach http://[fd00::1]: refused"
     assert redact.text("at https://user:pw@[fd00::1].") == "at https://[fd00::1]."
     assert redact.text("(see http://h/x)]") == "(see http://h/x)]"
+
+
+def test_urllib3s_unbracketed_ipv6_host_and_port_stay_whole():
+    """urllib3 logs 'http://fd00:6::1:43555 "GET /x"': the line read 'http://fd00 "GET /x"'
+    in the ramdisk's IPv6 run (issue 62); user info still goes."""
+    assert redact.text('http://fd00:6:1a87::1:43555 "GET /SHA256SUMS HTTP/1.1" 200 81') == \
+        'http://fd00:6:1a87::1:43555 "GET /SHA256SUMS HTTP/1.1" 200 81'
+    assert redact.text("http://u:pw@fd00::1:80/x?sig=1") == "http://fd00::1:80/x?…"
