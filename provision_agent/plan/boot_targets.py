@@ -18,12 +18,17 @@ def derived(layout):
     mounts = {fs.mount: fs.device for fs in layout.filesystems if fs.mount}
     at = "/boot" if "/boot" in mounts else "/"
     boot_dev = mounts.get(at)
+    # on a partition of an array (curtin's mirrorboot-msdos-partition), its members boot it
+    raid_ids = {r.id for r in layout.raids}
+    on_part = owner.get(boot_dev) if owner.get(boot_dev) in raid_ids else None
+    held = f"whose partition {boot_dev} is mounted at {at}" if on_part else f"mounted at {at}"
     for r in layout.raids:
-        if r.id == boot_dev:
+        if r.id in (boot_dev, on_part):
             for m in r.members:
                 disk = owner.get(m, m)
                 if disk in disk_ids:
-                    why.setdefault(disk, f"it holds {m}, a member of {r.id} mounted at {at}")
+                    why.setdefault(disk, f"it holds {m}, a member of {r.id}{',' if on_part else ''}"
+                                         f" {held}")
     if boot_dev in owner and owner[boot_dev] in disk_ids:
         why.setdefault(owner[boot_dev], f"it holds {boot_dev}, mounted at {at}")
     return why

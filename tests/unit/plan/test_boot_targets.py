@@ -117,3 +117,26 @@ def test_the_same_problems_whether_targets_are_derived_or_named(doc):
     def core(layout):
         return sorted(p.split(" (a default target")[0] for p in problems(layout))
     assert core(doc) == core(named)
+
+
+def root_on_a_partition_of_an_array(table="msdos"):
+    """curtin's mirrorboot-msdos-partition: / on a partition of an md RAID1 (an msdos table on
+    the array) over one partition of each disk, no /boot."""
+    disks = [{"id": f"d{i}", "match": {"name": f"/dev/{NAMES[i]}"}, "table": table,
+              "partitions": [{"id": f"os{i}", "size": "remaining", "type": "raid"}]}
+             for i in range(2)]
+    return {"version": 1, "disks": disks,
+            "raids": [{"id": "md-os", "level": 1, "members": ["os0", "os1"], "table": "msdos",
+                       "partitions": [{"id": "root", "size": "remaining"}]}],
+            "filesystems": [{"device": "root", "type": "ext4", "mount": "/"}],
+            "images": [TAR], "bootloader": {"boot_mode": "bios"}}
+
+
+def test_a_root_on_a_partition_of_an_array_targets_the_arrays_disks():
+    """It planned grub "on no disk" (the array's partition is no disk's): seen in the VM
+    bench's md-partition boot layout before it ran."""
+    step = bootloader_step(root_on_a_partition_of_an_array())
+    assert step.args["targets"] == ["/dev/vda", "/dev/vdb"]
+    from provision_agent.plan import boot_targets
+    why = boot_targets.why(NativeDriver(root_on_a_partition_of_an_array()).layout())
+    assert why["d1"] == "it holds os1, a member of md-os, whose partition root is mounted at /"
