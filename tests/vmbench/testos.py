@@ -70,6 +70,44 @@ def iscsi_tar_zst():
     return build_dir("iscsi") / "root.tar.zst"
 
 
+# bcache-tools' files the installed system uses (its udev rule and helpers, the initramfs-tools
+# hook, the tools), at their merged-/usr places; the test OS has no dracut, doc or man pages
+BCACHE_FILES = ("usr/lib/udev/rules.d/69-bcache.rules", "usr/lib/udev/bcache-register",
+                "usr/lib/udev/probe-bcache", "usr/lib/udev/bcache-keep-symlinks",
+                "usr/share/initramfs-tools/hooks/bcache", "usr/sbin/make-bcache",
+                "usr/sbin/bcache-super-show")
+
+
+def bcache_tar_zst():
+    """The test OS tar with Debian's bcache-tools added (what the bcache_boot step checks and
+    the initramfs needs for a / on bcache). Made from the plain tar and the host's `apt-get
+    download bcache-tools` (its files appended to the tar, not in the dpkg database) and kept
+    next to the test OS, so build-debian.sh and its cache key stay as they are."""
+    src = tar_zst()
+
+    def make(part):
+        work = part.with_name(part.name + ".d")
+        plain, deb_tree = work / "root.tar", work / "deb"
+        try:
+            deb_tree.mkdir(parents=True)
+            subprocess.run(["apt-get", "download", "-q", "bcache-tools"], cwd=work, check=True,
+                           capture_output=True, timeout=300)
+            deb = next(work.glob("bcache-tools_*.deb"))
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(deb_tree)], check=True)
+            # the package ships /lib/udev; the test OS's /lib is a link to usr/lib
+            subprocess.run(["cp", "-a", str(deb_tree / "lib" / "udev"),
+                            str(deb_tree / "usr" / "lib")], check=True)
+            subprocess.run(["zstd", "-q", "-d", "-f", str(src), "-o", str(plain)], check=True)
+            subprocess.run(["tar", "-rf", str(plain), "--owner=0", "--group=0", "-C",
+                            str(deb_tree), *(f"./{f}" for f in BCACHE_FILES)], check=True)
+            subprocess.run(["zstd", "-q", "-T0", "-10", "-f", str(plain), "-o", str(part)],
+                           check=True)
+        finally:
+            subprocess.run(["rm", "-rf", str(work)], check=True)
+
+    return _made(src.with_name("root-bcache.tar.zst"), make)
+
+
 def ext4_gz():
     """The ext4 root image as Fuel ships root images: gzip'd."""
     src = ext4_zst()
