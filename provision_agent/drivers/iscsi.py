@@ -154,9 +154,10 @@ def log_in_all(runner, layout, etc=ETC):
     disks = [d for d in layout.disks if d.iscsi]
     if not disks:
         return {}
-    start(runner)
+    # iscsid reads the name once, as it starts: without it, it logs in with none
     ensure_initiator(runner, next((d.iscsi.initiator for d in disks if d.iscsi.initiator),
                                   None), etc)
+    start(runner)
     return {d.id: login(runner, d.iscsi, etc) for d in disks}
 
 

@@ -95,6 +95,23 @@ def test_login_keeps_the_secrets_out_of_argv_and_the_log(where, caplog):
         assert SECRET not in shown and MUTUAL not in shown
 
 
+def test_iscsid_starts_with_the_initiator_name_written(where):
+    """iscsid reads initiatorname.iscsi once, as it starts: started before the name was
+    written, it logged in with none and the target refused every login, the right CHAP secret
+    too (`tox -e e2e-iscsi`'s first run, 2026-11-29: iscsiadm exit 5, login failure)."""
+    etc, dev = where
+    seen = []
+
+    class Daemon(Initiator):
+        def run(self, argv, **kw):
+            if list(argv) == ["iscsid"]:
+                seen.append(iscsi.read_initiator(str(etc)))
+            return super().run(argv, **kw)
+
+    iscsi.log_in_all(Daemon(etc, dev), Layout(lun()), str(etc))
+    assert seen == ["iqn.2004-10.com.ubuntu:01:ab"]
+
+
 def test_the_layouts_initiator_name_is_used(where):
     etc, dev = where
     runner = Initiator(etc, dev)
