@@ -19,8 +19,11 @@ def derived(layout):
     at = "/boot" if "/boot" in mounts else "/"
     boot_dev = mounts.get(at)
     # on a partition of an array (curtin's mirrorboot-msdos-partition), its members boot it
+    # in BIOS mode (grub in each MBR); under UEFI the ESPs are what boots (curtin's
+    # raid-partition-to-disk: grub on disk-a's ESP, / on md partition over disks without one)
     raid_ids = {r.id for r in layout.raids}
-    on_part = owner.get(boot_dev) if owner.get(boot_dev) in raid_ids else None
+    uefi = getattr(layout.bootloader, "boot_mode", None) == "uefi"
+    on_part = owner.get(boot_dev) if owner.get(boot_dev) in raid_ids and not uefi else None
     held = f"whose partition {boot_dev} is mounted at {at}" if on_part else f"mounted at {at}"
     for r in layout.raids:
         if r.id in (boot_dev, on_part):

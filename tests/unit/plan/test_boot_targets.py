@@ -140,3 +140,14 @@ def test_a_root_on_a_partition_of_an_array_targets_the_arrays_disks():
     from provision_agent.plan import boot_targets
     why = boot_targets.why(NativeDriver(root_on_a_partition_of_an_array()).layout())
     assert why["d1"] == "it holds os1, a member of md-os, whose partition root is mounted at /"
+
+
+def test_under_uefi_a_root_on_an_array_partition_boots_from_the_esps():
+    """curtin's raid-partition-to-disk: the ESP on one disk, / on a partition of an array over
+    two disks without ESPs; grub goes on the ESP's disk only."""
+    doc = root_on_a_partition_of_an_array(table="gpt")
+    doc["disks"].insert(0, {"id": "e", "match": {"name": "/dev/vdc"}, "partitions": [
+        {"id": "esp", "size": "512MiB", "type": "esp"}]})
+    doc["filesystems"].append({"device": "esp", "type": "vfat", "mount": "/boot/efi"})
+    doc["bootloader"]["boot_mode"] = "uefi"
+    assert bootloader_step(doc).args["targets"] == ["/dev/vdc"]
