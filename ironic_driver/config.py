@@ -104,6 +104,13 @@ opts = [
                          "key, `tang-show-keys` on the server); repeat the option for "
                          "several. A layout's encrypted volume with `\"tang\": "
                          "\"conductor\"` in its unlock is bound to these."),
+    cfg.BoolOpt("ramdisk_commands", default=False,
+                help="The ramdisks' conductor key is forced into provision-dispatch "
+                     "(ramdisk/build.sh --conductor-key): the conductor sends registered "
+                     "commands only (no shell, no SFTP), checks the ramdisk's version first "
+                     "and fails the step at once when it cannot speak to it. provision_command "
+                     "is then the dispatcher's business; provision_extra_args may hold only "
+                     "--dry_run. Off: the shell and SFTP of a --authorized-key ramdisk."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

@@ -26,7 +26,16 @@ from ironic.conductor import task_manager
 from ironic.conductor import utils as manager_utils
 
 from ironic_driver import report
-from ironic_driver.conversation import job, pace, record, remote, ssh, starting, timeouts
+from ironic_driver.conversation import (
+    dispatched,
+    job,
+    pace,
+    record,
+    remote,
+    ssh,
+    starting,
+    timeouts,
+)
 from provision_agent.plan import urls
 
 LOG = logging.getLogger(__name__)
@@ -261,11 +270,16 @@ def ssh_target(node, o):
 
 
 def connect(node, target, o):
-    return ssh.connect(
+    """An SSH session to the ramdisk; with ramdisk_commands, one that reads through the
+    ramdisk's registered commands (dispatched.Session)."""
+    session = ssh.connect(
         target.address, target.port, node.driver_info.get("provision_ssh_user", o.ssh_user),
         ssh.load_private_key(o.ssh_private_key_file),
         host_key=target.host_key, known_hosts_file=o.ssh_known_hosts_file,
         accept_unknown=o.accept_unknown_host_keys, timeout=o.connect_timeout,
         deadline=o.connect_timeout + o.command_timeout)
+    if o.ramdisk_commands:
+        return dispatched.Session(session, o.remote_dir, o.binding_dir)
+    return session
 
 

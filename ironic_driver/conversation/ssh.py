@@ -183,9 +183,10 @@ class Session:
         self._sftp.get_channel().settimeout(self.left())
         return self._sftp
 
-    def run(self, command, limit=RUN_OUTPUT_BYTES, stdin=None):
+    def run(self, command, limit=RUN_OUTPUT_BYTES, stdin=None, raw=False):
         """(exit status, output text: stdout and stderr together), at most limit bytes;
-        stdin: bytes sent to the command's standard input, which is then closed."""
+        stdin: bytes sent to the command's standard input, which is then closed. raw: the
+        output as bytes (a registered command's answer: dispatched.py)."""
         try:
             channel = self.client.get_transport().open_session(timeout=self.left())
             channel.set_combine_stderr(True)
@@ -211,7 +212,7 @@ class Session:
             status = channel.recv_exit_status()
             # A connection shut down by the deadline ends the output like an exit would.
             self.check()
-            return status, data.decode(errors="replace")
+            return status, bytes(data) if raw else data.decode(errors="replace")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self.check(exc)
             raise

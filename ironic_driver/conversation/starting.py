@@ -13,7 +13,12 @@ import time
 from ironic.common import states
 from ironic.conf import CONF
 
-from ironic_driver.conversation import job, remote, ssh
+from ironic_driver.conversation import (
+    dispatched,
+    job,
+    remote,
+    ssh,
+)
 
 LOG = logging.getLogger(__name__)
 PREFIX = job.PREFIX
@@ -90,8 +95,17 @@ def started(node, clock, since="the heartbeat"):
 
 def _start(session, node, o, provision_input):
     what, command, text, keyring = job_for(node, o, provision_input)
-    if remote.start(session, remote_dir(node, o), text, command,
-                    job=node.driver_internal_info.get(PREFIX + "job"), keyring=keyring):
+    job = node.driver_internal_info.get(PREFIX + "job")
+    if o.ramdisk_commands:
+        answer = dispatched.check_version(session)
+        LOG.info("Node %s: its ramdisk runs provision %s, dispatcher protocol %s", node.uuid,
+                 str(answer.get("provision"))[:40], answer["protocol"])
+        fresh = dispatched.start(session, what, node.uuid, job, text,
+                                 o.data_driver, o.provision_extra_args, keyring)
+    else:
+        fresh = remote.start(session, remote_dir(node, o), text, command, job=job,
+                             keyring=keyring)
+    if fresh:
         LOG.info("%s started on node %s", what, node.uuid)
         return True
     LOG.warning("%s was already running, or had finished, on node %s (started by a poll "

@@ -21,7 +21,10 @@ def ramdisk(tmp_path_factory):
     require(not realenv.missing_prerequisites(),
             f"missing: {realenv.missing_prerequisites()}")
     require(os.geteuid() == 0, "sshd with its own config needs root here")
-    sshd = realenv.Sshd(str(tmp_path_factory.mktemp("ramdisk"))).start()
+    # PROVISION_TEST_RAMDISK_COMMANDS=1: the whole suite against a stand-in whose conductor
+    # key is forced into provision-dispatch, the conductor speaking registered commands.
+    forced = os.environ.get("PROVISION_TEST_RAMDISK_COMMANDS") == "1"
+    sshd = realenv.Sshd(str(tmp_path_factory.mktemp("ramdisk")), forced=forced).start()
     yield sshd
     sshd.stop()
 

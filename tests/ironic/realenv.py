@@ -4,6 +4,7 @@ deploy ramdisk. Shared by the integration test and benchmarks/ironic_scale.py.""
 import contextlib
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -14,6 +15,7 @@ import time
 
 import requests
 
+from tests import REPO_ROOT as REPO
 from tests.vmbench import procs
 
 API_HEADERS = {"X-OpenStack-Ironic-API-Version": "latest"}
@@ -56,7 +58,15 @@ def missing_prerequisites():
 def dry_run_options(ramdisk, workdir, inventory):
     """[provision_agent] options for a stand-in ramdisk (the local sshd) that runs the real
     `provision --dry_run` against a recorded inventory; its job files stay under
-    workdir/remote."""
+    workdir/remote. A forced stand-in (Sshd.forced) gets its dispatcher pointed at this
+    Ironic's directories, and the conductor speaks registered commands to it."""
+    if getattr(ramdisk, "forced", False):
+        ramdisk.force(os.path.join(workdir, "remote"), os.path.join(workdir, "ironic", "binding"),
+                      [f"--inventory_file={inventory}"])
+        return {"ssh_private_key_file": ramdisk.client_key_file, "poll_interval": 1,
+                "deploy_timeout": 120, "connect_timeout": 5, "command_timeout": 20,
+                "ramdisk_commands": True, "provision_extra_args": "--dry_run",
+                "remote_dir": os.path.join(workdir, "remote")}
     return {"ssh_private_key_file": ramdisk.client_key_file, "poll_interval": 1,
             "deploy_timeout": 120, "connect_timeout": 5, "command_timeout": 20,
             "provision_command": bin_path("provision"),
@@ -79,8 +89,12 @@ class Sshd:
     """sshd on 127.0.0.1 with its own host key, key-only login for the current user.
     sftp: the SFTP subsystem's command line (default: sshd's own internal-sftp)."""
 
-    def __init__(self, workdir, sftp="internal-sftp"):
+    def __init__(self, workdir, sftp="internal-sftp", forced=False):
         self.sftp = sftp
+        # forced: the client key runs provision-dispatch only (force()), as ramdisk/init
+        # installs the conductor's key in a ramdisk built with --conductor-key.
+        self.forced = forced
+        self.dispatch_log = os.path.join(workdir, "provision-dispatch.log")
         self.dir = os.path.join(workdir, "sshd")
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         self.port = free_port()
@@ -121,6 +135,21 @@ SetEnv HOME={self.dir}
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: _port_open(self.port), 10, what="sshd")
         return self
+
+    def force(self, job_root, binding_dir, provision_args=(), path=None):
+        """The client key forced into provision-dispatch with these directories (sshd reads
+        authorized_keys at each login: no restart)."""
+        argv = [sys.executable, "-m", "provision_agent.agent.dispatch", "--job_root", job_root,
+                "--binding_dir", binding_dir, "--provision", bin_path("provision"),
+                "--log_file", self.dispatch_log]
+        argv += [f"--provision_arg={a}" for a in provision_args]
+        env = f"PYTHONPATH={shlex.quote(REPO)}" + (f" PATH={shlex.quote(path)}" if path else "")
+        command = f"env {env} " + " ".join(map(shlex.quote, argv))
+        with open(self.client_key_file + ".pub") as f:
+            key = f.read().strip()
+        line = 'restrict,command="%s" %s\n' % (command.replace('"', '\\"'), key)
+        with open(os.path.join(self.dir, "authorized_keys"), "w") as f:
+            f.write(line)
 
     @property
     def host_key(self):
