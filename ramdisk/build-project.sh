@@ -112,7 +112,15 @@ read -r -a extra_files <<< "${EXTRA_FILES:-}"
 for pair in "${extra_files[@]}"; do
   install -D -m "$(stat -c %a "${pair%%:*}")" "${pair%%:*}" "$stage${pair#*:}"
 done
-for key in "$@"; do cat "$key"; echo; done > "$stage/etc/provision/authorized_keys"
+# --authorized-key: unrestricted (a debug shell); --conductor-key (CONDUCTOR_KEYS): forced into
+# provision-dispatch, which runs registered commands only; `restrict` takes away the pty and
+# every forward (docs/security.md).
+{
+  for key in "$@"; do cat "$key"; echo; done
+  for key in ${CONDUCTOR_KEYS:-}; do
+    grep -Ev '^[[:space:]]*(#|$)' "$key" | sed 's|^|restrict,command="/usr/bin/provision-dispatch" |'
+  done
+} > "$stage/etc/provision/authorized_keys"
 
 (cd "$stage" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc -R 0:0 --quiet) \
   | zstd -q -T0 -10 -o "$out.tmp"

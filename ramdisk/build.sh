@@ -7,11 +7,17 @@
 #   project  this working tree as a wheel, /init and SSH config (build-project.sh), keyed by
 #            their contents. initramfs = base.cpio.zst + project.cpio.zst (concatenated).
 #
-# Usage: sudo ramdisk/build.sh [--authorized-key FILE]... [--mirror URL|SOURCES_FILE]
+# Usage: sudo ramdisk/build.sh [--conductor-key FILE]... [--authorized-key FILE]...
+#                              [--mirror URL|SOURCES_FILE]
 #                              [--suite bookworm] [--out DIR] [--rebuild] [--no-host-key]
 #                              [--module PATH]... [--firmware-package PKG]... [--no-firmware]
 #                              [--extra-package PKG|FILE.deb]... [--extra-wheel FILE.whl]...
 #                              [--extra-file SRC:DEST]...
+#   --conductor-key FILE             the conductor's public key, forced into provision-dispatch
+#                                    (registered commands only: docs/security.md; the conductor
+#                                    needs [provision_agent]ramdisk_commands = true)
+#   --authorized-key FILE            an unrestricted root key: an operator's debug shell, or a
+#                                    conductor without ramdisk_commands (warned about)
 #   --module kernel/drivers/...      keep another kernel module file or directory (a NIC or HBA
 #                                    driver this ramdisk leaves out); its dependencies come along
 #   --firmware-package PKG           take the firmware files the kept modules name from one more
@@ -31,11 +37,12 @@ source "$(dirname "$0")/../scripts/lib.sh"
 here=$REPO_ROOT/ramdisk
 source "$here/extras.sh"
 
-keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1 modules=() fwpkgs=() nofw=""
+keys=() conductor_keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1 modules=() fwpkgs=() nofw=""
 xpkgs=() xwheels=() xfiles=()
 while [ $# -gt 0 ]; do
   case $1 in
     --authorized-key) keys+=("$(realpath "$2")"); shift 2 ;;
+    --conductor-key) conductor_keys+=("$(realpath "$2")"); shift 2 ;;
     --mirror) mirror=$2; shift 2 ;;
     --suite) suite=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -47,10 +54,13 @@ while [ $# -gt 0 ]; do
     --extra-package) extra_package "$2"; xpkgs+=("$extra"); shift 2 ;;
     --extra-wheel) extra_wheel "$2"; xwheels+=("$extra"); shift 2 ;;
     --extra-file) extra_file "$2"; xfiles+=("$extra"); shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
+[ ${#keys[@]} -eq 0 ] || echo "build.sh: WARNING: --authorized-key gives its holder an" \
+  "unrestricted root shell in every ramdisk booted from this build (a debug key); a conductor's" \
+  "key belongs in --conductor-key (docs/security.md)" >&2
 [ "$(id -u)" -eq 0 ] || { echo "build.sh must run as root (mmdebstrap --mode=root)" >&2; exit 1; }
 
 cache=$PROVISION_AGENT_CACHE/ramdisk
@@ -108,10 +118,12 @@ project_key=$( {
     | xargs -0 sha256sum 2>/dev/null
   cat "${keys[@]}" /dev/null; cat "$hostkeys"/*.pub 2>/dev/null || true
   extras_digest "${xwheels[@]}" "${xfiles[@]}"
+  echo forced; cat "${conductor_keys[@]}" /dev/null
 } | sha)
 project=$cache/project-$project_key.cpio.zst
 if [ "$rebuild" = 1 ] || [ ! -f "$project" ]; then
-  "$here/build-project.sh" "$project" "$REPO_ROOT" "$hostkeys" "${keys[@]}"
+  CONDUCTOR_KEYS="${conductor_keys[*]}" \
+    "$here/build-project.sh" "$project" "$REPO_ROOT" "$hostkeys" "${keys[@]}"
   project_state=built
 else
   project_state=cached

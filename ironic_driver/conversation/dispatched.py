@@ -13,6 +13,7 @@ this conductor speaks fails the step at once, naming both versions and what to d
 import importlib.metadata
 import json
 import posixpath
+import re
 import shlex
 
 from ironic_driver.conversation import remote
@@ -97,6 +98,25 @@ def check_version(session):
             f"protocol {answer['protocol']}), {age} than this conductor's provision {ours} "
             f"(protocol {'/'.join(map(str, PROTOCOLS))}): {REBUILD}")
     return answer
+
+
+PROTOCOL_RE = re.compile(r"protocol=([0-9]{1,4})")
+
+
+def check_heartbeat_version(agent_version):
+    """RuntimeError naming both versions when a heartbeat's agent_version (provision-ironic-
+    agent's `VERSION protocol=N`) shows a ramdisk this conductor cannot speak to: the step
+    fails at the first heartbeat instead of at the first command."""
+    text = str(agent_version or "")[:100]
+    match = PROTOCOL_RE.search(text)
+    if match and int(match.group(1)) in PROTOCOLS:
+        return
+    age = ("older" if not match or int(match.group(1)) < min(PROTOCOLS) else "newer")
+    theirs = f"protocol {match.group(1)}" if match else "no dispatcher protocol"
+    raise RuntimeError(
+        f"the ramdisk's agent is {text!r} ({theirs}), "
+        f"{age} than this conductor's provision {our_version()} (protocol "
+        f"{'/'.join(map(str, PROTOCOLS))}): {REBUILD}")
 
 
 def start_words(what, node_uuid, job, data_driver, extra_args, keyring=False):

@@ -19,7 +19,16 @@ from ironic.common import exception, states
 from ironic.conf import CONF
 
 from ironic_driver import report
-from ironic_driver.conversation import fanout, fast_track, follow, job, pace, record, ssh
+from ironic_driver.conversation import (
+    dispatched,
+    fanout,
+    fast_track,
+    follow,
+    job,
+    pace,
+    record,
+    ssh,
+)
 
 LOG = logging.getLogger(__name__)
 P = job.PREFIX
@@ -61,6 +70,12 @@ def _handle(task, provision_input, callback_url, agent_version, agent_verify_ca,
         _refuse(task, f"the ramdisk's heartbeat is unusable: {exc}")
         return
     updates[P + "awaiting_heartbeat"] = None
+    if job.opts().ramdisk_commands and job.waiting(node):
+        try:
+            dispatched.check_heartbeat_version(agent_version)
+        except RuntimeError as exc:
+            _refuse(task, str(exc))
+            return
     if not _save(task, updates, first, job.ramdisk_expected):
         return
     if node.maintenance:

@@ -185,8 +185,7 @@ class Session:
 
     def run(self, command, limit=RUN_OUTPUT_BYTES, stdin=None, raw=False):
         """(exit status, output text: stdout and stderr together), at most limit bytes;
-        stdin: bytes sent to the command's standard input, which is then closed. raw: the
-        output as bytes (a registered command's answer: dispatched.py)."""
+        stdin: bytes sent to the command's standard input, then closed. raw: bytes out."""
         try:
             channel = self.client.get_transport().open_session(timeout=self.left())
             channel.set_combine_stderr(True)

@@ -130,7 +130,7 @@ class Agent:
         """status: Ironic's agent_status; "end" once the conductor's job exited here."""
         address = self.address or source_address(self.api_url)
         body = {"callback_url": callback_url(address, self.ssh_port),
-                "agent_token": self.token, "agent_version": _version()}
+                "agent_token": self.token, "agent_version": agent_version()}
         if status:
             body["agent_status"] = status
         if self.host_key:
@@ -211,6 +211,13 @@ def _check_url(name, url):
         raise AgentError(f"{name}: {problem}")
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise AgentError(f"{name}: {redact.url(url)} is not an http(s) URL")
+
+
+def agent_version():
+    """The heartbeat's agent_version: provision's version and the protocol of the commands
+    the conductor's key is forced into (ramdisk_commands.py), which the conductor checks."""
+    from provision_agent.agent import ramdisk_commands
+    return f"{_version()} protocol={ramdisk_commands.PROTOCOL}"
 
 
 def _version():

@@ -55,14 +55,14 @@ def missing_prerequisites():
     return missing
 
 
-def dry_run_options(ramdisk, workdir, inventory):
+def dry_run_options(ramdisk, workdir, inventory, provision=None):
     """[provision_agent] options for a stand-in ramdisk (the local sshd) that runs the real
     `provision --dry_run` against a recorded inventory; its job files stay under
     workdir/remote. A forced stand-in (Sshd.forced) gets its dispatcher pointed at this
     Ironic's directories, and the conductor speaks registered commands to it."""
     if getattr(ramdisk, "forced", False):
         ramdisk.force(os.path.join(workdir, "remote"), os.path.join(workdir, "ironic", "binding"),
-                      [f"--inventory_file={inventory}"])
+                      [f"--inventory_file={inventory}"], provision=provision)
         return {"ssh_private_key_file": ramdisk.client_key_file, "poll_interval": 1,
                 "deploy_timeout": 120, "connect_timeout": 5, "command_timeout": 20,
                 "ramdisk_commands": True, "provision_extra_args": "--dry_run",
@@ -136,16 +136,19 @@ SetEnv HOME={self.dir}
         wait_for(lambda: _port_open(self.port), 10, what="sshd")
         return self
 
-    def force(self, job_root, binding_dir, provision_args=(), path=None):
-        """The client key forced into provision-dispatch with these directories (sshd reads
-        authorized_keys at each login: no restart)."""
+    def force(self, job_root, binding_dir, provision_args=(), path=None, provision=None,
+              key_file=None):
+        """The client key (key_file's: another stand-in's) forced into provision-dispatch with
+        these directories (sshd reads authorized_keys at each login: no restart)."""
+        self.forced_as = dict(job_root=job_root, binding_dir=binding_dir,
+                              provision_args=provision_args, path=path, provision=provision)
         argv = [sys.executable, "-m", "provision_agent.agent.dispatch", "--job_root", job_root,
-                "--binding_dir", binding_dir, "--provision", bin_path("provision"),
+                "--binding_dir", binding_dir, "--provision", provision or bin_path("provision"),
                 "--log_file", self.dispatch_log]
         argv += [f"--provision_arg={a}" for a in provision_args]
         env = f"PYTHONPATH={shlex.quote(REPO)}" + (f" PATH={shlex.quote(path)}" if path else "")
         command = f"env {env} " + " ".join(map(shlex.quote, argv))
-        with open(self.client_key_file + ".pub") as f:
+        with open((key_file or self.client_key_file) + ".pub") as f:
             key = f.read().strip()
         line = 'restrict,command="%s" %s\n' % (command.replace('"', '\\"'), key)
         with open(os.path.join(self.dir, "authorized_keys"), "w") as f:

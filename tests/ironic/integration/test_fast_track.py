@@ -36,7 +36,8 @@ def ironic(ramdisk, tmp_path_factory):
         f.write(f'#!/bin/sh\n[ "$1" = erase ] && exit 0\n'
                 f'exec {realenv.bin_path("provision")} "$@"\n')
     os.chmod(wrapper, 0o755)
-    options = dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY), data_driver="native",
+    options = dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY, provision=wrapper),
+                   data_driver="native",
                    running_poll_interval=600, provision_command=wrapper)
     server = realenv.Ironic(workdir, options, extra_conf="[deploy]\nfast_track = true\n")
     server.remote_dir = os.path.join(workdir, "remote")
@@ -160,6 +161,8 @@ def test_a_ramdisk_gone_meanwhile_is_replaced_by_a_power_cycle(ironic, ramdisk, 
     with open(ramdisk.client_key_file + ".pub") as src, \
             open(os.path.join(gone.dir, "authorized_keys"), "w") as dst:
         dst.write(src.read())       # the conductor's key opens it, as every ramdisk
+    if ramdisk.forced:
+        gone.force(**ramdisk.forced_as, key_file=ramdisk.client_key_file)
     try:
         with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, gone.port,
                           gone.host_key_file + ".pub", ironic.binding_dir, ironic.remote_dir):

@@ -186,3 +186,61 @@ def test_the_console_script_is_declared():
                               "setup.cfg")).read()
     assert "provision-dispatch = provision_agent.agent.dispatch:main" in setup
     assert sys.modules["provision_agent.agent.dispatch"] is dispatch
+
+
+class FakeSession:
+    def __init__(self, rc, out):
+        self.answer = (rc, out)
+
+    def request(self, words, limit=None, stdin=None):
+        return self.answer
+
+
+@pytest.mark.parametrize("rc, out, words", [
+    (127, b"sh: 1: version: not found", ["does not answer `version` (exit 127",
+                                         "rebuild the ramdisk"]),
+    (0, b'{"provision": "0.0.9", "protocol": 0}', ["provision 0.0.9 (dispatcher protocol 0), "
+                                                   "older than this conductor's provision"]),
+    (0, b'{"provision": "9.0.0", "protocol": 2}', ["provision 9.0.0 (dispatcher protocol 2), "
+                                                   "newer than", "build.sh --conductor-key"]),
+])
+def test_the_conductor_refuses_a_ramdisk_it_cannot_speak_to(rc, out, words):
+    from ironic_driver.conversation import dispatched
+    with pytest.raises(RuntimeError) as caught:
+        dispatched.check_version(FakeSession(rc, out))
+    text = str(caught.value)
+    assert all(w in text for w in words), text
+    assert f"provision {dispatched.our_version()}" in text
+
+
+def test_the_conductor_accepts_its_own_protocol_and_only_known_flags():
+    from ironic_driver.conversation import dispatched
+    answer = dispatched.check_version(FakeSession(0, b'{"provision": "x", "protocol": 1}'))
+    assert answer["protocol"] == 1
+    words = dispatched.start_words("provision", NODE, JOB, "native", ["--dry_run"])
+    command, args = dispatch.parse(" ".join(words), dispatch.registry(extra=False))
+    assert command.name == "start" and args["flag"] == ["--dry_run"]
+    with pytest.raises(RuntimeError, match="--provision_arg"):
+        dispatched.start_words("provision", NODE, JOB, None, ["--inventory_file", "/x"])
+    # every file the conductor reads is one the dispatcher serves
+    assert set(dispatched.FILES) == set(ramdisk_commands.FILES)
+    session = dispatched.Session(None, "/run/provision-ironic", "/run/provision-ironic-agent")
+    assert session._request_for(f"/run/provision-ironic/{NODE}/exit_code") == [
+        "read", NODE, "exit_code"]
+    assert session._request_for(f"/run/provision-ironic-agent/{NODE}") == ["binding", NODE]
+    with pytest.raises(ValueError):
+        session._request_for("/etc/shadow")
+
+
+def test_the_heartbeat_carries_the_protocol_and_the_conductor_checks_it():
+    from ironic_driver.conversation import dispatched
+    from provision_agent.agent import ironic
+    ours = ironic.agent_version()
+    assert ours.endswith(f" protocol={ramdisk_commands.PROTOCOL}")
+    dispatched.check_heartbeat_version(ours)
+    for old, says in (("0.1.0", "'0.1.0' (no dispatcher protocol), older"),
+                      ("0.0.1 protocol=0", "(protocol 0), older"),
+                      ("9.0 protocol=7", "(protocol 7), newer")):
+        with pytest.raises(RuntimeError, match="rebuild the ramdisk") as caught:
+            dispatched.check_heartbeat_version(old)
+        assert says in str(caught.value) and dispatched.our_version() in str(caught.value)
