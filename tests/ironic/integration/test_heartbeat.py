@@ -13,6 +13,7 @@ import sys
 import pytest
 import requests
 
+from provision_agent.agent.ironic import agent_version
 from tests import REPO_ROOT
 from tests.ironic import realenv
 
@@ -189,7 +190,8 @@ def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic
         token_a = _lookup(ironic, mac_a, headers).json()["config"]["agent_token"]
         sent = requests.post(f"{ironic.url}/v1/heartbeat/{node_a}", headers=headers,
                              timeout=10, json={"callback_url": f"https://127.0.0.1:{ramdisk.port}",
-                                               "agent_token": token_a, "agent_version": "x",
+                                               "agent_token": token_a,
+                                               "agent_version": agent_version(),
                                                "agent_verify_ca": ramdisk.host_key})
         assert sent.status_code == 202, sent.text     # Ironic takes it: the token is right
         # a ceiling, not a speed: 25 s alone, over 60 s beside the e2e suite's two VMs
@@ -202,3 +204,32 @@ def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic
     # Nothing of A's reached B: no job directory, so no document and no provision run.
     assert not os.path.exists(os.path.join(ironic.remote_dir, node_a))
     assert os.path.exists(os.path.join(ironic.remote_dir, node_b, "input.json"))
+
+
+def test_a_ramdisk_too_old_for_the_conductor(ironic, ramdisk, tmp_path):
+    """A heartbeat from an agent built before provision-dispatch ("0.1.0", no protocol): with
+    ramdisk_commands (PROVISION_TEST_RAMDISK_COMMANDS=1) the deploy fails at once naming both
+    versions and what to do, nothing sent; without, the conductor speaks shell as before and
+    looks at the ramdisk (whose binding this hand-made heartbeat lacks: refused there)."""
+    mac = "52:54:00:aa:00:07"
+    uuid = _enroll(ironic, "hb-old-agent", mac)
+    ironic.set_state(uuid, "active")
+    ironic.wait_state(uuid, ["wait call-back"], 30)
+    headers = {"X-OpenStack-Ironic-API-Version": "1.68"}
+    token = _lookup(ironic, mac, headers).json()["config"]["agent_token"]
+    sent = requests.post(f"{ironic.url}/v1/heartbeat/{uuid}", headers=headers, timeout=10,
+                         json={"callback_url": f"https://127.0.0.1:{ramdisk.port}",
+                               "agent_token": token, "agent_version": "0.1.0",
+                               "agent_verify_ca": ramdisk.host_key})
+    assert sent.status_code == 202, sent.text
+    node = ironic.wait_state(uuid, ["active", "deploy failed"], 60)
+    assert node["provision_state"] == "deploy failed"
+    if ramdisk.forced:
+        assert node["last_error"].startswith(
+            "the ramdisk's agent is '0.1.0' (no dispatcher protocol), older than this "
+            "conductor's provision "), node["last_error"]
+        assert "rebuild the ramdisk" in node["last_error"]
+        assert "provision_ssh_address" not in node["driver_internal_info"]
+    else:
+        assert f"not the ramdisk that looked up node {uuid}" in node["last_error"]
+    assert not os.path.exists(os.path.join(ironic.remote_dir, uuid))
