@@ -62,6 +62,21 @@ def scsi_wwn(serial):
     return "0x5" + hashlib.sha256(serial.encode()).hexdigest()[:15]
 
 
+def blkdebug_config(rules):
+    """qemu blkdebug's rule file (docs/devel/blkdebug.txt): one [inject-error] section per
+    rule, a dict of its keys. Defaults: a write (iotype) failing with EIO (errno 5) on every
+    request that covers `sector` (512-byte units of the image), every time (once off). The
+    raw format driver raises the write_aio/read_aio events the rule waits for."""
+    out = []
+    for rule in rules:
+        rule = {"event": "write_aio", "iotype": "write", "errno": 5, "once": "off",
+                "immediately": "off", **rule}
+        if rule["iotype"] == "read" and rule["event"] == "write_aio":
+            rule["event"] = "read_aio"
+        out += ["[inject-error]"] + [f'{k} = "{v}"' for k, v in rule.items()] + [""]
+    return "\n".join(out)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -109,7 +124,8 @@ class VM(GuestQueries):
                  name="vm", memory=2048, cpus=None, boot="ramdisk", firmware="bios", ramdisk=None,
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
                  extra_args=(), tpm=None, console_input=False, nvram=None,
-                 nic="virtio-net-pci", block_size=None, netdev=None, ssh_address=None):
+                 nic="virtio-net-pci", block_size=None, netdev=None, ssh_address=None,
+                 io_errors=None):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -130,6 +146,9 @@ class VM(GuestQueries):
         # the disks' logical/physical block sizes: None (qemu's 512), 4096 (4Kn), a pair
         # (512, 4096) for 512e, or a list with one of those per disk
         self.block_size = block_size
+        # {disk index: [rule, ...]}: that disk goes through qemu's blkdebug driver, which fails
+        # the requests a rule matches with an errno (blkdebug_config says how)
+        self.io_errors = io_errors or {}
         self.tpm = tpm                  # a tpm.SoftTPM: the VM's TPM 2.0
         # UEFI: the variable store to start from (a copy of it), e.g. another VM's
         # nvram_file after it ran: its boot entries; default: the firmware's empty one
@@ -252,10 +271,18 @@ class VM(GuestQueries):
                     argv += ["-device", self._scsi_device(f"d{i}{path}", hba, disk, index)
                              + ",share-rw=on"]
                 continue
+            if i in self.io_errors:
+                drive = drive.replace(f"file={disk.path}",
+                                      f"file=blkdebug:{self._blkdebug_config(i)}:{disk.path}")
             argv += ["-drive", f"{drive},id=d{i}"]
             for device in self._with_block_size(i, self._disk_device(i, disk, bus)):
                 argv += ["-device", device]
         return argv
+
+    def _blkdebug_config(self, i):
+        path = self.workdir / f"blkdebug-{i}.conf"
+        path.write_text(blkdebug_config(self.io_errors[i]))
+        return path
 
     @property
     def nvram_file(self):
