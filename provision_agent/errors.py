@@ -96,3 +96,15 @@ class InputUnreachable(ProvisionError):
     def __init__(self, where, reason):
         self.where, self.reason = where, reason
         super().__init__(f"cannot fetch the input document from {where}: {reason}")
+
+
+class DiskFault(ProvisionError):
+    """A disk the plan writes failed I/O (the kernel said so), or an array member failed
+    under on_member_failure: fail. The run stopped there: nothing more is written, what it
+    mounted is unmounted and what it assembled stopped (run/faults.py)."""
+
+    exit_code = EXIT_COMMAND_FAILED
+
+    def __init__(self, message, disk, step):
+        self.disk, self.step = disk, step
+        super().__init__(message)

@@ -215,7 +215,8 @@ def _raid(r, where, problems):
                       metadata=r.get("metadata", "1.2"), chunk_kib=chunk_kib,
                       origin=r.get("origin", where), keep=r.get("keep", False) is True,
                       wipe=r.get("wipe"), table=r.get("table", "gpt"),
-                      partitions=_partitions(r, where, problems))
+                      partitions=_partitions(r, where, problems),
+                      on_member_failure=r.get("on_member_failure", "fail"))
 
 
 def _bcache(b, where, problems):

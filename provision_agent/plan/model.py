@@ -99,6 +99,7 @@ class Raid:
     wipe: str | None = None            # "superblock" | "zero": its contents are new
     table: str = "gpt"                 # with partitions: the array's partition table
     partitions: list = field(default_factory=list)   # the array is then used through them
+    on_member_failure: str = "fail"    # "degrade": a failed member is taken out, the run goes on
 
 
 @dataclass

@@ -24,12 +24,13 @@ def array(res, r):
     dev = res.devices.get
     if r.keep:
         steps = [st.MdAssemble(dev(r.id), r.name, r.level, [dev(m) for m in r.members],
-                               [dev(s) for s in r.spares],
+                               [dev(s) for s in r.spares], r.on_member_failure,
                                description=f"keep RAID{r.level} {dev(r.id)}: assemble it from "
                                            f"{', '.join(dev(m) for m in r.members)}")]
     else:
         steps = [st.MdCreate(dev(r.id), r.name, r.level, [dev(m) for m in r.members],
                              [dev(s) for s in r.spares], r.metadata, r.chunk_kib,
+                             r.on_member_failure,
                              description=f"RAID{r.level} {dev(r.id)} over {len(r.members)} "
                                          f"members")]
     if r.wipe and (r.keep or r.wipe == "zero"):

@@ -83,6 +83,8 @@ class MdCreate(Step):
     spares: list = field(default_factory=list)
     metadata: str = "1.2"
     chunk_kib: int | None = None
+    # fail | degrade: what a member that fails during the run does (run/faults.py)
+    on_member_failure: str = "fail"
 
 
 @dataclass
@@ -94,6 +96,7 @@ class MdAssemble(Step):
     level: int
     members: list
     spares: list = field(default_factory=list)
+    on_member_failure: str = "fail"
 
 
 @dataclass

@@ -107,6 +107,10 @@ def _check_raids(layout, ids, add):
                    f"got {len(r.members)}")
         if r.chunk_kib is not None and r.level == 1:
             add(r, "chunk does not apply to RAID1")
+        if r.on_member_failure == "degrade" and r.level == 0:
+            add(_Anywhere(f"{_where(r)}.on_member_failure"),
+                "on_member_failure degrade needs a redundant array (RAID1, 4, 5, 6 or 10): "
+                "RAID0 cannot run without a member; remove it or choose another level")
     names = Counter(r.name for r in layout.raids)
     for r in layout.raids:
         if names[r.name] > 1:

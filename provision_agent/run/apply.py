@@ -11,7 +11,7 @@ import os
 from provision_agent import errors
 from provision_agent.drivers import mount
 from provision_agent.machine import disks, image_tables, preflight
-from provision_agent.run import executor
+from provision_agent.run import executor, faults
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
 
@@ -42,8 +42,9 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
                         else live_disks, runner)
         # the images' tables against their disks' sectors: read from the images' heads
         image_tables.check(planned.steps, image_options(conf), runner)
+        watch = faults.FaultWatch(runner, events, planned.disk_names)
         report = executor.Executor(runner, events, conf.target_root, image_options(conf),
-                                   layout=planned.resolved).execute(planned.steps)
+                                   layout=planned.resolved, faults=watch).execute(planned.steps)
     except errors.ProvisionError as exc:
         events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
         events.close()
@@ -52,9 +53,15 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
         events.result("failed", errors.EXIT_UNEXPECTED, f"{type(exc).__name__}: {exc}")
         events.close()
         raise
-    events.result("ok", errors.EXIT_OK)
+    events.result("ok", errors.EXIT_OK, degraded_text(report))
     events.close()
     return report
+
+
+def degraded_text(report):
+    """What the run lost under on_member_failure: degrade, in one line ("" for nothing)."""
+    return "; ".join(f"{x['array']} runs degraded: member {x['member']} (disk {x['disk']}) "
+                     f"was taken out: {x['reason']}" for x in report.get("degraded", []))
 
 
 def save_recovery_keys(path, keys):
@@ -73,6 +80,9 @@ def summary(report):
     for fs in report["filesystems"]:
         lines.append(f"  {fs['device']}: {fs['fs_type']} UUID={fs['uuid']}"
                      + (f" LABEL={fs['label']}" if fs.get("label") else ""))
+    lost = degraded_text(report)
+    if lost:
+        lines.append(f"  DEGRADED: {lost}")
     for step in report["steps"]:
         if step["kind"] == "write_image" and step["result"]:
             r = step["result"]

@@ -21,7 +21,7 @@ from provision_agent.drivers import (
     udev,
     wipe,
 )
-from provision_agent.errors import MachineMismatch, Problem
+from provision_agent.errors import DiskFault, MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
 from provision_agent.run import crypt_steps, kept_steps, target_files
 
@@ -49,8 +49,9 @@ def _tables_at(steps, index):
 
 
 class Executor:
-    def __init__(self, runner, events, target_root, options=None, layout=None):
+    def __init__(self, runner, events, target_root, options=None, layout=None, faults=None):
         self.runner = runner
+        self.faults = faults        # a real run's faults.FaultWatch (run/faults.py)
         self.events = events
         self.root = target_root
         self.options = options or {}
@@ -92,18 +93,28 @@ class Executor:
         started = time.monotonic()
         os.makedirs(self.root, exist_ok=True)
         self._look_ahead(steps)
+        stopped = False
         try:
             index = 0
             while index < len(steps):
                 group = _tables_at(steps, index)
                 self._run(index + 1, len(steps), group)
                 index += len(group)
+            if self.faults:
+                self.faults.final(len(steps))
+        except DiskFault:
+            stopped = True
+            raise
         finally:
             left = self.mounts.umount_all()
             if left:
                 LOG.error("still mounted after the run: %s", ", ".join(left))
+            if stopped:
+                self.faults.teardown()
         report = {"status": "ok", "seconds": round(time.monotonic() - started, 2),
                   "steps": self.results, "filesystems": self.filesystems}
+        if self.faults and self.faults.lost:
+            report["degraded"] = self.faults.lost
         if self.crypt.recovery_keys:
             report["recovery_keys"] = self.crypt.recovery_keys
         return report
@@ -160,6 +171,10 @@ class Executor:
             self.results.append({"index": index, "kind": step.kind,
                                  "description": step.description, "seconds": took,
                                  "result": result})
+        if self.faults:
+            # a disk's I/O error, or a member's under its array's policy: raised in place of
+            # the step's own error, which it explains
+            self.faults.after([(i, count, s) for i, s in enumerate(steps, first)], failure)
         if failure is not None:
             raise failure
 

@@ -160,7 +160,8 @@ def test_a_kept_array_is_assembled_and_its_filesystem_mounted_as_it_is():
     assert on(steps, "/dev/md/md1") == ["md_assemble", "mount"]
     assemble = next(s for s in steps if s["kind"] == "md_assemble")
     assert assemble["args"] == {"device": "/dev/md/md1", "name": "md1", "level": 1,
-                                "members": ["/dev/vda2", "/dev/vdb1"], "spares": []}
+                                "members": ["/dev/vda2", "/dev/vdb1"], "spares": [],
+                                "on_member_failure": "fail"}
     assert "md_create" not in [s["kind"] for s in steps]
     mount = next(s for s in steps if s["kind"] == "mount" and s["args"]["mount_point"] == "/srv")
     assert "kept" in mount["description"]

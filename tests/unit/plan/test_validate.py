@@ -311,3 +311,28 @@ def test_a_whole_disk_images_own_bootloader_gets_an_entry_step_in_uefi_mode():
 def test_the_image_type_needs_a_whole_disk_image_it_names(change, said):
     _, problems = problems_of(mutate(WHOLE_DISK, change))
     assert any(p.startswith(said) for p in problems), problems
+
+
+def test_on_member_failure_reaches_the_plan_and_defaults_to_fail():
+    doc = mutate(sample("two-disk-raid-lvm"),
+                 lambda d: d["raids"][1].__setitem__("on_member_failure", "degrade"))
+    planned = pipeline.build_plan(NativeDriver(doc).layout(), DISKS)
+    made = {s.name: s.on_member_failure for s in planned.steps if s.kind == "md_create"}
+    assert sorted(made.values()) == ["degrade", "fail"]
+
+
+def test_on_member_failure_is_checked_with_its_location():
+    doc = mutate(sample("two-disk-raid-lvm"),
+                 lambda d: d["raids"][0].__setitem__("on_member_failure", "ignore"))
+    with pytest.raises(InputError) as exc:
+        NativeDriver(doc).layout()
+    assert "$.raids[0].on_member_failure" in {p.location for p in exc.value.problems}
+    doc = mutate(sample("three-disk-raid5-raid0-striped"), lambda d: [
+        r.__setitem__("on_member_failure", "degrade") for r in d["raids"]])
+    _, problems = problems_of(doc)
+    raid0 = [i for i, r in enumerate(doc["raids"]) if r["level"] == 0]
+    assert raid0
+    assert [p for p in problems if "on_member_failure" in p] == [
+        f"$.raids[{i}].on_member_failure: on_member_failure degrade needs a redundant array "
+        f"(RAID1, 4, 5, 6 or 10): RAID0 cannot run without a member; remove it or choose "
+        f"another level" for i in raid0]

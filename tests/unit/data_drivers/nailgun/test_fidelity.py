@@ -131,7 +131,8 @@ def test_keep_data_on_a_raid_volume_keeps_its_whole_array(tmp_path, mount, fs, n
     assert "md_create" not in kinds
     (assemble,) = [s["args"] for s in steps if s["kind"] == "md_assemble"]
     assert assemble == {"device": f"/dev/md/{name}", "name": name, "level": 1,
-                        "members": ["/dev/vda4", "/dev/vdb3"], "spares": []}
+                        "members": ["/dev/vda4", "/dev/vdb3"], "spares": [],
+                        "on_member_failure": "fail"}
     assert not any(s["kind"] == "mkfs" and s["args"]["device"] == f"/dev/md/{name}"
                    for s in steps)
     assert [s["args"]["device"] for s in steps if s["kind"] == "mkfs"] == ["/dev/vdb4"]  # /srv

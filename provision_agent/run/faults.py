@@ -1,0 +1,222 @@
+"""Disk faults during a run: what the kernel and md say after each step, and what then happens.
+
+After every step (and once more at the end) the kernel log since the run started is read for
+I/O errors, and each array the run brought up is read for what md absorbed (its members'
+bad-block logs, error counters and states). An error on a disk the plan names that no array
+absorbed stops the run at once (DiskFault, exit 4): the message names the disk, the step and
+the kernel's line. An error md absorbed on a member of a redundant array follows the array's
+`on_member_failure`: "fail" (the default) stops the run the same way, naming the member;
+"degrade" takes the member out of the array (mdadm --fail, --remove), the run goes on, and
+the report and a `member_lost` event name it. After a stop, what the run mounted is unmounted
+(the executor) and the volume groups and arrays it brought up are stopped here (teardown), so
+that nothing keeps writing to the failing disk or to any other.
+"""
+
+import logging
+import os
+from dataclasses import dataclass
+
+from provision_agent.drivers import kernel_log, md_health
+from provision_agent.errors import DiskFault
+
+LOG = logging.getLogger(__name__)
+
+SYS_CLASS_BLOCK = "/sys/class/block"
+REDUNDANT = (1, 4, 5, 6, 10)
+SHOWN_LINES = 3
+
+
+def kernel_name(path):
+    return os.path.basename(os.path.realpath(path))
+
+
+@dataclass(frozen=True)
+class Located:
+    """A kernel DeviceError placed on a planned disk: `disk` and `device` kernel names, the
+    latter the partition the sector falls in (or the disk itself)."""
+    disk: str
+    device: str
+    error: kernel_log.DeviceError
+
+
+def _int(path):
+    try:
+        with open(path) as f:
+            return int(f.read(64).strip())
+    except (OSError, ValueError):
+        return None
+
+
+def locate(error, disks, sys_class_block=SYS_CLASS_BLOCK):
+    """Where `error` happened, as a Located, or None when not on a disk in `disks` (kernel
+    names): a disk's sector is placed in the partition holding it (sysfs start and size, in
+    512-byte units as the kernel's sector is); a partition's name is placed on its disk."""
+    name = error.device
+    if name in disks:
+        if error.sector is not None:
+            base = os.path.join(sys_class_block, name)
+            try:
+                entries = sorted(os.listdir(base))
+            except OSError:
+                entries = []
+            for entry in entries:
+                start = _int(os.path.join(base, entry, "start"))
+                size = _int(os.path.join(base, entry, "size"))
+                if start is not None and size and start <= error.sector < start + size:
+                    return Located(name, entry, error)
+        return Located(name, name, error)
+    parent = os.path.basename(os.path.dirname(os.path.realpath(
+        os.path.join(sys_class_block, name))))
+    if parent in disks and os.path.exists(os.path.join(sys_class_block, name, "partition")):
+        return Located(parent, name, error)
+    return None
+
+
+def step_text(steps):
+    """"step 7/15 (mkfs: ext4 on /dev/vdb1)" for [(index, count, step)]."""
+    return ", ".join(f"step {i}/{n} ({s.kind}: {s.description or s.kind})"
+                     for i, n, s in steps)
+
+
+def kernel_lines(located):
+    lines = list(dict.fromkeys(loc.error.line for loc in located))
+    more = f" (and {len(lines) - SHOWN_LINES} more lines)" if len(lines) > SHOWN_LINES else ""
+    return "; ".join(lines[:SHOWN_LINES]) + more
+
+
+STOPPED = ("Provision stopped there: nothing more was written to any disk, what it mounted "
+           "was unmounted and the arrays and volume groups it brought up were stopped.")
+
+
+def disk_fault_message(disk, located, where, cause=None):
+    msg = (f"I/O error on disk {disk} during {where}: the kernel logged: "
+           f"{kernel_lines(located)}. The disk fails I/O: replace it, or leave it out of the "
+           f"layout. {STOPPED}")
+    if cause is not None:
+        first = (str(cause).splitlines() or [type(cause).__name__])[0]
+        msg += f" The step's own error: {first[:500]}"
+    return msg
+
+
+def member_fault_message(array, member, disk, why, where):
+    return (f"RAID{array['level']} {array['device']}: member {member} (disk {disk}) failed: "
+            f"{why}; found after {where}. The array's on_member_failure is fail (the "
+            f"default): replace the disk, or set on_member_failure: degrade to let the array "
+            f"run without the member. {STOPPED}")
+
+
+class FaultWatch:
+    """Checks after each step of a real run (the executor calls `after`, then `final`)."""
+
+    def __init__(self, runner, events, disk_names, sys_class_block=SYS_CLASS_BLOCK,
+                 sys_block=md_health.SYS_BLOCK):
+        self.runner, self.events = runner, events
+        self.sys_class_block, self.sys_block = sys_class_block, sys_block
+        self.disks = {kernel_name(d): d for d in disk_names}    # vdb -> the plan's name
+        self.log = kernel_log.KernelLog(runner)
+        self.arrays = {}        # device -> {"device", "level", "policy", "members": {kname: path}}
+        self.vgs = []           # volume groups the run created or activated
+        self.luks = []          # mappings the run opened
+        self.lost = []          # members taken out under on_member_failure: degrade
+        self.absorbed = []      # kernel lines on members of arrays (for the report)
+
+    def _bring_up(self, step):
+        if step.kind in ("md_create", "md_assemble"):
+            self.arrays[step.device] = {
+                "device": step.device, "level": step.level,
+                "policy": getattr(step, "on_member_failure", "fail"),
+                "members": {kernel_name(m): m for m in step.members + step.spares}}
+        elif step.kind in ("vg_create", "vg_activate"):
+            self.vgs.append(step.name)
+        elif step.kind == "luks_open":
+            self.luks.append(step.name)
+
+    def after(self, done, failure=None):
+        """After the steps `done` ([(index, count, step)]) ran: raise DiskFault when a disk
+        failed I/O or a member failed under policy fail; `failure` is the steps' own error."""
+        for _, _, step in done:
+            self._bring_up(step)
+        self._check(step_text(done), failure)
+
+    def _located(self):
+        """The kernel's new device errors that are on the plan's disks."""
+        return [loc for loc in (locate(e, self.disks, self.sys_class_block)
+                                for e in kernel_log.device_errors(self.log.new())) if loc]
+
+    def _check(self, where, failure):
+        found = self._located()
+        outside = [loc for loc in found if self._array_of(loc.device) is None]
+        if failure is not None and found:
+            outside = found     # the step failed and a disk said why: whatever it is under
+        if outside:
+            disk = self.disks[outside[0].disk]
+            raise DiskFault(disk_fault_message(disk, outside, where, failure), disk,
+                            where) from failure
+        self.absorbed += [loc for loc in found if loc not in outside]
+        if failure is None:
+            self._check_arrays(found, where)
+
+    def _array_of(self, kname):
+        for array in self.arrays.values():
+            if kname in array["members"] and array["level"] in REDUNDANT:
+                return array
+        return None
+
+    def _check_arrays(self, found, where):
+        for array in self.arrays.values():
+            if array["level"] not in REDUNDANT:
+                continue
+            health = md_health.read(array["device"], self.sys_block)
+            said = md_health.member_problems(health) if health else {}
+            for kname in array["members"]:
+                mine = [loc for loc in found if loc.device == kname]
+                if mine:
+                    said[kname] = "; ".join(filter(None, [
+                        said.get(kname), f"the kernel logged: {kernel_lines(mine)}"]))
+            for kname, why in said.items():
+                member = array["members"].get(kname, f"/dev/{kname}")
+                if any(x["member"] == member for x in self.lost):
+                    continue
+                self._member_failed(array, member, kname, why, where)
+
+    def _member_failed(self, array, member, kname, why, where):
+        where_on = locate(kernel_log.DeviceError(kname, None, None, ""), self.disks,
+                          self.sys_class_block)
+        disk = self.disks[where_on.disk] if where_on else f"/dev/{kname}"
+        if array["policy"] != "degrade":
+            raise DiskFault(member_fault_message(array, member, disk, why, where), disk, where)
+        LOG.error("RAID%s %s: member %s (disk %s) failed: %s; on_member_failure is degrade: "
+                  "taking it out of the array", array["level"], array["device"], member, disk,
+                  why)
+        md_health.remove_member(self.runner, array["device"], member)
+        lost = {"array": array["device"], "member": member, "disk": disk, "reason": why,
+                "found_after": where}
+        self.lost.append(lost)
+        self.events.emit("member_lost", **lost)
+
+    def final(self, count):
+        """Once every step is done: the last look, and what md still has to do."""
+        self._check(f"the last step ({count}/{count})", None)
+        for array in self.arrays.values():
+            health = md_health.read(array["device"], self.sys_block)
+            if health and health.sync_action not in ("", "idle"):
+                LOG.warning("%s: md's %s is at %s sectors when the run ends; md finishes it "
+                            "in the installed system, and what it meets from here on is md's "
+                            "to report", array["device"], health.sync_action,
+                            health.sync_completed)
+
+    def teardown(self):
+        """After a stop (the executor unmounted first): the volume groups, encrypted mappings
+        and arrays this run brought up, taken down in that order; best effort, each said."""
+        for name in reversed(self.vgs):
+            self._quiet(["vgchange", "-an", name])
+        for name in reversed(self.luks):
+            self._quiet(["cryptsetup", "close", name])
+        for device in reversed(list(self.arrays)):
+            self._quiet(["mdadm", "--stop", device])
+
+    def _quiet(self, argv):
+        res = self.runner.run(argv, check=False)
+        if res.returncode != 0:
+            LOG.error("after the stop: %s exited %s: %s", " ".join(argv), res.returncode,
+                      res.stderr.strip()[:300])

@@ -1,0 +1,150 @@
+"""What a run does when the kernel or md says a disk failed (run/faults.py, issue 57)."""
+
+import io
+import json
+import os
+
+import pytest
+
+from provision_agent.errors import CommandError, DiskFault
+from provision_agent.plan.steps import make as Step
+from provision_agent.run import faults
+from provision_agent.run.events import Events
+from provision_agent.run.executor import Executor
+from tests.unit.drivers.test_md_health import RESYNC_BAD, fake_array
+from tests.unit.fakes import FakeRunner
+
+BOOT = "<6>[   47.709708]  vdb: vdb1 vdb2\n"
+RESYNC_ERROR = ("<3>[   52.636408] I/O error, dev vdb, sector 21888 op 0x1:(WRITE) flags 0x0 "
+                "phys_seg 245 prio class 0\n")
+MKFS = Step("mkfs", {"device": "/dev/vdb2", "fs_type": "ext4", "label": None, "options": []},
+            description="ext4 on /dev/vdb2")
+MD = Step("md_create", {"device": "/dev/md127", "name": "root", "level": 1,
+                        "members": ["/dev/vda1", "/dev/vdb1"], "on_member_failure": "fail"},
+          description="RAID1 /dev/md127 over 2 members")
+
+
+def fake_sysfs(root):
+    """vda and vdb with two partitions each: 1 MiB..65 MiB and 65 MiB..1 GiB (512-byte
+    units), as /sys/class/block shows them."""
+    cls = root / "class"
+    for disk in ("vda", "vdb", "vdc"):
+        for n, (start, size) in enumerate(((2048, 131072), (133120, 1964032)), 1):
+            part = cls / disk / f"{disk}{n}"
+            part.mkdir(parents=True)
+            (part / "start").write_text(f"{start}\n")
+            (part / "size").write_text(f"{size}\n")
+            (part / "partition").write_text(f"{n}\n")
+            os.symlink(part, cls / f"{disk}{n}")
+    return str(cls)
+
+
+def watch(tmp_path, runner, disks=("/dev/vda", "/dev/vdb"), stream=None, members=None):
+    block = tmp_path / "block"
+    if members:
+        fake_array(block, members)
+    return faults.FaultWatch(runner, Events([stream] if stream else []), disks,
+                             sys_class_block=fake_sysfs(tmp_path), sys_block=str(block))
+
+
+def test_a_failed_step_with_a_kernel_io_error_names_disk_step_and_line(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner)
+    runner.answers["dmesg --raw"] = BOOT + RESYNC_ERROR.replace("21888", "140000")
+    cause = CommandError(["mkfs.ext4", "/dev/vdb2"], 1, "",
+                         "mkfs.ext4: Input/output error while writing out and closing file "
+                         "system")
+    with pytest.raises(DiskFault) as exc:
+        w.after([(7, 9, MKFS)], cause)
+    msg = str(exc.value)
+    assert msg.startswith("I/O error on disk /dev/vdb during step 7/9 (mkfs: ext4 on "
+                          "/dev/vdb2): the kernel logged: I/O error, dev vdb, sector 140000 "
+                          "op 0x1:(WRITE)"), msg
+    assert "replace it, or leave it out of the layout" in msg
+    assert "nothing more was written to any disk" in msg
+    assert msg.endswith("The step's own error: command 'mkfs.ext4 /dev/vdb2' exited with 1; "
+                        "stderr:"), msg
+    assert exc.value.exit_code == 4 and exc.value.disk == "/dev/vdb"
+    assert exc.value.__cause__ is cause
+
+
+def test_an_error_after_a_step_that_passed_stops_too_and_other_disks_are_not_ours(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner)
+    # a partition of a disk the plan does not name: not this run's to judge
+    runner.answers["dmesg --raw"] = (BOOT + "<3>[ 60.0] Buffer I/O error on dev vdc1, logical "
+                                     "block 9, lost async page write\n")
+    w.after([(7, 9, MKFS)])
+    runner.answers["dmesg --raw"] += ("<3>[ 61.0] Buffer I/O error on dev vdb2, logical block "
+                                      "9, lost async page write\n")
+    with pytest.raises(DiskFault, match=r"^I/O error on disk /dev/vdb during step 8/9 .*"
+                                        r"Buffer I/O error on dev vdb2"):
+        w.after([(8, 9, MKFS)])
+
+
+def test_a_member_error_md_absorbed_fails_by_default_naming_the_member(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner, members={
+        "vda1": ("in_sync", 0, ""), "vdb1": ("in_sync,write_error,want_replacement", 0,
+                                             RESYNC_BAD)})
+    runner.answers["dmesg --raw"] = BOOT + RESYNC_ERROR
+    with pytest.raises(DiskFault) as exc:
+        w.after([(5, 9, MD)])
+    msg = str(exc.value)
+    assert msg.startswith("RAID1 /dev/md127: member /dev/vdb1 (disk /dev/vdb) failed: md state "
+                          "in_sync,write_error,want_replacement; 5 range(s) in its bad-block "
+                          "log"), msg
+    assert "the kernel logged: I/O error, dev vdb, sector 21888" in msg
+    assert "found after step 5/9 (md_create: RAID1 /dev/md127 over 2 members)" in msg
+    assert "on_member_failure is fail (the default)" in msg
+    assert not any(c[:2] == ["mdadm", "--manage"] for c in runner.calls)
+
+
+def test_degrade_takes_the_member_out_once_and_says_so(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    stream = io.StringIO()
+    md = Step("md_create", dict(MD.args, on_member_failure="degrade"), description="RAID1")
+    w = watch(tmp_path, runner, stream=stream, members={
+        "vda1": ("in_sync", 0, ""), "vdb1": ("in_sync,write_error", 0, RESYNC_BAD)})
+    runner.answers["dmesg --raw"] = BOOT + RESYNC_ERROR
+    w.after([(5, 9, md)])
+    w.final(9)          # md still lists it in this fake: not taken out twice
+    assert [c for c in runner.calls if c[0] == "mdadm"] == [
+        ["mdadm", "--manage", "/dev/md127", "--fail", "/dev/vdb1"],
+        ["mdadm", "--manage", "/dev/md127", "--remove", "/dev/vdb1"]]
+    [lost] = w.lost
+    assert (lost["array"], lost["member"], lost["disk"]) == ("/dev/md127", "/dev/vdb1",
+                                                             "/dev/vdb")
+    assert "bad-block log" in lost["reason"] and "sector 21888" in lost["reason"]
+    [event] = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert event["event"] == "member_lost" and event["member"] == "/dev/vdb1"
+
+
+def test_a_kernel_error_inside_a_member_is_the_arrays_even_without_bad_blocks(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner, members={"vda1": ("in_sync", 0, ""),
+                                         "vdb1": ("in_sync", 0, "")})
+    runner.answers["dmesg --raw"] = BOOT + RESYNC_ERROR         # sector 21888 is in vdb1
+    with pytest.raises(DiskFault, match="member /dev/vdb1 .* the kernel logged: I/O error"):
+        w.after([(5, 9, MD)])
+
+
+def test_the_executor_unmounts_then_stops_what_it_brought_up(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT, "blkid": "1234-uuid\n"}, fail=("mkfs.ext4",))
+    w = watch(tmp_path, runner)
+    steps = [Step("vg_create", {"name": "vg0", "pvs": ["/dev/vda2"]}),
+             Step("mount", {"device": "/dev/vda1", "mount_point": "/", "fs_type": "ext4",
+                            "options": "defaults"}), MKFS]
+    w.after([(1, 1, MD)])       # an array an earlier step made (md_create waits for its device)
+    target = tmp_path / "t"
+    original = w.after
+
+    def with_error(done, failure=None):
+        if done[0][2] is MKFS:
+            runner.answers["dmesg --raw"] = BOOT + RESYNC_ERROR.replace("21888", "140000")
+        return original(done, failure)
+    w.after = with_error
+    with pytest.raises(DiskFault, match="during step 3/3"):
+        Executor(runner, Events(), str(target), faults=w).execute(steps)
+    tail = [" ".join(c) for c in runner.calls if c[0] in ("umount", "vgchange", "mdadm")]
+    assert tail[-3:] == [f"umount {target}", "vgchange -an vg0", "mdadm --stop /dev/md127"]
