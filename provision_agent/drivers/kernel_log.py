@@ -32,6 +32,12 @@ _MD_FAILURE = re.compile(r"md/raid\d{0,2}:(md[A-Za-z0-9_]{1,32}): Disk failure o
                          r"([A-Za-z0-9_!.-]{1,32}), disabling device")
 
 
+# A discard or write-zeroes a device refuses (some SCSI disks answer UNMAP or WRITE SAME with
+# "critical target error") loses no data: the kernel stops sending them, zeroing falls back to
+# writes, and blkdiscard's own exit says it to its caller (drivers/wipe.py).
+IGNORED_OPS = ("DISCARD", "WRITE_ZEROES", "SECURE_ERASE")
+
+
 @dataclass(frozen=True)
 class Entry:
     level: int
@@ -67,13 +73,14 @@ def parse(text):
 
 
 def device_errors(entries):
-    """Every DeviceError the entries report, in log order."""
+    """Every DeviceError the entries report, in log order (but IGNORED_OPS')."""
     found = []
     for entry in entries:
         msg = entry.message
         m = _IO_ERROR.search(msg)
         if m:
-            found.append(DeviceError(m.group(1), int(m.group(2)), m.group(3), msg))
+            if m.group(3) not in IGNORED_OPS:
+                found.append(DeviceError(m.group(1), int(m.group(2)), m.group(3), msg))
             continue
         m = _BUFFER_ERROR.search(msg)
         if m:

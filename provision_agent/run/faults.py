@@ -93,8 +93,9 @@ def disk_fault_message(disk, located, where, cause=None):
            f"{kernel_lines(located)}. The disk fails I/O: replace it, or leave it out of the "
            f"layout. {STOPPED}")
     if cause is not None:
-        first = (str(cause).splitlines() or [type(cause).__name__])[0]
-        msg += f" The step's own error: {first[:500]}"
+        # one line, as Ironic's last_error shows it: the command and its stderr's tail
+        said = " ".join(str(cause).split()) or type(cause).__name__
+        msg += f" The step's own error: {said[:500]}"
     return msg
 
 

@@ -25,7 +25,10 @@ def test_device_errors_of_every_form():
             + "<3>[ 2.0] critical medium error, dev nvme0n1, sector 99 op 0x0:(READ) flags 0\n"
             + "<3>[ 3.0] Buffer I/O error on dev vdb1, logical block 5, lost async page write\n"
             + "<2>[ 4.0] md/raid1:md127: Disk failure on vdc2, disabling device.\n"
-            + "<6>[ 5.0] md: md127: resync done.\n")
+            + "<6>[ 5.0] md: md127: resync done.\n"
+            + "<3>[ 6.0] critical target error, dev sdb, sector 0 op 0x3:(DISCARD) flags 0\n"
+            + "<3>[ 7.0] operation not supported error, dev sdb, sector 8 op 0x9:(WRITE_ZEROES)"
+              " flags 0\n")
     found = kernel_log.device_errors(kernel_log.parse(text))
     assert [(e.device, e.sector, e.op, e.array) for e in found] == [
         ("vdb", 21888, "WRITE", None), ("sda", 2048, "WRITE", None),

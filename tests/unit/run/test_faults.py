@@ -63,7 +63,9 @@ def test_a_failed_step_with_a_kernel_io_error_names_disk_step_and_line(tmp_path)
     assert "replace it, or leave it out of the layout" in msg
     assert "nothing more was written to any disk" in msg
     assert msg.endswith("The step's own error: command 'mkfs.ext4 /dev/vdb2' exited with 1; "
-                        "stderr:"), msg
+                        "stderr: mkfs.ext4: Input/output error while writing out and closing "
+                        "file system"), msg
+    assert "\n" not in msg
     assert exc.value.exit_code == 4 and exc.value.disk == "/dev/vdb"
     assert exc.value.__cause__ is cause
 
