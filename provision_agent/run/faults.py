@@ -17,7 +17,10 @@ import os
 from dataclasses import dataclass
 
 from provision_agent.drivers import kernel_log, md_health
-from provision_agent.errors import DiskFault
+from provision_agent.errors import (
+    CommandError,
+    DiskFault,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -99,11 +102,17 @@ def disk_fault_message(disk, located, where, cause=None):
     return msg
 
 
-def member_fault_message(array, member, disk, why, where):
-    return (f"RAID{array['level']} {array['device']}: member {member} (disk {disk}) failed: "
-            f"{why}; found after {where}. The array's on_member_failure is fail (the "
-            f"default): replace the disk, or set on_member_failure: degrade to let the array "
-            f"run without the member. {STOPPED}")
+def member_fault_message(array, member, disk, why, where, refused=None):
+    head = (f"RAID{array['level']} {array['device']}: member {member} (disk {disk}) failed: "
+            f"{why}; found after {where}.")
+    if refused is not None:
+        # degrade, but md cannot run without it (the last mirror, a third RAID6 member)
+        said = " ".join(str(refused).split())[:300]
+        return (f"{head} The array's on_member_failure is degrade, but md would not run "
+                f"without it ({said}): replace the disks. {STOPPED}")
+    return (f"{head} The array's on_member_failure is fail (the default): replace the disk, "
+            f"or set on_member_failure: degrade to let the array run without the member. "
+            f"{STOPPED}")
 
 
 class FaultWatch:
@@ -189,7 +198,11 @@ class FaultWatch:
         LOG.error("RAID%s %s: member %s (disk %s) failed: %s; on_member_failure is degrade: "
                   "taking it out of the array", array["level"], array["device"], member, disk,
                   why)
-        md_health.remove_member(self.runner, array["device"], member)
+        try:
+            md_health.remove_member(self.runner, array["device"], member)
+        except CommandError as exc:
+            raise DiskFault(member_fault_message(array, member, disk, why, where, exc), disk,
+                            where) from exc
         lost = {"array": array["device"], "member": member, "disk": disk, "reason": why,
                 "found_after": where}
         self.lost.append(lost)

@@ -150,3 +150,18 @@ def test_the_executor_unmounts_then_stops_what_it_brought_up(tmp_path):
         Executor(runner, Events(), str(target), faults=w).execute(steps)
     tail = [" ".join(c) for c in runner.calls if c[0] in ("umount", "vgchange", "mdadm")]
     assert tail[-3:] == [f"umount {target}", "vgchange -an vg0", "mdadm --stop /dev/md127"]
+
+
+def test_degrade_that_md_refuses_stops_the_run_naming_why(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT}, fail=("mdadm --manage",))
+    md = Step("md_create", dict(MD.args, on_member_failure="degrade"), description="RAID1")
+    w = watch(tmp_path, runner, members={"vda1": ("faulty", 0, ""),
+                                         "vdb1": ("in_sync", 0, "")})
+    with pytest.raises(DiskFault) as exc:
+        w.after([(5, 9, md)])
+    msg = str(exc.value)
+    assert msg.startswith("RAID1 /dev/md127: member /dev/vda1 (disk /dev/vda) failed: md state "
+                          "faulty; found after step 5/9"), msg
+    assert ("on_member_failure is degrade, but md would not run without it (command 'mdadm "
+            "--manage /dev/md127 --fail /dev/vda1' exited with 1") in msg, msg
+    assert w.lost == []
