@@ -10,6 +10,11 @@
 # already) for the Secure Boot tests; the plain test OS lacks it on purpose, so it stands for
 # an image that cannot boot under Secure Boot. `build-debian.sh iscsi` adds open-iscsi (its
 # initramfs logs in to the target / is on; virtio_net in the initramfs, as for crypt).
+# `build-debian.sh dracut` builds its initramfs with dracut instead of initramfs-tools (as
+# RHEL-family images and some Debian sites do; issue 61): dracut, cryptsetup and clevis-dracut
+# (TPM2) in, initramfs-tools and multipath-tools-boot (which needs it) out; dracut's generic
+# (not host-only) image, zstd, without its network modules (minbase has no dbus-daemon, which
+# they need, and the kernel's postinst failed on them; Tang is proven with initramfs-tools).
 # The marker unit (boot-marker.sh, part of the cache key) prints PROVISION-BOOT-OK, the
 # configdrive, the multipath maps, the chain of devices under /, and the SSH keys and user data
 # it found on a config-2 configdrive to the serial console.
@@ -35,7 +40,8 @@ case $flavour in
          prefix="crypt-" ;;
   secureboot) extra=",shim-signed,grub-efi-amd64-signed" prefix="secureboot-" ;;
   iscsi) extra=",open-iscsi" prefix="iscsi-" ;;
-  *) echo "unknown flavour $flavour (none, crypt, secureboot or iscsi)" >&2; exit 2 ;;
+  dracut) extra=",dracut,cryptsetup,clevis-luks,clevis-dracut,clevis-tpm2" prefix="dracut-" ;;
+  *) echo "unknown flavour $flavour (none, crypt, secureboot, iscsi or dracut)" >&2; exit 2 ;;
 esac
 key=$( (cat "$here/build-debian.sh" "$here/boot-marker.sh"; echo "$flavour") | sha256sum | cut -c1-16)
 out=$cache/test-os-$prefix$key
@@ -55,8 +61,17 @@ fi
 [ -n "$mirror" ] || { echo "no apt source for bookworm; set TEST_OS_MIRROR" >&2; exit 1; }
 work=$(mktemp -d "$cache/test-os-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+initramfs_tool=",multipath-tools-boot,initramfs-tools"
+initramfs_conf='printf "MODULES=dep\nCOMPRESS=zstd\nCOMPRESSLEVEL=3\n" > "$1/etc/initramfs-tools/conf.d/provision-test-modules"'
+if [ "$flavour" = dracut ]; then
+  initramfs_tool=""
+  # before the kernel is installed: its postinst builds the first initramfs with this
+  initramfs_conf='true'
+  dracut_conf='mkdir -p "$1/etc/dracut.conf.d" && printf "hostonly=\"no\"\ncompress=\"zstd\"\nomit_dracutmodules+=\" clevis-pin-tang ifcfg network systemd-networkd dbus \"\n" > "$1/etc/dracut.conf.d/provision-test.conf"'
+fi
 mmdebstrap --variant=minbase --skip=check/empty \
-  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,multipath-tools,multipath-tools-boot,initramfs-tools,zstd,util-linux,udev,e2fsprogs,dosfstools$extra \
+  ${dracut_conf:+--essential-hook="$dracut_conf"} \
+  --include=linux-image-amd64,systemd-sysv,grub-pc-bin,grub-efi-amd64-bin,grub2-common,mdadm,lvm2,multipath-tools,zstd,util-linux,udev,e2fsprogs,dosfstools$initramfs_tool$extra \
   --dpkgopt=path-exclude=/usr/share/doc/* --dpkgopt=path-exclude=/usr/share/man/* \
   --dpkgopt=path-exclude=/usr/share/locale/* \
   --customize-hook='mkdir -p "$1/etc/default" && echo "GRUB_TERMINAL=serial" >> "$1/etc/default/grub" && echo "GRUB_TIMEOUT=1" >> "$1/etc/default/grub" && echo "GRUB_DISABLE_RECOVERY=true" >> "$1/etc/default/grub"' \
@@ -73,7 +88,7 @@ ExecStart=/usr/local/sbin/boot-marker
 WantedBy=multi-user.target
 UNIT
 ln -s /etc/systemd/system/boot-marker.service "$1/etc/systemd/system/multi-user.target.wants/boot-marker.service"' \
-  --customize-hook='printf "MODULES=dep\nCOMPRESS=zstd\nCOMPRESSLEVEL=3\n" > "$1/etc/initramfs-tools/conf.d/provision-test-modules"' \
+  --customize-hook="$initramfs_conf" \
   --customize-hook='mkdir -p "$1/etc/systemd/system.conf.d" && printf "[Manager]\nDefaultDeviceTimeoutSec=600s\n" > "$1/etc/systemd/system.conf.d/provision-test-emulated.conf"' \
   --customize-hook="if [ '$flavour' = crypt ] || [ '$flavour' = iscsi ]; then echo virtio_net >> \"\$1/etc/initramfs-tools/modules\"; fi" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \

@@ -20,7 +20,8 @@ def build_dir(flavour=None):
     """The cache directory holding root.ext4.zst and root.tar.zst (built when missing);
     flavour "crypt": the test OS that opens encrypted volumes at boot (clevis, cryptsetup);
     "secureboot": the one with Debian's signed boot chain (shim-signed, grub-efi-amd64-signed);
-    "iscsi": with open-iscsi, for / on an iSCSI LUN."""
+    "iscsi": with open-iscsi, for / on an iSCSI LUN; "dracut": its initramfs built by dracut
+    (clevis-dracut for TPM2) instead of initramfs-tools."""
     out = subprocess.run([str(REPO_ROOT / "tests" / "images" / "build-debian.sh")]
                          + ([flavour] if flavour else []),
                          check=True, stdout=subprocess.PIPE, text=True, timeout=3600)
