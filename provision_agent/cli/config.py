@@ -60,7 +60,10 @@ cli_opts = [
     cfg.IntOpt("image_stall_seconds", default=120, min=0,
                help="A download that brings fewer than --image_stall_bytes in this many seconds "
                     "has stalled and fails with exit 5 (the per-read timeout never fires for a "
-                    "server that drips a byte at a time). 0: never."),
+                    "server that drips a byte at a time). The same seconds bound an outage: "
+                    "once the download has begun, a server or network that stops answering is "
+                    "retried (resuming with Range) until this long after the last byte, then "
+                    "fails with exit 5. 0: never judged; an outage gets 5 attempts."),
     cfg.IntOpt("image_stall_bytes", default=1 << 20, min=1,
                help="See --image_stall_seconds."),
     cfg.StrOpt("image_keyring",

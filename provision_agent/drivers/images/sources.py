@@ -9,6 +9,7 @@ expected, so the operator does not have to guess from a traceback.
 import logging
 import os
 import threading
+import time
 import urllib.parse
 
 import requests
@@ -59,6 +60,11 @@ class _Dropped(Exception):
     """The connection broke mid-stream; retried (with Range) when the server allows it."""
 
 
+class _Unreachable(_Dropped):
+    """No answer at all (refused, unreachable, timed out, HTTP 5xx): once the download has
+    begun, an outage, retried until the stall deadline since the last byte (not a count)."""
+
+
 class HttpSource:
     """A streamed GET that resumes with a Range request after a dropped connection.
 
@@ -84,13 +90,26 @@ class HttpSource:
         self._ranges = False
         self._done = 0
         self._resp = None
+        self._last_byte = None      # monotonic time of the last byte; None before the first
         self._open(first=True)
 
     def _retrying(self):
         return tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self._retries),
+            stop=self._give_up,
             wait=tenacity.wait_exponential(multiplier=0.2, max=5),
             retry=tenacity.retry_if_exception_type(_Dropped), reraise=True)
+
+    def _give_up(self, state):
+        """An outage after the download began (the server or the network gone for minutes)
+        is ridden out until the stall deadline has passed since the last byte; a server that
+        answers and drops, or one that never answered, gets `retries` attempts."""
+        outage = isinstance(state.outcome.exception(), _Unreachable)
+        if outage and self._last_byte is not None and self._stall.seconds:
+            return self._outage_seconds() >= self._stall.seconds
+        return state.attempt_number >= self._retries
+
+    def _outage_seconds(self):
+        return time.monotonic() - self._last_byte
 
     def _open(self, first=False):
         for attempt in self._retrying():
@@ -105,12 +124,14 @@ class HttpSource:
         except requests.exceptions.SSLError as exc:
             raise ImageError(f"image {self.uri}: TLS verification failed: {exc}") from exc
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _Dropped(f"image {self.uri}: cannot connect: {exc}") from exc
+            raise _Unreachable(f"image {self.uri}: cannot connect: {exc}"
+                               f"{self._outage_note()}") from exc
         except requests.RequestException as exc:     # redirect loops, bad URLs, ...
             raise ImageError(f"image {self.shown}: {type(exc).__name__}: {exc}") from exc
         if resp.status_code >= 500:
             resp.close()
-            raise _Dropped(f"image {self.uri}: HTTP {resp.status_code} {resp.reason}")
+            raise _Unreachable(f"image {self.uri}: HTTP {resp.status_code} {resp.reason}"
+                               f"{self._outage_note()}")
         expected = 200 if first else 206
         if resp.status_code != expected:
             resp.close()
@@ -120,6 +141,7 @@ class HttpSource:
             length = resp.headers.get("Content-Length")
             self.size = int(length) if length and length.isdigit() else None
             self._ranges = resp.headers.get("Accept-Ranges", "").lower() == "bytes"
+            self._last_byte = time.monotonic()      # the download has begun: its answer
         else:
             start = resp.headers.get("Content-Range", "").split(" ")[-1].split("-")[0]
             if start != str(self._done):
@@ -129,6 +151,13 @@ class HttpSource:
                                  f"{resp.headers.get('Content-Range')!r}")
         self._resp = resp
         self._stall.watch(resp)
+
+    def _outage_note(self):
+        if self._last_byte is None or not self._stall.seconds:
+            return ""
+        return (f" (no answer for {self._outage_seconds():.0f} s after byte {self._done} of "
+                f"{self.size}; an outage is waited out for {self._stall.seconds} s: "
+                f"--image_stall_seconds)")
 
     def _refused(self, status):
         if status not in (401, 403):
@@ -180,6 +209,7 @@ class HttpSource:
         self._stall.note(got or 0)
         if got and (self.size is None or self._done + got <= self.size):
             self._done += got
+            self._last_byte = time.monotonic()
             return got
         if self.size is None and got is not None:
             return 0                # no length given: a clean close is the end
@@ -187,6 +217,7 @@ class HttpSource:
             return 0
         self._resp.close()
         self._resp = None
+        self._stall.pause()         # no connection: the outage deadline judges, not the window
         if not self._ranges:
             raise ImageError(f"image {self.uri}: connection dropped after {self._done} of "
                              f"{self.size} bytes ({why}) and the server does not support "
@@ -219,25 +250,36 @@ class StallWatch:
 
     The per-read timeout only fires when nothing at all arrives; a server dripping a byte a
     second keeps a download alive for days. Shutting the socket down from this thread makes
-    the blocked read return, and the reader then reports the stall.
+    the blocked read return, and the reader then reports the stall. A window starts with each
+    connection and only runs while there is one (pause()): the time between a drop and the
+    next connection is an outage, which HttpSource bounds by the same seconds itself, so an
+    outage shorter than the deadline never counts against the connection after it.
     """
 
-    def __init__(self, min_bytes, seconds):
+    TICK = 1.0      # how often the window is looked at: a stall is cut within seconds + TICK
+
+    def __init__(self, min_bytes, seconds, clock=time.monotonic):
         self.min_bytes, self.seconds = min_bytes, seconds
         self.stalled = False
+        self._clock = clock
         self._resp = None
         self._got = 0
+        self._since = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
 
     def watch(self, resp):
         with self._lock:
-            self._resp, self._got = resp, 0
+            self._resp, self._got, self._since = resp, 0, self._clock()
         if self._thread is None and self.seconds:
             self._thread = threading.Thread(target=self._run, daemon=True,
                                             name="image-stall-watch")
             self._thread.start()
+
+    def pause(self):
+        with self._lock:
+            self._resp, self._since = None, None
 
     def note(self, n):
         with self._lock:
@@ -246,13 +288,22 @@ class StallWatch:
     def stop(self):
         self._stop.set()
 
+    def check(self):
+        """Judge the window if it is over; True when the connection stalled (it is shut)."""
+        with self._lock:
+            if self._since is None or self._clock() - self._since < self.seconds:
+                return False
+            got, resp = self._got, self._resp
+            self._got, self._since = 0, self._clock()
+        if got < self.min_bytes:
+            self.stalled = True
+            shutdown(resp)
+            return True
+        return False
+
     def _run(self):
-        while not self._stop.wait(self.seconds):
-            with self._lock:
-                got, self._got, resp = self._got, 0, self._resp
-            if got < self.min_bytes and resp is not None:
-                self.stalled = True
-                shutdown(resp)
+        while not self._stop.wait(min(self.TICK, self.seconds)):
+            if self.check():
                 return
 
 
