@@ -108,3 +108,11 @@ class DiskFault(ProvisionError):
     def __init__(self, message, disk, step):
         self.disk, self.step = disk, step
         super().__init__(message)
+
+
+class DiskStalled(ProvisionError):
+    """A disk the plan writes stopped answering: requests in flight and none finishing for the
+    stall deadline (run/disk_watch.py). Threads or programs may still wait on it in the
+    kernel, so the CLI leaves without waiting for them (cli/main.py)."""
+
+    exit_code = EXIT_COMMAND_FAILED

@@ -66,6 +66,13 @@ cli_opts = [
                     "fails with exit 5. 0: never judged; an outage gets 5 attempts."),
     cfg.IntOpt("image_stall_bytes", default=1 << 20, min=1,
                help="See --image_stall_seconds."),
+    cfg.IntOpt("disk_stall_seconds", default=120, min=0,
+               help="A disk the plan writes that has requests in flight and finishes none of "
+                    "them for this many seconds has stalled: the step running fails with exit "
+                    "4 naming it and the disk, and the clean-up after it gets as long per "
+                    "command. Judged on the kernel's counters (/sys/block/DISK/stat), so a "
+                    "long step that makes progress (an image of terabytes) is never cut. "
+                    "0: never."),
     cfg.StrOpt("image_keyring",
                help="OpenPGP keyring (a file of certificates, binary or armoured, as gpg "
                     "--export writes it) that image signatures are verified against, with "

@@ -229,6 +229,8 @@ def main(argv=None):
         if conf.debug:
             print(redact.text(traceback.format_exc()), file=sys.stderr, end="")
         print(f"provision: error: {redact.text(str(exc))}", file=sys.stderr)
+        if isinstance(exc, errors.DiskStalled):
+            _leave(exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
         print("provision: interrupted", file=sys.stderr)
@@ -240,6 +242,17 @@ def main(argv=None):
         print(f"provision: unexpected error: {type(exc).__name__}: {redact.text(str(exc))} "
               "(run with --debug for a traceback)", file=sys.stderr)
         return errors.EXIT_UNEXPECTED
+
+
+def _leave(code):
+    """Exit now, without the interpreter's join of the image writer's threads: one may wait
+    in the kernel on the disk that stopped answering, and would hold the exit forever. (The
+    kernel still holds the process until that write returns or fails: the exit code comes
+    then; the events' result and the message above are out already.)"""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 if __name__ == "__main__":

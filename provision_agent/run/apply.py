@@ -11,7 +11,7 @@ import os
 from provision_agent import errors
 from provision_agent.drivers import mount
 from provision_agent.machine import disks, image_tables, preflight
-from provision_agent.run import executor, faults
+from provision_agent.run import disk_watch, executor, faults
 from provision_agent.run.events import Events
 from provision_agent.run.runner import Runner
 
@@ -43,8 +43,9 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
         # the images' tables against their disks' sectors: read from the images' heads
         image_tables.check(planned.steps, image_options(conf), runner)
         watch = faults.FaultWatch(runner, events, planned.disk_names)
-        report = executor.Executor(runner, events, conf.target_root, image_options(conf),
-                                   layout=planned.resolved, faults=watch).execute(planned.steps)
+        with stall_watch(planned, conf, runner):
+            report = executor.Executor(runner, events, conf.target_root, image_options(conf),
+                                       layout=planned.resolved, faults=watch).execute(planned.steps)
     except errors.ProvisionError as exc:
         events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
         events.close()
@@ -62,6 +63,19 @@ def degraded_text(report):
     """What the run lost under on_member_failure: degrade, in one line ("" for nothing)."""
     return "; ".join(f"{x['array']} runs degraded: member {x['member']} (disk {x['disk']}) "
                      f"was taken out: {x['reason']}" for x in report.get("degraded", []))
+
+
+def stall_watch(planned, conf, runner):
+    """The plan's disks watched while it runs: a stall fails the running step through
+    runner.abort() and bounds each clean-up command after it by the same seconds."""
+    seconds = getattr(conf, "disk_stall_seconds", 0) or 0
+
+    def on_stall(disk, in_flight):
+        runner.abort(errors.DiskStalled(
+            f"disk {disk} stopped answering: {in_flight} requests in flight and none "
+            f"finished for {seconds} s (--disk_stall_seconds); nothing more is written to it"),
+            after_fault=seconds)
+    return disk_watch.DiskWatch(planned.disk_names, seconds, on_stall)
 
 
 def save_recovery_keys(path, keys):

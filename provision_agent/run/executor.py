@@ -21,7 +21,7 @@ from provision_agent.drivers import (
     udev,
     wipe,
 )
-from provision_agent.errors import DiskFault, MachineMismatch, Problem
+from provision_agent.errors import DiskFault, DiskStalled, MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
 from provision_agent.run import crypt_steps, kept_steps, target_files
 
@@ -46,6 +46,12 @@ def _tables_at(steps, index):
             disks.add(steps[end].disk)
             end += 1
     return steps[index:end]
+
+
+def _named(step):
+    """A step as a failure names it: its description, else its kind and device."""
+    where = step.args.get("device") or step.args.get("disk") or ""
+    return step.description or f"{step.kind} {where}".strip()
 
 
 class Executor:
@@ -162,6 +168,8 @@ class Executor:
         failure = None
         for index, (step, (result, exc, took)) in enumerate(zip(steps, outcomes), first):
             if exc is not None:
+                if isinstance(exc, DiskStalled):     # which step it stopped: the operator's
+                    exc = DiskStalled(f"step {index}/{count} ({_named(step)}): {exc}")
                 self.events.step(index, count, step.kind, "failed", error=str(exc)[-2000:])
                 LOG.error("step %d/%d (%s) failed after %.1fs", index, count, step.kind, took)
                 failure = failure or exc

@@ -18,6 +18,10 @@ from provision_agent.errors import CommandError
 LOG = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 600
+# After SIGKILL a program exits at once, unless it waits in the kernel on a disk that does
+# not answer (uninterruptible sleep): it is then left behind rather than waited for forever.
+KILL_GRACE = 10
+TICK = 1.0      # how often a running command looks for a fault (abort()) while it waits
 _LOG_PAIR = threading.Lock()
 
 
@@ -34,6 +38,24 @@ class Runner:
     def __init__(self, env=None):
         # A fixed C locale keeps tool output parseable whatever the ramdisk's locale is.
         self.env = dict(os.environ, LC_ALL="C", LANG="C", **(env or {}))
+        # abort(): the run's fault (a stalled disk); commands running then are killed and
+        # raise it, and every command after it gets at most after_fault seconds (the
+        # clean-up's umount of a dead disk's filesystem must not wait the full timeout)
+        self.fault = None
+        self.after_fault = None
+        self._live = set()
+        self._aborted = set()       # the ones running at abort(): they raise the fault
+        self._live_lock = threading.Lock()
+
+    def abort(self, fault, after_fault=None):
+        """From another thread: fail the running commands with fault (kill them) and bound
+        those after it by after_fault seconds."""
+        self.fault, self.after_fault = fault, after_fault
+        with self._live_lock:
+            live = list(self._live)
+            self._aborted.update(live)
+        for proc in live:
+            _kill(proc)
 
     def run(self, argv, *, check=True, timeout=DEFAULT_TIMEOUT, input=None, ok_codes=(0,),
             log_input=False):
@@ -52,23 +74,53 @@ class Runner:
                 LOG.debug("stdin of %s: %s", argv[0], json.dumps(input) if log_input
                           else f"{len(input)} characters, not logged")
         start = time.monotonic()
+        if self.fault is not None and self.after_fault:
+            timeout = min(timeout or self.after_fault, self.after_fault)
+        proc, stdout, stderr = self._communicate(argv, input, timeout)
+        took = time.monotonic() - start
+        result = Result(tuple(argv), proc.returncode, stdout, stderr, took)
+        LOG.debug("exit %s after %.2fs: %s", proc.returncode, took, argv[0])
+        if stderr.strip():
+            LOG.debug("stderr of %s: %s", argv[0], stderr.strip())
+        if check and proc.returncode not in ok_codes:
+            raise CommandError(argv, proc.returncode, stdout, stderr)
+        return result
+
+    def _communicate(self, argv, input, timeout):
+        """(the exited Popen, stdout, stderr); raises CommandError when it cannot start or
+        times out, the fault when abort() came while it ran. Waits in TICK steps to see an
+        abort, and never waits for a killed program longer than KILL_GRACE."""
         try:
-            proc = subprocess.run(
-                argv, input=input, capture_output=True, text=True, timeout=timeout,
-                env=self.env, check=False)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else
+                                    subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=self.env)
         except FileNotFoundError:
             raise CommandError(argv, 127, reason="could not start: program not found")
-        except subprocess.TimeoutExpired as exc:
-            raise CommandError(argv, None, exc.stdout or "", exc.stderr or "",
-                               reason=f"timed out after {timeout}s")
-        took = time.monotonic() - start
-        result = Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr, took)
-        LOG.debug("exit %s after %.2fs: %s", proc.returncode, took, argv[0])
-        if proc.stderr.strip():
-            LOG.debug("stderr of %s: %s", argv[0], proc.stderr.strip())
-        if check and proc.returncode not in ok_codes:
-            raise CommandError(argv, proc.returncode, proc.stdout, proc.stderr)
-        return result
+        with self._live_lock:
+            self._live.add(proc)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                wait = TICK if deadline is None else max(0.0, min(TICK, deadline -
+                                                                  time.monotonic()))
+                try:
+                    stdout, stderr = proc.communicate(input, timeout=wait)
+                    if proc in self._aborted:       # killed by abort() before this look
+                        raise self.fault
+                    return proc, stdout, stderr
+                except subprocess.TimeoutExpired:
+                    input = None        # communicate() sends it once; a retry carries on
+                if proc in self._aborted:
+                    _abandon(proc, argv, "was killed: a disk stopped answering")
+                    raise self.fault
+                if deadline is not None and time.monotonic() >= deadline:
+                    out, err = _abandon(proc, argv, f"timed out after {timeout}s")
+                    raise CommandError(argv, None, out, err,
+                                       reason=f"timed out after {timeout}s")
+        finally:
+            with self._live_lock:
+                self._live.discard(proc)
+                self._aborted.discard(proc)
 
     def run_feeding(self, argv, feed, *, timeout=DEFAULT_TIMEOUT, ok_codes=(0,)):
         """Run argv with feed(write) streaming its stdin (e.g. an image into tar); like run().
@@ -92,8 +144,8 @@ class Runner:
             except BrokenPipeError:
                 broken = True       # the program quit early; its exit code and stderr say why
             except BaseException:
-                proc.kill()
-                proc.wait()
+                _kill(proc)
+                _reap(proc, argv, "was stopped: its input failed")
                 raise
             finally:
                 try:
@@ -103,8 +155,8 @@ class Runner:
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                _kill(proc)
+                _reap(proc, argv, f"timed out after {timeout}s")
                 raise CommandError(argv, None, reason=f"timed out after {timeout}s")
             out.seek(0)
             err.seek(0)
@@ -116,3 +168,37 @@ class Runner:
             raise CommandError(argv, proc.returncode, stdout, stderr,
                                reason=None if proc.returncode else "stopped reading its input")
         return Result(tuple(argv), proc.returncode, stdout, stderr, took)
+
+
+def _kill(proc):
+    try:
+        proc.kill()
+    except OSError:
+        pass
+
+
+def _abandon(proc, argv, why):
+    """Kill proc and give it KILL_GRACE seconds to go; its output so far, or ("", "") and a
+    warning when it would not go (stuck in the kernel on a disk: waiting would be forever)."""
+    _kill(proc)
+    try:
+        return proc.communicate(timeout=KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        LOG.warning("%s %s and did not exit %ss after SIGKILL (it waits in the kernel, on a "
+                    "device that does not answer): left behind", argv[0], why, KILL_GRACE)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        return "", ""
+
+
+def _reap(proc, argv, why):
+    """Wait KILL_GRACE seconds for a killed proc; past that it is left behind (as _abandon)."""
+    try:
+        proc.wait(timeout=KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        LOG.warning("%s %s and did not exit %ss after SIGKILL (it waits in the kernel, on a "
+                    "device that does not answer): left behind", argv[0], why, KILL_GRACE)

@@ -36,6 +36,7 @@ _ZERO = bytes(ZERO_GRAIN)
 ALIGN = 4096
 _ZERO_PAGE = bytes(ALIGN)
 IN_FLIGHT = 2           # writes at once (InFlight)
+TICK = 1.0              # how often a wait for a write looks for the run's fault
 BLKZEROOUT = 0x127F     # <linux/fs.h> _IO(0x12, 127): zero a byte range, reads back as zeros
 _NO_ZEROOUT = (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOTTY)
 
@@ -219,9 +220,13 @@ class InFlight:
     A block the size of which is not a multiple of ALIGN (the image's end) is written alone,
     after the others: its write changes the descriptor's flags."""
 
-    def __init__(self, writer, depth=IN_FLIGHT):
+    def __init__(self, writer, depth=IN_FLIGHT, fault=None):
         self.writer = writer
         self._depth = depth
+        # fault(): the run's fault or None (Runner.fault: a disk stopped answering,
+        # run/disk_watch.py); a wait for a write raises it instead of waiting on
+        self._fault = fault or (lambda: None)
+        self._abandoned = False
         self._pool = ThreadPoolExecutor(max_workers=depth, thread_name_prefix="image-write")
         self._pending = collections.deque()     # (future, block, done)
 
@@ -241,8 +246,18 @@ class InFlight:
                               block, done))
 
     def _reap(self):
-        future, block, done = self._pending.popleft()
-        self.writer.count_zeros(future.result())
+        future, block, done = self._pending[0]
+        while True:
+            try:
+                zeros = future.result(timeout=TICK)
+                break
+            except TimeoutError:
+                fault = self._fault()
+                if fault is not None:
+                    self._abandoned = True      # its threads wait in the kernel: leave them
+                    raise fault from None
+        self._pending.popleft()
+        self.writer.count_zeros(zeros)
         if done:
             done(block)
 
@@ -252,5 +267,10 @@ class InFlight:
             self._reap()
 
     def close(self):
-        """Wait for the writes still running (after a failure, before the target is closed)."""
-        self._pool.shutdown(wait=True)
+        """Wait for the writes still running (after a failure, before the target is closed),
+        unless the disk stopped answering: then they may never end."""
+        self._pool.shutdown(wait=not self._abandoned, cancel_futures=self._abandoned)
+
+    @property
+    def abandoned(self):
+        return self._abandoned

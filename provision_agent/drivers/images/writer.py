@@ -34,7 +34,7 @@ from provision_agent.drivers.images import (
 from provision_agent.drivers.images.blockwrite import BLOCK, ZERO_GRAIN, BlockWriter, InFlight
 from provision_agent.drivers.images.pipeline import BlockRing, Counting, Peek, ReadAhead
 from provision_agent.drivers.images.progress import Progress
-from provision_agent.errors import ImageError
+from provision_agent.errors import DiskStalled, ImageError
 
 LOG = logging.getLogger(__name__)
 
@@ -97,7 +97,8 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
         top, hashed = _stream(net, fmt, compression, expected, checksum_of, verifier)
         if fmt in ("raw", "disk"):
             head, skipped, zeroed = _write_blocks(top, fmt, uri, compression, target_path,
-                                                  target_zeroed, taken, guarded, zero_policy)
+                                                  target_zeroed, taken, guarded, zero_policy,
+                                                  fault=lambda: getattr(runner, "fault", None))
         else:
             top = data = ReadAhead(top, BLOCK, depth=3, name="image-decompress")
             head = data.read_full(BLOCK)
@@ -111,9 +112,12 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
             if taken.held:
                 taken.held.release(target_path)
         _fit(runner, fmt, head, target_path, fs_type, grow, table_follows)
-    except BaseException:
-        if guarded:
+    except BaseException as exc:
+        if guarded and not isinstance(exc, DiskStalled):
             holdback.take_back(runner, fmt, target_path, mount_dir, taken, zero_policy)
+        elif guarded:   # a disk that does not answer takes nothing back; it failed the run
+            LOG.error("%s stopped answering: what of the image reached it stays there",
+                      target_path)
         raise
     finally:
         top.close()
@@ -196,7 +200,8 @@ class _Rest:
         return self._src.read_full(n)
 
 
-def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero_policy):
+def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero_policy,
+                  fault=None):
     """raw and disk: each decompressed block is written from the ring's block it was inflated
     into; the image's zero runs go to the device's write-zeroes (BlockWriter) unless
     zero_policy is never.
@@ -209,7 +214,7 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero
         image_sectors.check(block[:n], target, partitions.logical_sector_size(target), uri)
     held = taken.held = holdback.Held(block, n) if hold else None
     writer = BlockWriter(target, target_zeroed=zeroed, zero_out=zero_policy != "never")
-    writes = InFlight(writer)
+    writes = InFlight(writer, fault=fault)
     try:
         while True:
             writes.submit(block, n, done=ring.give_back)
@@ -220,7 +225,8 @@ def _write_blocks(ring, fmt, uri, compression, target, zeroed, taken, hold, zero
         writer.finish()
     finally:
         writes.close()
-        writer.close()
+        if not writes.abandoned:    # a write stuck in the kernel still holds the descriptor
+            writer.close()
         taken.written = writer.offset
     skipped, zeroed = writer.zero_bytes_skipped, writer.zero_bytes_zeroed
     if held and held.size >= ZERO_GRAIN:

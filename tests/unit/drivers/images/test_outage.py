@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from provision_agent.drivers.images import sources
+from provision_agent.drivers.images import sources, stall
 from provision_agent.errors import ImageError
 from tests.unit.drivers.images.test_sources import DATA, Handler, Server, read_all
 
@@ -93,7 +93,7 @@ def test_an_outage_past_the_stall_deadline_fails_naming_it_and_the_option(outage
 
 def test_the_stall_window_waits_while_there_is_no_connection(monkeypatch):
     now = [0.0]
-    watch = sources.StallWatch(1000, 10, clock=lambda: now[0])
+    watch = stall.StallWatch(1000, 10, clock=lambda: now[0])
     watch.watch(object())
     watch.note(5000)
     now[0] = 10
@@ -108,6 +108,6 @@ def test_the_stall_window_waits_while_there_is_no_connection(monkeypatch):
     now[0] = 50
     resp = watch._resp
     stalled = []
-    monkeypatch.setattr(sources, "shutdown", stalled.append)
+    monkeypatch.setattr(stall, "shutdown", stalled.append)
     assert watch.check()
     assert watch.stalled and stalled == [resp]

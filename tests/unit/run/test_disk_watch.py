@@ -1,0 +1,135 @@
+"""A disk that stops answering (issue 57): the watch over the kernel's counters finds it, the
+run's running command and image writes stop waiting, and the failure names the step and the
+disk. Time is the tests' own clock; the writes that never end are threads on an Event."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from provision_agent.drivers.images import blockwrite
+from provision_agent.errors import DiskStalled
+from provision_agent.plan.steps import make as Step
+from provision_agent.run import apply, disk_watch
+from provision_agent.run.events import Events
+from provision_agent.run.executor import Executor
+from provision_agent.run.runner import Runner
+from tests.unit.fakes import FakeRunner
+
+
+def stat(done, in_flight):
+    """A /sys/block/X/stat line's fields: `done` writes completed, `in_flight` in flight."""
+    return [0, 0, 0, 0, done, 0, 0, 0, in_flight, 0, 0, 0, 0, 0, 0, 0, 0]
+
+
+class Disks:
+    def __init__(self, **fields):
+        self.fields, self.now = fields, 0.0
+
+    def read(self, name):
+        return self.fields.get(name)
+
+    def watch(self, seconds=30):
+        return disk_watch.DiskWatch(list(self.fields), seconds, None, read=self.read,
+                                    clock=lambda: self.now)
+
+
+def test_requests_in_flight_with_none_finished_for_the_deadline_is_a_stall():
+    disks = Disks(vda=stat(100, 0), vdb=stat(50, 2))
+    watch = disks.watch(30)
+    assert watch.check() is None
+    for t in (10, 20, 29):
+        disks.now = t
+        disks.fields["vda"] = stat(100 + t * 1000, 4)     # busy and moving: never a stall
+        assert watch.check() is None
+    disks.now = 30
+    assert watch.check() == ("vdb", 2)
+
+
+def test_an_idle_disk_and_a_slow_one_that_moves_are_not_stalled():
+    disks = Disks(vda=stat(7, 0), vdb=stat(0, 1))
+    watch = disks.watch(30)
+    for t in range(0, 300, 10):
+        disks.now = t
+        disks.fields["vdb"] = stat(t // 20, 1)     # a request finished every 20 s
+        assert watch.check() is None
+    disks.fields["gone"] = None                   # unplugged: its commands fail instead
+    assert watch.check() is None
+
+
+def test_the_stall_clock_starts_when_requests_are_first_seen_waiting():
+    disks = Disks(vda=stat(5, 0))
+    watch = disks.watch(30)
+    watch.check()
+    disks.now, disks.fields["vda"] = 100, stat(5, 1)    # idle 100 s, then one waits
+    assert watch.check() is None
+    disks.now = 129
+    assert watch.check() is None
+    disks.now = 130
+    assert watch.check() == ("vda", 1)
+
+
+def test_the_watch_aborts_the_run_naming_the_disk_and_bounding_the_clean_up(monkeypatch):
+    monkeypatch.setattr(disk_watch, "TICK", 0.05)
+    planned = SimpleNamespace(disk_names=["/dev/vdb"])
+    runner = Runner()
+    watch = apply.stall_watch(planned, SimpleNamespace(disk_stall_seconds=1), runner)
+    watch._read = lambda name: stat(3, 1)
+    started = time.monotonic()
+    with watch, pytest.raises(DiskStalled) as exc:
+        runner.run(["sleep", "20"])
+    assert time.monotonic() - started < 5
+    assert str(exc.value) == ("disk /dev/vdb stopped answering: 1 requests in flight and none "
+                              "finished for 1 s (--disk_stall_seconds); nothing more is "
+                              "written to it")
+    assert runner.after_fault == 1
+
+
+class StuckWriter:
+    """A BlockWriter whose second write never returns (a disk that stopped answering)."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.offset = 0
+
+    def reserve(self, n):
+        self.offset += n
+        return self.offset - n
+
+    def write_at(self, block, n, offset):
+        if offset:
+            self.release.wait()
+        return 0
+
+    def count_zeros(self, zeros):
+        pass
+
+
+def test_a_wait_for_an_image_write_gives_up_on_the_fault_and_leaves_the_write(monkeypatch):
+    monkeypatch.setattr(blockwrite, "TICK", 0.05)
+    fault = []
+    writer = StuckWriter()
+    writes = blockwrite.InFlight(writer, depth=1, fault=lambda: fault[0] if fault else None)
+    writes.submit(b"x", 4096)
+    threading.Timer(0.3, fault.append, (DiskStalled("disk /dev/vda stopped answering"),)).start()
+    started = time.monotonic()
+    with pytest.raises(DiskStalled):
+        writes.submit(b"y", 4096)       # waits for the first, then the second never ends
+        writes.drain()
+    writes.close()                      # does not wait for the stuck write
+    assert time.monotonic() - started < 3 and writes.abandoned
+    writer.release.set()
+
+
+def test_the_failed_step_names_itself_and_the_stalled_disk(tmp_path, monkeypatch):
+    def stalls(step):
+        raise DiskStalled("disk /dev/vda stopped answering: ...")
+
+    ex = Executor(FakeRunner(), Events(), str(tmp_path))
+    ex.handlers["mkfs"] = stalls
+    step = Step("mkfs", {"device": "/dev/vda2", "fs_type": "ext4", "label": None,
+                         "options": []})
+    with pytest.raises(DiskStalled) as exc:
+        ex.execute([step])
+    assert str(exc.value).startswith("step 1/1 (mkfs /dev/vda2): disk /dev/vda stopped")
