@@ -116,3 +116,10 @@ class DiskStalled(ProvisionError):
     kernel, so the CLI leaves without waiting for them (cli/main.py)."""
 
     exit_code = EXIT_COMMAND_FAILED
+
+
+class DiskGone(ProvisionError):
+    """A disk the plan writes went away during the run (hot-unplugged, its controller or link
+    lost): the step's own error is told as what it is (apply.py)."""
+
+    exit_code = EXIT_COMMAND_FAILED

@@ -42,10 +42,7 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
                         else live_disks, runner)
         # the images' tables against their disks' sectors: read from the images' heads
         image_tables.check(planned.steps, image_options(conf), runner)
-        watch = faults.FaultWatch(runner, events, planned.disk_names)
-        with stall_watch(planned, conf, runner):
-            report = executor.Executor(runner, events, conf.target_root, image_options(conf),
-                                       layout=planned.resolved, faults=watch).execute(planned.steps)
+        report = _execute(planned, conf, runner, events)
     except errors.ProvisionError as exc:
         events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
         events.close()
@@ -63,6 +60,24 @@ def degraded_text(report):
     """What the run lost under on_member_failure: degrade, in one line ("" for nothing)."""
     return "; ".join(f"{x['array']} runs degraded: member {x['member']} (disk {x['disk']}) "
                      f"was taken out: {x['reason']}" for x in report.get("degraded", []))
+
+
+def _execute(planned, conf, runner, events):
+    """The plan's steps, with its disks watched: a stall fails the step running (stall_watch),
+    and a step that failed because its disk went away says so."""
+    run = executor.Executor(runner, events, conf.target_root, image_options(conf),
+                            layout=planned.resolved,
+                            faults=faults.FaultWatch(runner, events, planned.disk_names))
+    with stall_watch(planned, conf, runner) as watch:
+        try:
+            return run.execute(planned.steps)
+        except (errors.CommandError, errors.ImageError) as exc:
+            gone = watch.gone()
+            if not gone:
+                raise
+            raise errors.DiskGone(
+                f"{run.failed_step or 'the run'}: disk {', '.join(gone)} went away (removed "
+                f"from the machine, or its controller lost it): {exc}") from exc
 
 
 def stall_watch(planned, conf, runner):

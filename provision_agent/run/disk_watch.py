@@ -46,15 +46,16 @@ def progress(fields):
 class DiskWatch:
     """watch = DiskWatch(["/dev/vda"], 120, on_stall); with watch: ...run the plan..."""
 
-    def __init__(self, disks, seconds, on_stall, *, read=sysfs_stat, clock=time.monotonic):
+    def __init__(self, disks, seconds, on_stall, *, read=None, clock=time.monotonic):
         self.disks, self.seconds, self.on_stall = list(disks), seconds, on_stall
-        self._read, self._clock = read, clock
+        self._read, self._clock = read or (lambda disk: sysfs_stat(disk)), clock
         self._seen = {}         # disk -> (requests completed, since when, were some waiting)
         self._stop = threading.Event()
         self._thread = None
         self.stalled = None     # (disk, requests in flight) once a stall was seen
 
     def __enter__(self):
+        self.disks = [d for d in self.disks if self._read(d) is not None]  # only the real ones
         if self.seconds and self.disks:
             self._thread = threading.Thread(target=self._run, name="disk-stall-watch",
                                             daemon=True)
@@ -64,6 +65,10 @@ class DiskWatch:
     def __exit__(self, *exc):
         self._stop.set()
         return False
+
+    def gone(self):
+        """The watched disks the kernel no longer has (hot-unplugged, lost)."""
+        return [disk for disk in self.disks if self._read(disk) is None]
 
     def check(self):
         """Look once; the (disk, in flight) that stalled, or None."""

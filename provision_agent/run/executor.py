@@ -67,6 +67,7 @@ class Executor:
         self.kept = set()           # partition devices left intact
         self.filesystems = []       # what mkfs made, with UUIDs
         self.results = []
+        self.failed_step = None     # "step 3/9 (mkfs /dev/vdb1)": the first that failed
         self.keep_numbers = {}      # disk -> partition numbers the table must keep
         self.new_parts = {}         # disk -> its new partitions' step args, in plan order
         self.in_table = set()       # partition devices already written with their table
@@ -168,6 +169,7 @@ class Executor:
         failure = None
         for index, (step, (result, exc, took)) in enumerate(zip(steps, outcomes), first):
             if exc is not None:
+                self.failed_step = self.failed_step or f"step {index}/{count} ({_named(step)})"
                 if isinstance(exc, DiskStalled):     # which step it stopped: the operator's
                     exc = DiskStalled(f"step {index}/{count} ({_named(step)}): {exc}")
                 self.events.step(index, count, step.kind, "failed", error=str(exc)[-2000:])

@@ -110,6 +110,10 @@ class VMError(RuntimeError):
     pass
 
 
+class QMPError(VMError):
+    pass
+
+
 class VM(GuestQueries):
     """See tests/vmbench/README.md for the whole API; the short form:
 
@@ -125,7 +129,7 @@ class VM(GuestQueries):
                  append="", ready_timeout=None, keep_disks=False, artifacts=None,
                  extra_args=(), tpm=None, console_input=False, nvram=None,
                  nic="virtio-net-pci", block_size=None, netdev=None, ssh_address=None,
-                 io_errors=None):
+                 io_errors=None, qmp=False):
         if boot not in ("ramdisk", "disk"):
             raise ValueError("boot is 'ramdisk' (direct kernel boot) "
                              "or 'disk' (firmware boots the disks)")
@@ -150,6 +154,11 @@ class VM(GuestQueries):
         # the requests a rule matches with an errno (blkdebug_config says how)
         self.io_errors = io_errors or {}
         self.tpm = tpm                  # a tpm.SoftTPM: the VM's TPM 2.0
+        # a QMP monitor on a unix socket in the work directory: qmp() (faults: a disk's
+        # throttle, device_del)
+        self.qmp_socket = None
+        if qmp:
+            self.qmp_socket = "qmp.sock"
         # UEFI: the variable store to start from (a copy of it), e.g. another VM's
         # nvram_file after it ran: its boot entries; default: the firmware's empty one
         self.nvram = nvram
@@ -238,6 +247,8 @@ class VM(GuestQueries):
             # q35's ICH9 AHCI sits at 0000:00:1f.2, the by-path names Fuel documents use
             argv += ["-machine", "q35"]
         argv += self.extra_args
+        if self.qmp_socket:
+            argv += ["-qmp", f"unix:{self.workdir / self.qmp_socket},server=on,wait=off"]
         if self.firmware in ("uefi", "uefi-secureboot"):
             secure = self.firmware == "uefi-secureboot"
             vars_copy = self.nvram_file
@@ -468,6 +479,35 @@ class VM(GuestQueries):
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def power_cut(self):
+        """SIGKILL qemu: the machine loses power at once (what the guest had not written out is
+        lost; what qemu wrote to the image files is there, as on a disk that acknowledged it)."""
+        if self.running():
+            self.proc.kill()
+            self.proc.wait()
+        if self.tpm:
+            self.tpm.stop()
+
+    def qmp(self, command, **arguments):
+        """One QMP command (VM(qmp=True)); its "return", or QMPError with qemu's "error"."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(30)
+            sock.connect(str(self.workdir / self.qmp_socket))
+            stream = sock.makefile("rw")
+            stream.readline()                                   # the greeting
+            answers = []
+            for cmd, args in (("qmp_capabilities", {}), (command, arguments)):
+                stream.write(json.dumps({"execute": cmd, "arguments": args}) + "\n")
+                stream.flush()
+                while True:
+                    reply = json.loads(stream.readline())
+                    if "event" not in reply:                   # events are not answers
+                        break
+                answers.append(reply)
+        if "error" in answers[-1]:
+            raise QMPError(f"{command} {arguments}: {answers[-1]['error']}")
+        return answers[-1].get("return")
 
     def close(self):
         """stop() plus removing the disk images (unless keep_disks) and the work directory."""

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from provision_agent.drivers.images import blockwrite
-from provision_agent.errors import DiskStalled
+from provision_agent.errors import CommandError, DiskGone, DiskStalled
 from provision_agent.plan.steps import make as Step
 from provision_agent.run import apply, disk_watch
 from provision_agent.run.events import Events
@@ -133,3 +133,22 @@ def test_the_failed_step_names_itself_and_the_stalled_disk(tmp_path, monkeypatch
     with pytest.raises(DiskStalled) as exc:
         ex.execute([step])
     assert str(exc.value).startswith("step 1/1 (mkfs /dev/vda2): disk /dev/vda stopped")
+
+
+def test_a_step_that_failed_because_its_disk_went_away_says_so(tmp_path, monkeypatch):
+    present = {"/dev/vdb": stat(1, 0)}
+    monkeypatch.setattr(disk_watch, "sysfs_stat", lambda name: present.get(name))
+
+    def unplugged(step):
+        present.pop("/dev/vdb")         # hot-unplugged while mkfs wrote
+        raise CommandError(["mkfs.ext4", "/dev/vdb1"], 1, stderr="Input/output error")
+
+    monkeypatch.setattr(Executor, "do_mkfs", lambda self, step: unplugged(step))
+    planned = SimpleNamespace(disk_names=["/dev/vdb"], steps=[
+        Step("mkfs", {"device": "/dev/vdb1", "fs_type": "ext4", "label": None, "options": []})])
+    conf = SimpleNamespace(disk_stall_seconds=0, target_root=str(tmp_path))
+    with pytest.raises(DiskGone) as exc:
+        apply._execute(planned, conf, FakeRunner(), Events())
+    assert exc.value.exit_code == 4
+    assert str(exc.value).startswith("step 1/1 (mkfs /dev/vdb1): disk /dev/vdb went away")
+    assert "Input/output error" in str(exc.value)
