@@ -209,7 +209,7 @@ THROTTLE = {"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 0, "iops_rd": 0, "iops_w
 
 def test_a_disk_that_stops_answering_fails_the_step_naming_it_and_the_disk(make_vm, tmp_path):
     img, checksum = make_image(tmp_path, 64)
-    srv = ImageServer(img.parent).start()
+    srv = ImageServer(img.parent, rate=4 * MiB).start()     # the write spans ~16 s
     try:
         vm = make_vm(disks=2, disk_size="1G", qmp=True, name="stall")
         bystander = seed_bystander(vm)
