@@ -229,7 +229,7 @@ def main(argv=None):
         if conf.debug:
             print(redact.text(traceback.format_exc()), file=sys.stderr, end="")
         print(f"provision: error: {redact.text(str(exc))}", file=sys.stderr)
-        if isinstance(exc, errors.DiskStalled):
+        if isinstance(exc, (errors.DiskStalled, errors.DiskGone)):
             _leave(exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:

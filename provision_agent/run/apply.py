@@ -18,6 +18,10 @@ from provision_agent.run.runner import Runner
 LOG = logging.getLogger(__name__)
 
 
+# after a disk went away (and no --disk_stall_seconds says otherwise), each clean-up command
+GONE_CLEANUP_SECONDS = 60
+
+
 def image_options(conf):
     """Image download options from the config, where the image pipeline defines them."""
     names = ("image_ca_bundle", "image_insecure", "image_auth_token", "image_headers",
@@ -90,7 +94,12 @@ def stall_watch(planned, conf, runner):
             f"disk {disk} stopped answering: {in_flight} requests in flight and none "
             f"finished for {seconds} s (--disk_stall_seconds); nothing more is written to it"),
             after_fault=seconds)
-    return disk_watch.DiskWatch(planned.disk_names, seconds, on_stall)
+
+    def on_gone(disk):
+        runner.abort(errors.DiskGone(f"disk {disk} went away (removed from the machine, or "
+                                     "its controller lost it); nothing more is written to it"),
+                     after_fault=seconds or GONE_CLEANUP_SECONDS)
+    return disk_watch.DiskWatch(planned.disk_names, seconds, on_stall, on_gone=on_gone)
 
 
 def save_recovery_keys(path, keys):

@@ -46,8 +46,10 @@ def progress(fields):
 class DiskWatch:
     """watch = DiskWatch(["/dev/vda"], 120, on_stall); with watch: ...run the plan..."""
 
-    def __init__(self, disks, seconds, on_stall, *, read=None, clock=time.monotonic):
+    def __init__(self, disks, seconds, on_stall, *, on_gone=None, read=None,
+                 clock=time.monotonic):
         self.disks, self.seconds, self.on_stall = list(disks), seconds, on_stall
+        self.on_gone = on_gone      # on_gone(disk): the kernel no longer has it
         self._read, self._clock = read or (lambda disk: sysfs_stat(disk)), clock
         self._seen = {}         # disk -> (requests completed, since when, were some waiting)
         self._stop = threading.Event()
@@ -56,7 +58,7 @@ class DiskWatch:
 
     def __enter__(self):
         self.disks = [d for d in self.disks if self._read(d) is not None]  # only the real ones
-        if self.seconds and self.disks:
+        if self.disks and (self.seconds or self.on_gone):
             self._thread = threading.Thread(target=self._run, name="disk-stall-watch",
                                             daemon=True)
             self._thread.start()
@@ -75,8 +77,8 @@ class DiskWatch:
         now = self._clock()
         for disk in self.disks:
             fields = self._read(disk)
-            if fields is None:
-                continue        # gone (hot-unplugged): its commands fail with the error
+            if fields is None or not self.seconds:
+                continue        # gone: look_gone() says so
             done, in_flight = progress(fields)
             last = self._seen.get(disk)
             if last is None or done != last[0] or not in_flight or not last[2]:
@@ -87,8 +89,20 @@ class DiskWatch:
                 return disk, in_flight
         return None
 
+    def look_gone(self):
+        """on_gone(disk) for the first watched disk the kernel no longer has; True if one.
+        A disk removed mid-run must fail the step at once: a tool may not notice (a buffered
+        write into a removed disk's page cache, even its fsync, was seen to succeed)."""
+        gone = self.gone()
+        if gone and self.on_gone:
+            LOG.error("disk %s went away", gone[0])
+            self.on_gone(gone[0])
+        return bool(gone)
+
     def _run(self):
-        while not self._stop.wait(min(TICK, self.seconds)):
+        while not self._stop.wait(min(TICK, self.seconds or TICK)):
+            if self.look_gone():
+                return
             found = self.check()
             if found:
                 self.stalled = found

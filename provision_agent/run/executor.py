@@ -21,7 +21,7 @@ from provision_agent.drivers import (
     udev,
     wipe,
 )
-from provision_agent.errors import DiskFault, DiskStalled, MachineMismatch, Problem
+from provision_agent.errors import DiskFault, DiskGone, DiskStalled, MachineMismatch, Problem
 from provision_agent.plan.devnames import partition_device
 from provision_agent.run import crypt_steps, kept_steps, target_files
 
@@ -170,8 +170,8 @@ class Executor:
         for index, (step, (result, exc, took)) in enumerate(zip(steps, outcomes), first):
             if exc is not None:
                 self.failed_step = self.failed_step or f"step {index}/{count} ({_named(step)})"
-                if isinstance(exc, DiskStalled):     # which step it stopped: the operator's
-                    exc = DiskStalled(f"step {index}/{count} ({_named(step)}): {exc}")
+                if isinstance(exc, (DiskStalled, DiskGone)):  # which step it stopped
+                    exc = type(exc)(f"step {index}/{count} ({_named(step)}): {exc}")
                 self.events.step(index, count, step.kind, "failed", error=str(exc)[-2000:])
                 LOG.error("step %d/%d (%s) failed after %.1fs", index, count, step.kind, took)
                 failure = failure or exc

@@ -34,7 +34,7 @@ from provision_agent.drivers.images import (
 from provision_agent.drivers.images.blockwrite import BLOCK, ZERO_GRAIN, BlockWriter, InFlight
 from provision_agent.drivers.images.pipeline import BlockRing, Counting, Peek, ReadAhead
 from provision_agent.drivers.images.progress import Progress
-from provision_agent.errors import DiskStalled, ImageError
+from provision_agent.errors import DiskGone, DiskStalled, ImageError
 
 LOG = logging.getLogger(__name__)
 
@@ -113,11 +113,11 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
                 taken.held.release(target_path)
         _fit(runner, fmt, head, target_path, fs_type, grow, table_follows)
     except BaseException as exc:
-        if guarded and not isinstance(exc, DiskStalled):
+        if guarded and not isinstance(exc, (DiskStalled, DiskGone)):
             holdback.take_back(runner, fmt, target_path, mount_dir, taken, zero_policy)
         elif guarded:   # a disk that does not answer takes nothing back; it failed the run
-            LOG.error("%s stopped answering: what of the image reached it stays there",
-                      target_path)
+            LOG.error("%s stopped answering or went away: what of the image reached it stays "
+                      "there", target_path)
         raise
     finally:
         top.close()

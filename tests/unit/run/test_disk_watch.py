@@ -54,7 +54,7 @@ def test_an_idle_disk_and_a_slow_one_that_moves_are_not_stalled():
         disks.now = t
         disks.fields["vdb"] = stat(t // 20, 1)     # a request finished every 20 s
         assert watch.check() is None
-    disks.fields["gone"] = None                   # unplugged: its commands fail instead
+    disks.fields["gone"] = None                   # unplugged: look_gone() tells
     assert watch.check() is None
 
 
@@ -152,3 +152,21 @@ def test_a_step_that_failed_because_its_disk_went_away_says_so(tmp_path, monkeyp
     assert exc.value.exit_code == 4
     assert str(exc.value).startswith("step 1/1 (mkfs /dev/vdb1): disk /dev/vdb went away")
     assert "Input/output error" in str(exc.value)
+
+
+def test_a_disk_removed_mid_run_fails_the_running_step_at_once(monkeypatch):
+    # seen in the VM: after device_del the image's O_DIRECT open failed with EINVAL, its
+    # buffered writes, fsync and e2fsck "succeeded"; only a later mount noticed
+    monkeypatch.setattr(disk_watch, "TICK", 0.05)
+    present = {"/dev/vda": stat(1, 0), "/dev/vdb": stat(1, 0)}
+    monkeypatch.setattr(disk_watch, "sysfs_stat", lambda name: present.get(name))
+    runner = Runner()
+    watch = apply.stall_watch(SimpleNamespace(disk_names=["/dev/vda", "/dev/vdb"]),
+                              SimpleNamespace(disk_stall_seconds=0), runner)
+    threading.Timer(0.3, present.pop, ("/dev/vda",)).start()
+    started = time.monotonic()
+    with watch, pytest.raises(DiskGone) as exc:
+        runner.run(["sleep", "20"])
+    assert time.monotonic() - started < 5
+    assert str(exc.value).startswith("disk /dev/vda went away")
+    assert runner.after_fault == apply.GONE_CLEANUP_SECONDS
