@@ -22,8 +22,7 @@ from provision_agent.drivers import (
     wipe,
 )
 from provision_agent.errors import DiskFault, DiskGone, DiskStalled, MachineMismatch, Problem
-from provision_agent.plan.devnames import partition_device
-from provision_agent.run import crypt_steps, kept_steps, target_files
+from provision_agent.run import crypt_steps, kept_steps, system_steps, target_files
 
 LOG = logging.getLogger(__name__)
 
@@ -31,8 +30,6 @@ LOG = logging.getLogger(__name__)
 # Partition tables written at the same time at most: enough for a full disk shelf, while a
 # bigger one still gets a bounded number of tool processes.
 TABLES_AT_ONCE = 16
-# where the installed system's kernels and boot loaders live (see do_mount)
-BOOT_MOUNTS = ("/boot", "/boot/efi")
 
 
 def _tables_at(steps, index):
@@ -88,13 +85,11 @@ class Executor:
             "bcache_create": self.do_bcache_create, "bcache_boot": self.files.bcache_boot,
             "vg_create": self.do_vg_create, "lv_create": self.do_lv_create,
             "vg_activate": self.do_vg_activate, "mkfs": self.do_mkfs,
-            "write_image": self.do_write_image, "mount": self.do_mount,
             "fstab": self.files.fstab, "mdadm_conf": self.files.mdadm_conf,
             "multipath_conf": self.files.multipath_conf, "iscsi_conf": self.files.iscsi_conf,
-            "bootloader": self.do_bootloader,
-            "configdrive": self.do_configdrive, "umount": self.do_umount,
             "luks_format": self.crypt.luks_format, "luks_open": self.crypt.luks_open,
-            "crypttab": self.crypt.crypttab, **kept_steps.handlers(self)}
+            "crypttab": self.crypt.crypttab, **kept_steps.handlers(self),
+            **system_steps.handlers(self)}
 
     def execute(self, steps):
         started = time.monotonic()
@@ -289,49 +284,3 @@ class Executor:
         self.filesystems.append({"device": step.device, "fs_type": step.fs_type,
                                  "label": step.label, "uuid": uuid})
         return {"uuid": uuid}
-
-    # images and the target system
-
-    def do_write_image(self, step):
-        from provision_agent.drivers.images import formats, write_step  # heavy; images only
-        appended = step.device in self.appended
-        result = write_step.write_image(step.args, runner=self.runner, events=self.events,
-                                        target_root=self.root, options=self.options,
-                                        table_follows=appended)
-        if step.format == "qcow2" and step.device in self.wiped and not appended:
-            # a whole disk, wiped without a re-read (do_wipe): the writer re-reads the table
-            # only after a disk-format image
-            formats.reread_partitions(self.runner, step.device)
-        return result
-
-    def do_mount(self, step):
-        # what the image put at the mount point goes into a filesystem made by this run, and
-        # into a kept /boot or ESP (the new system's kernels and loaders belong there, or grub
-        # would boot the old ones); a kept data filesystem gets nothing of the image's
-        made_here = any(fs["device"] == step.device for fs in self.filesystems)
-        return {"path": self.mounts.mount(step.device, step.mount_point, step.fs_type,
-                                          adopt=made_here or step.mount_point in BOOT_MOUNTS)}
-
-    def do_bootloader(self, step):
-        from provision_agent.drivers import bootloader
-        return bootloader.install_report(self.runner, self.root, step.args)
-
-    def do_configdrive(self, step):
-        from provision_agent.drivers import configdrive
-        args = step.args
-        if step.append_to:
-            disk = step.append_to
-            number, table = partitions.append_at_end(self.runner, disk, step.size_bytes,
-                                                     blockinfo.size_bytes(disk),
-                                                     name="config-2")
-            udev.reread_partitions(self.runner, disk, table)
-            device = partition_device(step.partitions_of or disk, number)
-            udev.wait_for_devices(self.runner, [device])
-            args = dict(args, device=device)
-        return {"device": args["device"],
-                "bytes": configdrive.write(self.runner, args, self.options)}
-
-    def do_umount(self, step):
-        self.runner.run(["sync"])
-        for mount_point in step.mount_points:
-            self.mounts.umount(mount_point)

@@ -144,7 +144,7 @@ def test_a_step_that_failed_because_its_disk_went_away_says_so(tmp_path, monkeyp
         raise CommandError(["mkfs.ext4", "/dev/vdb1"], 1, stderr="Input/output error")
 
     monkeypatch.setattr(Executor, "do_mkfs", lambda self, step: unplugged(step))
-    planned = SimpleNamespace(disk_names=["/dev/vdb"], steps=[
+    planned = SimpleNamespace(disk_names=["/dev/vdb"], resolved=None, steps=[
         Step("mkfs", {"device": "/dev/vdb1", "fs_type": "ext4", "label": None, "options": []})])
     conf = SimpleNamespace(disk_stall_seconds=0, target_root=str(tmp_path))
     with pytest.raises(DiskGone) as exc:

@@ -348,7 +348,7 @@ def test_a_whole_disk_image_a_configdrive_partition_follows_leaves_its_table_to_
     ex = Executor(r, Events(), str(tmp_path))
     ex._look_ahead(steps)
     ex.do_wipe(steps[0])
-    ex.do_write_image(steps[1])
+    ex.handlers["write_image"](steps[1])
     assert seen["table_follows"] is True
     assert [line for line in r.lines() if "rereadpt" in line or "zap" in line] == []
 
