@@ -12,16 +12,14 @@ lines are what the tests count (the libvirt lab's test_fast_track.py counts sush
 requests instead).
 """
 
-import json
 import os
 
 import pytest
 
 from tests import REPO_ROOT
 from tests.ironic import realenv
-from tests.ironic.integration.test_heartbeat import AgentProcess
+from tests.ironic.integration.test_heartbeat import AgentProcess, _enroll
 
-LAYOUT = os.path.join(REPO_ROOT, "samples", "single-disk.json")
 INVENTORY = os.path.join(REPO_ROOT, "samples", "inventory", "single-disk.json")
 ERASE = [{"interface": "deploy", "step": "erase_devices_metadata", "args": {}}]
 
@@ -44,14 +42,6 @@ def ironic(ramdisk, tmp_path_factory):
     server.start()
     yield server
     server.stop()
-
-
-def _enroll(ironic, name, mac, driver_info=None):
-    with open(LAYOUT) as f:
-        layout = json.load(f)
-    return ironic.enroll(name, driver_info or {},
-                         {"image_source": "http://127.0.0.1:9/image.qcow2",
-                          "provision_layout": layout}, macs=[mac])
 
 
 class Log:
