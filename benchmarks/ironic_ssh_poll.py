@@ -17,7 +17,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from benchmarks.ironic_scale import tree_cpu_seconds  # noqa: E402
+from benchmarks.proc_tree import tree_cpu_seconds  # noqa: E402
 from ironic_driver.conversation import remote, ssh  # noqa: E402
 from tests.ironic import realenv  # noqa: E402
 
