@@ -250,10 +250,18 @@ def deploy_info():
 
 
 def held_sshd(workdir, jobs):
-    """The stand-in ramdisk: sshd whose SFTP holds a job's exit_code read while
-    jobs.hold(node) is in place (held_sftp.py)."""
+    """The stand-in ramdisk: sshd that holds, while jobs.hold(node) is in place, the start of
+    node's job once it has started it (held_exec.py: the conductor records the job when the
+    start returns) and its exit_code read over SFTP (held_sftp.py)."""
     script = os.path.join(HERE, "held_sftp.py")
-    return realenv.Sshd(workdir, sftp=f"{sys.executable} {script} {jobs.dir}").start()
+    sshd = realenv.Sshd(workdir, sftp=f"{sys.executable} {script} {jobs.dir}").start()
+    wrapper = os.path.join(HERE, "held_exec.py")
+    with open(sshd.client_key_file + ".pub") as f:
+        key = f.read().strip()
+    # sshd reads authorized_keys at each login: the forced command applies from now on
+    with open(os.path.join(sshd.dir, "authorized_keys"), "w") as f:
+        f.write(f'command="{sys.executable} {wrapper} {jobs.dir}" {key}\n')
+    return sshd
 
 
 def missing():
