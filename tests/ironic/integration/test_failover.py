@@ -16,10 +16,10 @@ its job when X is killed with SIGKILL (all at once: one failover, not eight):
     rebooting   deploy, provision done, X in the deploy steps after it (reboot_to_instance)
 
 X is held where each node needs it: the stand-in ramdisk holds X's start of the jobs of the
-three `started` nodes once each job has started, before X can record it (held_exec.py); a relay in front of X's
-JSON-RPC server holds the RPCs sent to X (conductors.HeldRelay) once erase_exited's erase
-may end; and X's power actions take a second each ([fake]power_delay, X only), so that
-`rebooting` stays in its deploy steps long enough to be seen there; X is killed once
+three `started` nodes once each job has started, before X can record it (held_exec.py); a
+relay in front of X's JSON-RPC server holds the RPCs sent to X (conductors.HeldRelay) once
+erase_exited's erase may end; and X's power actions take a second each ([fake]power_delay, X
+only), so that `rebooting` stays in its deploy steps long enough to be seen there; X is killed once
 `rebooting` is. The other conductor, Y, must then follow every node to its end: no job
 started twice, every event recorded once.
 """
