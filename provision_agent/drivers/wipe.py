@@ -107,16 +107,18 @@ def wipe(runner, disk, keep=(), reread=True, cleared=None):
     cleared = [n for n in parts if n["path"] not in kept] + ([] if kept else [top])
     for node in cleared:
         _clear_members(runner, node["path"], node.get("fstype"))
-    # one wipefs for the old partitions and then the disk itself
-    if cleared:
-        runner.run(["wipefs", "--all", "--force", *[n["path"] for n in cleared]])
     for node in cleared:
         # wipefs erases a ZFS label's uberblocks only until libblkid stops seeing a pool (fewer
         # than four), and never the labels' config: a pool on an old partition stayed for
         # `zpool import` to find. Its labels lie within the partition's first and last
         # 512 KiB. Not an extended partition (lsblk: 1 KiB, the EBR chain of the logicals).
+        # Before the wipefs below: erasing the disk's table has the kernel re-read it and the
+        # partitions' nodes go (FileNotFoundError on /dev/vda1 in the VM, 2026-11-29).
         if node.get("type") == "part" and (node.get("size") or 0) >= 2 * EDGE:
             zero_edges(node["path"])
+    # one wipefs for the old partitions and then the disk itself
+    if cleared:
+        runner.run(["wipefs", "--all", "--force", *[n["path"] for n in cleared]])
     if kept:
         LOG.info("wipe %s: partition table and partitions %s left intact", disk, sorted(keep))
         return

@@ -529,3 +529,19 @@ def test_the_partitions_of_an_array_on_a_kept_member_are_not_the_disks_to_clear(
     wipe.wipe(r, "/dev/vda", keep=[2])
     assert r.writes() == ["mdadm --stop /dev/md127", "wipefs --all --force /dev/vda1"]
     assert zeroed == ["/dev/vda1"]
+
+
+def test_old_partitions_edges_are_zeroed_before_the_disks_wipefs_drops_them(monkeypatch):
+    """wipefs erasing the disk's table has the kernel re-read it, and the old partitions'
+    nodes go: a partition zeroed after it failed with FileNotFoundError ('/dev/vda1', exit 1)
+    in the VM (e2e-faults' outage case, 2026-11-29)."""
+    sized = {"blockdevices": [dict(TREE["blockdevices"][0], children=[
+        {"name": "vda1", "path": "/dev/vda1", "type": "part", "fstype": "ext4",
+         "size": 64 << 20}])]}
+    r = FakeRunner({"lsblk --json": json.dumps(sized), "pvs --reportformat": json.dumps(PVS)})
+    seen = []
+    monkeypatch.setattr(wipe, "zero_edges", lambda d: seen.append((d, list(r.writes()))))
+    wipe.wipe(r, "/dev/vda")
+    assert seen[0][0] == "/dev/vda1"
+    assert not any(w.startswith("wipefs") and w.endswith("/dev/vda") for w in seen[0][1])
+    assert "wipefs --all --force /dev/vda1 /dev/vda" in r.writes()
