@@ -47,19 +47,18 @@ site=$stage/usr/lib/python3/dist-packages
 rm -rf "$site/bin"
 # Binary wheels for the ramdisk's python3 (bookworm: CPython 3.11, glibc 2.36), whatever
 # Python builds the ramdisk.
-"$venv/bin/pip" install -q --no-deps --no-compile --only-binary=:all: --target "$site" \
-  --python-version 3.11 --implementation cp --abi cp311 \
-  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux_2_28_x86_64 -r "$here/wheels.txt" 2> >(grep -v "^WARNING: Location" >&2)
+for_ramdisk=(--no-deps --no-compile --only-binary=:all: --target "$site" --python-version 3.11
+             --implementation cp --abi cp311 --platform manylinux2014_x86_64
+             --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64)
+"$venv/bin/pip" install -q "${for_ramdisk[@]}" -r "$here/wheels.txt" \
+  2> >(grep -v "^WARNING: Location" >&2)
 
 # A site's or vendor's wheels (build.sh --extra-wheel), beside provision and for the same Python;
 # --no-deps: what they need comes as more wheels or Debian packages, never fetched here.
 read -r -a extra_wheels <<< "${EXTRA_WHEELS:-}"
 if [ "${#extra_wheels[@]}" -gt 0 ]; then
-  "$venv/bin/pip" install -q --no-deps --no-compile --no-index --target "$site" \
-    --python-version 3.11 --implementation cp --abi cp311 --only-binary=:all: \
-    --platform any --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux_2_28_x86_64 "${extra_wheels[@]}" 2> >(grep -v "^WARNING: Location" >&2)
+  "$venv/bin/pip" install -q "${for_ramdisk[@]}" --platform any --no-index \
+    "${extra_wheels[@]}" 2> >(grep -v "^WARNING: Location" >&2)
 fi
 
 # Bytecode now, not at the first run: the project layer has no __pycache__ (--no-compile), so a
