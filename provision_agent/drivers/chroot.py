@@ -69,16 +69,34 @@ def bound(runner, root, udev_db=UDEV_DB):
 
 def _copy_udev_db(source, dest):
     """Directories, regular files and links only (its control socket would tell tools that a
-    udev answers there)."""
+    udev answers there). udev keeps working meanwhile: an entry it removes between the listing
+    and the copy (its .lock files under links/ come and go) is left out; any other error fails."""
     for part in UDEV_PARTS:
         src = os.path.join(source, part)
-        if os.path.isdir(src):
+        if not os.path.isdir(src):
+            continue
+        try:
             shutil.copytree(src, os.path.join(dest, part), symlinks=True, ignore=_special,
-                            dirs_exist_ok=True)
+                            copy_function=_copy, dirs_exist_ok=True)
+        except shutil.Error as e:
+            left = [err for err in e.args[0] if os.path.lexists(err[0])]
+            if left:
+                raise shutil.Error(left) from None
+
+
+def _copy(src, dst):
+    return shutil.copy2(src, dst)
 
 
 def _special(directory, names):
-    return [n for n in names if not _plain(os.lstat(os.path.join(directory, n)).st_mode)]
+    return [n for n in names if not _plain(_mode(os.path.join(directory, n)))]
+
+
+def _mode(path):
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return 0   # gone since the listing: left out like a socket
 
 
 def _plain(mode):

@@ -57,3 +57,66 @@ def test_every_command_in_the_target_runs_in_its_own_pid_namespace_and_proc(tmp_
             "unshare", "--mount", "--propagation", "private", "--pid", "--fork",
             "--kill-child", f"--mount-proc={root}/proc", sys.executable, "-I", chroot.ENTER,
             str(root)]
+
+
+def test_udev_entries_that_vanish_while_they_are_copied_are_left_out(tmp_path, monkeypatch):
+    # udev keeps working while the database is copied: its .lock files in links/ come and go
+    # (a 512e VM run failed the bootloader step on one, shutil.Error ... .lock: No such file)
+    db = _udev_db(tmp_path)
+    gone_dir = db / "links" / "disk\\x2fby-uuid\\x2fabc"
+    gone_dir.mkdir(parents=True)
+    (gone_dir / ".lock").write_text("")
+    (gone_dir / "b252:1").write_text("")
+    (db / "data" / "b252:1").write_text("E:ID_SERIAL=disk1\n")
+    real_scandir = os.scandir
+
+    class Listing:
+        """Lists a directory as it is, then udev takes entries away before they are copied."""
+
+        def __init__(self, path):
+            with real_scandir(path) as it:
+                self.entries = list(it)
+            for entry in self.entries:
+                if entry.name in (".lock", "b252:1") or entry.path == str(gone_dir):
+                    if entry.is_dir(follow_symlinks=False):
+                        for child in os.listdir(entry.path):
+                            os.remove(os.path.join(entry.path, child))
+                        os.rmdir(entry.path)
+                    elif os.path.lexists(entry.path):
+                        os.remove(entry.path)
+
+        def __enter__(self):
+            return iter(self.entries)
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(os, "scandir", Listing)
+    root = tmp_path / "root"
+    root.mkdir()
+    with chroot.bound(FakeRunner(), str(root), udev_db=str(db)):
+        copied = root / "run" / "udev"
+        assert (copied / "data" / "b252:0").read_text() == "E:ID_SERIAL=disk0\n"
+        assert not os.path.lexists(copied / "data" / "b252:1")
+
+
+def test_an_udev_entry_that_cannot_be_copied_for_another_reason_still_fails(tmp_path,
+                                                                           monkeypatch):
+    db = _udev_db(tmp_path)
+    real_copy2 = chroot.shutil.copy2
+
+    def refused(src, dst, **kw):
+        if src.endswith("b252:0") and "/data/" in src:
+            raise PermissionError(13, "Permission denied", dst)
+        return real_copy2(src, dst, **kw)
+
+    monkeypatch.setattr(chroot.shutil, "copy2", refused)
+    root = tmp_path / "root"
+    root.mkdir()
+    try:
+        with chroot.bound(FakeRunner(), str(root), udev_db=str(db)):
+            pass
+    except chroot.shutil.Error as e:
+        assert "Permission denied" in str(e)
+    else:
+        raise AssertionError("a copy refused for another reason than a vanished source passed")
