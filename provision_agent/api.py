@@ -11,6 +11,8 @@ not offer it refuses the plug-in when it loads, naming it.
                     system mounted
     Context         run(step, context)'s context: runner, events, options, layout, target
     Target          context.target: the new system's files and commands, inside its root
+    IronicStep      (1.1) an Ironic clean/deploy/service step a hardware plug-in offers
+    HardwareContext (1.1) run_step's and erase_device's context: runner, events, inventory
     errors          CommandError (a command failed: its argv, exit code, stderr), InputError,
                     Problem, TargetError, PluginStepError (what provision raises for a
                     failing run(), naming the plug-in, its package and its step)
@@ -26,8 +28,9 @@ from provision_agent.plan.extensions import (
     PluginStepError,
 )
 from provision_agent.plan.step_base import SECRET, Step
+from provision_agent.run.hardware import HardwareContext, IronicStep
 from provision_agent.run.plugin_context import READ_LIMIT, Context, Target, TargetError
 
 __all__ = ["API_VERSION", "ALIASES", "NEEDS_ROOT", "PHASES", "SECRET", "READ_LIMIT", "Step",
            "Context", "Target", "CommandError", "InputError", "Problem", "ProvisionError",
-           "PluginError", "PluginStepError", "TargetError"]
+           "PluginError", "PluginStepError", "TargetError", "IronicStep", "HardwareContext"]

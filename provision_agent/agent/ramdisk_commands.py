@@ -3,7 +3,8 @@ schema of its arguments. They do what the conductor did in a shell before (ironi
 conversation/remote.py): the same job directory, the same files, the same wrapper events.
 
     version                                 {"provision": ..., "protocol": N, "commands": [...]}
-    start KIND NODE JOB [--data_driver=D] [--flag=F]... [--keyring=1]
+    start KIND NODE JOB [--data_driver=D] [--flag=F]... [--keyring=1]   KIND: provision, erase,
+                                            steps or step (provision's subcommands)
                                             stdin: the input document; prints started, or
                                             provision-already-running / -finished
     keyring NODE JOB                        stdin: the image keyring, kept for the next start
@@ -119,14 +120,15 @@ def _write(path, data):
 
 
 def provision_argv(args, config, directory):
-    argv = [config.provision] + (["erase"] if args["kind"] == "erase" else [])
+    # erase, steps, step: provision's subcommands of those names (cli/main.py)
+    argv = [config.provision] + ([args["kind"]] if args["kind"] != "provision" else [])
     if args.get("data_driver"):
         argv += ["--data_driver", args["data_driver"]]
     argv += list(config.provision_arg) + list(args.get("flag", []))
     path = lambda name: os.path.join(directory, name)  # noqa: E731
     argv += ["--input_data_file", path("input.json"), "--events_file", path("events.jsonl"),
              "--log_file", path("provision.log")]
-    if args["kind"] != "erase":
+    if args["kind"] == "provision":
         argv += ["--recovery_key_file", path("recovery-keys.json")]
     if args.get("keyring") == "1":
         argv += ["--image_keyring", path("keyring.pgp")]
@@ -254,7 +256,8 @@ def _poweroff(args, config, stdin, stdout):
     return subprocess.run([program], check=False, timeout=60).returncode
 
 
-_START = _schema({"kind": {"enum": ["provision", "erase"]}, "node": NODE, "job": JOB,
+_START = _schema({"kind": {"enum": ["provision", "erase", "steps", "step"]}, "node": NODE,
+                  "job": JOB,
                   "data_driver": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,31}$",
                                   "maxLength": 32},
                   "flag": {"type": "array", "items": {"enum": list(FLAGS)}, "maxItems": 4},

@@ -15,8 +15,8 @@ from oslo_config import cfg
 
 from provision_agent.cli import config
 
-SUBCOMMANDS = ("run", "validate", "inventory", "erase", "plan-schema")
-USAGE = ("provision [run|validate|inventory|erase|plan-schema] "
+SUBCOMMANDS = ("run", "validate", "inventory", "erase", "plan-schema", "steps", "step")
+USAGE = ("provision [run|validate|inventory|erase|plan-schema|steps|step] "
          "[--input_data_file F | --input_data_url URL] [--dry_run] [options]   "
          "(provision --help lists every option)")
 
@@ -123,6 +123,12 @@ def parse(argv, conf, *, description, epilog, version):
     if command == "erase" and conf.inventory_file:
         raise UsageError("'erase' works on this machine's own disks; --inventory_file cannot "
                          "stand in for them")
+    if command in ("step", "steps") and conf.allow_loop_devices:
+        raise UsageError(f"{command!r} never takes loop devices; --allow_loop_devices is for "
+                         "run and validate on a developer's machine")
+    if command == "step" and conf.inventory_file:
+        raise UsageError("'step' runs on this machine's own hardware; --inventory_file cannot "
+                         "stand in for it (it can for 'steps', which only lists)")
     if command == "inventory" and conf.inventory_file:
         raise UsageError("'inventory' describes this machine's own disks; --inventory_file is "
                          "for planning against a recorded inventory (with run or validate)")

@@ -6,6 +6,8 @@
     provision erase [--input_data_file F]         clear this machine's disks (metadata, or whole)
     provision plan-schema                         the JSON plan's schema with the installed
                                                   plug-ins' steps
+    provision steps                               the Ironic steps hardware plug-ins offer here
+    provision step --input_data_file F            run one of them: {"step", "type", "args"}
 """
 
 import importlib.metadata
@@ -34,6 +36,9 @@ DESCRIPTION = (
     "'inventory' prints this machine's disks as JSON in ironic-python-agent's format; "
     "'plan-schema' prints the JSON plan's schema: plan-v1.json with the steps of the "
     "installed plug-ins; "
+    "'steps' prints the Ironic clean, deploy and service steps the installed hardware "
+    "plug-ins offer on this machine (JSON); 'step' runs one, named by an input "
+    "{\"step\": NAME, \"type\": \"clean\", \"args\": {...}}; "
     "'erase' clears the partition tables, md superblocks, LVM labels and filesystem signatures "
     "of every disk provision may touch (read-only, removable, in-use disks and the boot medium "
     "are left alone, and those an input {\"skip_block_devices\": [hints]} names), as Ironic's "
@@ -159,11 +164,9 @@ def run_erase(conf):
 
 
 def run(command, conf):
-    if command == "inventory":
-        from provision_agent.machine import disks as live
-        print(json.dumps({"inventory": {"disks": _live_disks(),
-                                        "optical_drives": live.optical()}}, indent=2))
-        return errors.EXIT_OK
+    if command in ("inventory", "steps", "step"):
+        from provision_agent.cli import hardware_commands
+        return getattr(hardware_commands, f"run_{command}")(conf)
     if command == "erase":
         return run_erase(conf)
     if command == "plan-schema":

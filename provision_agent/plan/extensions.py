@@ -36,7 +36,7 @@ from provision_agent.plan import steps
 LOG = logging.getLogger(__name__)
 
 NAMESPACE = "provision_agent.step_kinds"
-API_VERSION = "1.0"
+API_VERSION = "1.1"   # 1.1: hardware plug-ins (run/hardware.py)
 # In the order they run (docs/extending.md has the picture).
 PHASES = ("first", "after_partitioning", "after_filesystems", "after_image", "before_boot",
           "after_boot", "last")

@@ -123,6 +123,8 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
         LOG.info("erase: leaving %s alone: %s", name, why)
     _activate_volume_groups(runner, chosen)
     failed, methods = [], {}
+    # a hardware plug-in's own erase of a whole disk (hardware.py), ranked as IPA's managers
+    ranked = _hardware(disks) if mode != "metadata" else []
     for index, name in enumerate(chosen, 1):
         step = functools.partial(events.step, index, len(chosen))
         step("erase_metadata", "start", description=f"erase {name}")
@@ -137,7 +139,8 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
         if mode != "metadata":
             try:
                 tick = functools.partial(events.progress, None, None, index, True)
-                methods[name] = _erase_device(runner, step, name, mode, passes, tick, chosen)
+                methods[name] = _erase_device(runner, step, name, mode, passes, tick, chosen,
+                                              (ranked, events, disks))
             except errors.CommandError as exc:
                 failed.append(exc)
     udev.settle(runner)
@@ -149,11 +152,25 @@ def erase(document, runner, events, disks=None, mounted=None, swaps=None):
     return report
 
 
-def _erase_device(runner, step, name, mode, passes, tick=None, erasing=None):
+def _hardware(disks):
+    from provision_agent.run import hardware
+    return hardware.supported({"disks": disks})
+
+
+def _erase_device(runner, step, name, mode, passes, tick=None, erasing=None, plugins=None):
     """The whole disk erased (mode "full" or "express"); the method that did it. erasing:
-    every disk this erase clears, beyond which no method may reach (an NVMe format can)."""
-    from provision_agent.run import secure_erase
+    every disk this erase clears, beyond which no method may reach (an NVMe format can).
+    plugins: (ranked hardware plug-ins, events, the disks): the first whose erase_device
+    erases it does, instead of provision."""
+    from provision_agent.run import hardware, secure_erase
     step("erase_device", "start", description=f"erase {name} ({mode})")
+    if plugins and plugins[0]:
+        ranked, events, disks = plugins
+        said = hardware.erase_device(ranked, name, mode, runner, events, {"disks": disks})
+        if said:
+            LOG.info("erase: %s: %s", name, said)
+            step("erase_device", "done", description=f"erase {name}: {said}"[:1000])
+            return said
     chosen, notes = secure_erase.erase_disk(runner, name, mode, passes, tick=tick,
                                             erasing=erasing)
     said = f"erase {name}: {chosen}" + (f" ({'; '.join(notes)})" if notes else "")

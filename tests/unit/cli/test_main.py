@@ -127,7 +127,7 @@ def test_hyphenated_spelling_of_known_options_is_accepted(tmp_path):
 def test_bare_provision_prints_usage_with_subcommands(capsys):
     assert cli.main([]) == 2
     err = capsys.readouterr().err
-    assert "usage: provision [run|validate|inventory|erase|plan-schema]" in err
+    assert "usage: provision [run|validate|inventory|erase|plan-schema|steps|step]" in err
     assert "--input_data_file or --input_data_url" in err
 
 
