@@ -111,6 +111,13 @@ opts = [
                      "and fails the step at once when it cannot speak to it. provision_command "
                      "is then the dispatcher's business; provision_extra_args may hold only "
                      "--dry_run. Off: the shell and SFTP of a --authorized-key ramdisk."),
+    cfg.BoolOpt("ramdisk_steps", default=False,
+                help="Each cleaning first lists the Ironic steps the ramdisk's hardware "
+                     "plug-ins offer on the node (`provision steps`, as ironic-python-agent's "
+                     "get_clean_steps) and keeps them in the node: the deploy interface's "
+                     "clean and deploy steps then include them, and Ironic runs them in the "
+                     "ramdisk (`provision step`). Costs one short job in the ramdisk per "
+                     "cleaning. Off: only this interface's own steps."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

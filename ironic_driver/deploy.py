@@ -40,6 +40,7 @@ from ironic.drivers import base
 from ironic_driver import config, ironic_compat, validation
 from ironic_driver.conversation import fanout, fast_track, follow, heartbeat, job, pace
 from ironic_driver.conversation.job import ramdisk_options  # noqa: F401  (part of this module's API)
+from ironic_driver.conversation.vendor_steps import VendorSteps, list_first
 from ironic_driver.document import images, layouts, oci, rebuild, sent
 
 LOG = logging.getLogger(__name__)
@@ -88,8 +89,9 @@ def sweep_order(nodes, followers, interval, running_interval):
     return [(uuid, not running, slow) for slow, running, _later, _, uuid in sorted(due)]
 
 
-class ProvisionDeploy(base.DeployInterface):
-    """Deploy with provision_agent's `provision` run over SSH in our ramdisk."""
+class ProvisionDeploy(VendorSteps, base.DeployInterface):
+    """Deploy with provision_agent's `provision` run over SSH in our ramdisk; the ramdisk's
+    vendor steps beside ours (VendorSteps)."""
 
     def get_properties(self):
         props = dict(validation.REQUIRED)
@@ -177,6 +179,8 @@ class ProvisionDeploy(base.DeployInterface):
             manager_utils.node_power_action(task, states.REBOOT)
         job.begin(node, keep_ramdisk=reuse)
         node.save()
+        # with [provision_agent]ramdisk_steps: CLEANWAIT, the ramdisk's steps listed first
+        return list_first(task, reuse, sent.for_ramdisk)
 
     def tear_down_cleaning(self, task):
         # As Ironic's tear_down_inband_cleaning: with fast track the ramdisk keeps running
@@ -216,8 +220,9 @@ class ProvisionDeploy(base.DeployInterface):
         # which erase runs is the node's clean_step (follow._job reads it)
         node = task.node
         if not job.is_ours(node):
-            # The ramdisk booted for an earlier step that was not ours: wait for it afresh.
-            job.begin(node)
+            # The ramdisk booted for an earlier step: the one an earlier job of ours ran in
+            # takes this one too, another is waited for afresh (job.begin_next).
+            job.begin_next(node)
             node.save()
         elif job.reused(node):
             # fast track kept the ramdisk (prepare_cleaning): its job starts now, or the

@@ -127,7 +127,7 @@ def start_words(what, node_uuid, job, data_driver, extra_args, keyring=False):
                            f"to a ramdisk with registered commands (it accepts {list(FLAGS)}); "
                            "give them to its provision-dispatch (--provision_arg) instead")
     words = ["start", what, node_uuid, job]
-    words += [f"--data_driver={data_driver}"] if data_driver and what != "erase" else []
+    words += [f"--data_driver={data_driver}"] if data_driver and what == "provision" else []
     words += [f"--flag={a}" for a in extra_args]
     return words + (["--keyring=1"] if keyring else [])
 

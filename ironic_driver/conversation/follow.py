@@ -35,6 +35,7 @@ from ironic_driver.conversation import (
     ssh,
     starting,
     timeouts,
+    vendor_steps,
 )
 from provision_agent.plan import urls
 
@@ -81,6 +82,9 @@ def _follow(task, provision_input, spawn, heard=None):
         LOG.warning("%s on node %s exited 0 more than %s s ago and the node still waits at "
                     "its step: the resume was lost (a conductor that died, or no free "
                     "worker); resuming again", _what(node), node.uuid, grace)
+        if job.listing(node):
+            vendor_steps.resume_after_listing(task, {PREFIX + "done_at": time.time()})
+            return
         _resume(task, spawn, {PREFIX + "done_at": time.time()},
                 still=lambda n: job.resume_lost(n, grace))
         return
@@ -190,6 +194,14 @@ def _record(task, spawn, updates, st):
     """Keep what one look saw; move the node on when its job exited."""
     node = task.node
     info = node.driver_internal_info
+    try:
+        # a listing's "steps" event is kept apart: the node's vendor steps (vendor_steps.py)
+        cache, st["events"] = vendor_steps.from_events(st["events"])
+    except vendor_steps.BadListing as exc:
+        record.fail(task, f"the ramdisk's list of vendor steps is unusable: {exc}")
+        return
+    if cache is not None:
+        updates[vendor_steps.CACHE] = cache
     if st["events"]:
         updates[PREFIX + "events"] = report.keep(info.get(PREFIX + "events"), st["events"],
                                                  job.opts().events_kept)
@@ -213,6 +225,9 @@ def _record(task, spawn, updates, st):
         updates[PREFIX + "recovery_keys"] = st["recovery_keys"]
     updates[PREFIX + "phase"] = "done"
     updates[PREFIX + "done_at"] = time.time()
+    if job.listing(node):
+        vendor_steps.resume_after_listing(task, updates)
+        return
     _resume(task, spawn, updates)
 
 
@@ -240,6 +255,12 @@ def _resume(task, spawn, updates, still=job.ramdisk_expected):
 
 
 def _what(node):
+    if job.listing(node):
+        return "provision steps"
+    step = node.clean_step if node.provision_state == states.CLEANWAIT else node.deploy_step
+    if vendor_steps.is_vendor(node, "clean" if node.provision_state == states.CLEANWAIT
+                              else "deploy", step):
+        return f"provision step {step['step']}"
     return "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
 
 

@@ -61,10 +61,28 @@ def ramdisk_expected(node):
     return node.provision_state in WAIT_STATES and is_ours(node)
 
 
+# The vendor steps the node's ramdisk offers (vendor_steps.py), and the flag of a cleaning
+# whose first job lists them.
+RAMDISK_STEPS = PREFIX + "ramdisk_steps"
+LISTING = PREFIX + "listing_steps"
+
+
+def listing(node):
+    """The job the node waits for lists its ramdisk's steps (vendor_steps.py)."""
+    return (node.provision_state == states.CLEANWAIT and not node.clean_step
+            and bool(node.driver_internal_info.get(LISTING)))
+
+
 def step_is_ours(node):
     field, names = OUR_STEPS[node.provision_state]
     step = getattr(node, field) or {}
-    return step.get("interface") == "deploy" and step.get("step") in names
+    if listing(node):
+        return True
+    kind = "clean" if node.provision_state == states.CLEANWAIT else "deploy"
+    vendor = {s.get("step") for s in (node.driver_internal_info.get(RAMDISK_STEPS) or {}).get(
+        kind, [])}
+    return step.get("interface") == "deploy" and (step.get("step") in names
+                                                  or step.get("step") in vendor)
 
 
 def waiting(node):
@@ -179,8 +197,18 @@ def token_updates(node, now):
     return {"agent_secret_token": None, PREFIX + "token_reissued_by": CONF.host}
 
 
+def begin_next(node):
+    """begin() for the next job of ours in the ramdisk the node runs: the one a job of ours
+    just ran in keeps its address and key while Ironic's agent_url says it was not powered
+    off since (Ironic wipes agent_url with every power off or reboot), so the next look
+    starts the job there; else the node waits for a heartbeat as after begin()."""
+    same_boot = bool(node.driver_internal_info.get("agent_url"))
+    begin(node, keep_ramdisk=same_boot)
+    node.del_driver_internal_info(PREFIX + "reused")
+
+
 def forget(node, keep_ramdisk=False):
-    kept = (PREFIX + "events", PREFIX + "exit_code", PREFIX + "events_count",
+    kept = (PREFIX + "events", PREFIX + "exit_code", PREFIX + "events_count", RAMDISK_STEPS,
             *node_keys.DOCUMENT_SIDE, *(RAMDISK_KEYS if keep_ramdisk else ()))
     for key in list(node.driver_internal_info):
         if key.startswith(PREFIX) and key not in kept:

@@ -69,7 +69,7 @@ def start_command(directory, command, job=None):
     argv = list(command) + ["--input_data_file", ssh.join(directory, INPUT),
                             "--events_file", ssh.join(directory, EVENTS),
                             "--log_file", ssh.join(directory, LOG)]
-    if "erase" not in command[1:2]:
+    if not set(command[1:2]) & {"erase", "steps", "step"}:   # provision's run only
         argv += ["--recovery_key_file", ssh.join(directory, recovery.FILE)]
     # The wrapper's own two events bracket provision's, so the conductor sees the start and
     # the exit even when provision emits nothing (a --dry_run, or a crash before its first).

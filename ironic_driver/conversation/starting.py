@@ -18,6 +18,7 @@ from ironic_driver.conversation import (
     job,
     remote,
     ssh,
+    vendor_steps,
 )
 
 LOG = logging.getLogger(__name__)
@@ -29,7 +30,11 @@ ERASE_METHODS = {"erase_devices": "full", "erase_devices_express": "express"}
 
 def job_for(node, o, provision_input):
     """(what runs, its command, its input document, the keyring sent beside it) for the step
-    the node is in (a cleaning's, or the deploy's)."""
+    the node is in (a cleaning's, or the deploy's): the listing of the ramdisk's vendor
+    steps or one of them (vendor_steps.py), an erase, or the deploy's provision."""
+    vendor = _vendor_job(node, o)
+    if vendor:
+        return vendor
     if node.provision_state in (states.CLEANWAIT, states.CLEANING):
         return ("erase", remote.provision_argv(o.provision_command, None,
                                                o.provision_extra_args, subcommand="erase"),
@@ -37,6 +42,20 @@ def job_for(node, o, provision_input):
     doc, keyring = provision_input(node, o)
     return ("provision", remote.provision_argv(o.provision_command, o.data_driver,
                                                o.provision_extra_args), _json(doc), keyring)
+
+
+def _vendor_job(node, o):
+    if job.listing(node):
+        what, doc = "steps", {}
+    elif vendor_steps.is_vendor(node, "clean", node.clean_step) and node.provision_state in (
+            states.CLEANWAIT, states.CLEANING) or vendor_steps.is_vendor(
+            node, "deploy", node.deploy_step) and node.provision_state in (
+            states.DEPLOYWAIT, states.DEPLOYING):
+        what, doc = "step", vendor_steps.request(node)
+    else:
+        return None
+    return (what, remote.provision_argv(o.provision_command, None, o.provision_extra_args,
+                                        subcommand=what), _json(doc), None)
 
 
 def erase_input(node):
