@@ -180,7 +180,7 @@ class ProvisionDeploy(VendorSteps, base.DeployInterface):
         job.begin(node, keep_ramdisk=reuse)
         node.save()
         # with [provision_agent]ramdisk_steps: CLEANWAIT, the ramdisk's steps listed first
-        return list_first(task, reuse, sent.for_ramdisk)
+        return list_first(task, reuse, fast_track.start_or_power_cycle, sent.for_ramdisk)
 
     def tear_down_cleaning(self, task):
         # As Ironic's tear_down_inband_cleaning: with fast track the ramdisk keeps running

@@ -20,7 +20,7 @@ from ironic.conductor import steps as conductor_steps
 from ironic.conductor import utils as manager_utils
 
 from ironic_driver import report
-from ironic_driver.conversation import fast_track, job, record
+from ironic_driver.conversation import job, record
 
 LOG = logging.getLogger(__name__)
 P = job.PREFIX
@@ -100,17 +100,18 @@ def request(node):
     return {"step": step["step"], "type": kind, "args": step.get("args") or {}}
 
 
-def list_first(task, reuse, provision_input):
+def list_first(task, reuse, start, provision_input):
     """prepare_cleaning's end, the node in its ramdisk (job.begin done): with
     [provision_agent]ramdisk_steps, CLEANWAIT and the listing as the first job (started at
-    once in a ramdisk fast track kept); else None, Ironic going on with the steps."""
+    once by start, fast_track.start_or_power_cycle, in a ramdisk fast track kept); else None,
+    Ironic going on with the steps."""
     node = task.node
     if not job.opts().ramdisk_steps:
         return None
     node.set_driver_internal_info(LISTING, True)
     node.save()
     if reuse:
-        fast_track.start_or_power_cycle(task, provision_input)
+        start(task, provision_input)
     return states.CLEANWAIT
 
 
