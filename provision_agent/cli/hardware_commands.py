@@ -50,7 +50,8 @@ def run_step(conf):
     events = Events.from_conf(conf)
     try:
         inventory = hardware.inventory(own_inventory(conf))
-        report = hardware.run_step(document, inventory, Runner(), events)
+        report = hardware.run_step(document, inventory, Runner(), events,
+                                   dry_run=conf.dry_run)
         events.result("ok", errors.EXIT_OK)
     except errors.ProvisionError as exc:
         events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events

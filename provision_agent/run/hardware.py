@@ -183,8 +183,9 @@ def find(ranked, name, kind):
                                         f"{', '.join(offered) or 'none'})")])
 
 
-def run_step(document, inventory, runner, events):
-    """Run the step the input names: its arguments checked against its schema first."""
+def run_step(document, inventory, runner, events, dry_run=False):
+    """Run the step the input names: its arguments checked against its schema first;
+    dry_run: only checked."""
     import jsonschema
     name, kind, args = _request(document)
     plugin_name, plugin, step = find(supported(inventory), name, kind)
@@ -193,6 +194,8 @@ def run_step(document, inventory, runner, events):
                 for err in jsonschema.Draft202012Validator(step.args_schema).iter_errors(args)]
     if problems:
         raise InputError(problems[:20])
+    if dry_run:
+        return {"step": name, "type": kind, "plugin": plugin_name, "dry_run": True}
     context = HardwareContext(runner, events, inventory, plugin_name)
     events.step(1, 1, name, "start", description=step.description[:300])
     try:

@@ -62,7 +62,7 @@ def test_a_plugin_that_does_not_support_the_machine_offers_nothing(tmp_path, ins
     assert [(s["step"], s["plugin"]) for s in listing["steps"]] == [("vendor_tune", "generic")]
 
 
-def _step(tmp_path, monkeypatch, request, inv="three-disks"):
+def _step(tmp_path, monkeypatch, request, inv="three-disks", extra=()):
     monkeypatch.setattr(hardware_commands, "own_inventory",
                         lambda conf: {"disks": inventory(inv)["inventory"]["disks"]})
     path = tmp_path / "step.json"
@@ -70,7 +70,8 @@ def _step(tmp_path, monkeypatch, request, inv="three-disks"):
     events = tmp_path / "events.jsonl"
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli.main(["step", "--input_data_file", str(path), "--events_file", str(events)])
+        rc = cli.main(["step", "--input_data_file", str(path), "--events_file", str(events),
+                       *extra])
     said = [json.loads(line) for line in events.read_text().splitlines()] \
         if events.exists() else []
     return rc, out.getvalue(), err.getvalue(), said
@@ -153,3 +154,12 @@ def test_a_plugin_erase_that_fails_fails_the_erase_naming_it(monkeypatch, instal
 def test_the_loaded_plugins_are_named_by_their_package(installed):
     hardware.supported({"disks": []})
     assert extensions.package("generic") == "acme-hw"
+
+
+def test_a_dry_run_checks_the_step_and_runs_nothing(tmp_path, monkeypatch, installed):
+    rc, out, err, said = _step(tmp_path, monkeypatch, {"step": "vendor_fail", "args": {}},
+                               extra=["--dry_run"])
+    assert rc == 0, err
+    assert json.loads(out) == {"step": "vendor_fail", "type": "clean", "plugin": "specific",
+                               "dry_run": True}
+    assert not [e for e in said if e.get("event") == "step"]
