@@ -217,7 +217,9 @@ def _record(task, spawn, updates, st):
     updates[PREFIX + "exit_code"] = st["exit_code"]
     if st["exit_code"] != 0:
         record.save(task, updates)
-        record.fail(task, f"provision exited with {st['exit_code']}; last output:\n"
+        # a vendor job names itself; an erase's and a deploy's text stays what it was
+        what = _what(node) if job.listing(node) or "step " in _what(node) else "provision"
+        record.fail(task, f"{what} exited with {st['exit_code']}; last output:\n"
                    f"{report.tail_for_error(st['tail'])}")
         return
     if st.get("recovery_keys"):

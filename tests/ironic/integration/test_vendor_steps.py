@@ -1,0 +1,133 @@
+"""The example vendor package's Ironic clean step (examples/vendor-plugin, its hardware
+plug-in `acme`) through a real Ironic with [provision_agent]ramdisk_steps: the cleaning lists
+the stand-in ramdisk's steps (`provision steps`, kept in the node as Ironic's API shows it),
+Ironic's own manual-cleaning code checks the step asked for against them, and the conductor
+runs it there (`provision step`), which runs ACME's CLI: the settings it recorded are read
+back. A bad argument fails the cleaning with the ramdisk's located error; an automated
+cleaning lists the steps and erases as before.
+
+Real: Ironic 39 (API + conductor), our provision-ironic-agent as a process, the conductor's
+SSH (or registered commands: PROVISION_TEST_RAMDISK_COMMANDS=1) to a local sshd standing in for
+the ramdisk, the example package's plug-in loaded there from its entry point, and the
+example's acme-fwcli. The stand-in's `provision erase` only exits 0 (this host's disks)."""
+
+import os
+import stat
+
+import pytest
+
+from tests import REPO_ROOT
+from tests.ironic import realenv
+from tests.ironic.integration.test_heartbeat import AgentProcess, _enroll
+
+INVENTORY = os.path.join(REPO_ROOT, "samples", "inventory", "single-disk.json")
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "vendor-plugin")
+STEP = "acme_apply_settings"
+
+
+def _site(workdir):
+    """The example package as pip installs it: its entry points in a dist-info."""
+    dist = os.path.join(workdir, "site", "acme_provision-1.0.dist-info")
+    os.makedirs(dist)
+    with open(os.path.join(dist, "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\nName: acme-provision\nVersion: 1.0\n")
+    with open(os.path.join(dist, "entry_points.txt"), "w") as f:
+        f.write("[provision_agent.hardware]\nacme = acme_provision.hardware:AcmeHardware\n")
+    return os.path.join(workdir, "site")
+
+
+def _wrapper(workdir, state):
+    """provision in the stand-in ramdisk: this tree's, with the example package installed and
+    ACME's CLI on PATH; a run planned against the recorded inventory (--dry_run), an erase
+    that only exits 0, `steps` and `step` for real."""
+    path = os.path.join(workdir, "provision")
+    env = {"PYTHONPATH": f"{_site(workdir)}:{EXAMPLE}:{REPO_ROOT}",
+           "PATH": f"{EXAMPLE}:/usr/sbin:/usr/bin:/sbin:/bin", "ACME_FWCLI_STATE": state}
+    with open(path, "w") as f:
+        f.write(f"""#!/usr/bin/env python3
+import os, sys
+args = [a for a in sys.argv[1:] if a != "--dry_run" and not a.startswith("--inventory_file")]
+if args[:1] == ["erase"]:
+    sys.exit(0)
+if args[:1] == ["steps"]:
+    args += ["--inventory_file", {INVENTORY!r}]
+elif args[:1] != ["step"]:
+    args += ["--dry_run", "--inventory_file", {INVENTORY!r}]
+os.environ.update({env!r})
+os.execv({realenv.bin_path("provision")!r}, [{realenv.bin_path("provision")!r}] + args)
+""")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ironic(ramdisk, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("ironic-vendor"))
+    state = os.path.join(workdir, "acme-fwcli.settings")
+    wrapper = _wrapper(workdir, state)
+    options = dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY, provision=wrapper),
+                   data_driver="native", running_poll_interval=600, provision_command=wrapper,
+                   provision_extra_args="", ramdisk_steps="true")
+    server = realenv.Ironic(workdir, options)
+    server.remote_dir = os.path.join(workdir, "remote")
+    server.acme_state = state
+    server.start()
+    yield server
+    server.stop()
+
+
+def _clean(ironic, uuid, steps):
+    ironic.request("PUT", f"/v1/nodes/{uuid}/states/provision",
+                   {"target": "clean", "clean_steps": steps})
+    return ironic.wait_state(uuid, ["manageable", "clean failed"], 120)
+
+
+def _recover(ironic, uuid):
+    """Back to manageable after a failed cleaning (which Ironic puts in maintenance)."""
+    ironic.request("DELETE", f"/v1/nodes/{uuid}/maintenance")
+    ironic.set_state(uuid, "manage")
+    ironic.wait_state(uuid, ["manageable"], 30)
+
+
+def test_the_example_vendors_clean_step_is_listed_and_run_in_the_ramdisk(ironic, ramdisk,
+                                                                          tmp_path):
+    mac = "52:54:00:ac:00:01"
+    uuid = _enroll(ironic, "vendor-clean", mac)
+    ironic.set_state(uuid, "manage")
+    ironic.wait_state(uuid, ["manageable"], 30)
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir,
+                      ironic.remote_dir) as agent:
+        node = _clean(ironic, uuid, [{"interface": "deploy", "step": STEP, "args": {
+            "settings": {"BootMode": "Uefi", "SriovEnable": "Enabled"}}}])
+        assert node["provision_state"] == "manageable", (node["last_error"], agent.text())
+        # what the ramdisk offers, kept in the node as Ironic shows it
+        offered = node["driver_internal_info"]["provision_ramdisk_steps"]
+        assert [(s["step"], s["interface"], s["priority"]) for s in offered["clean"]] == [
+            (STEP, "deploy", 0)]
+        assert offered["clean"][0]["argsinfo"]["settings"]["required"] is True
+        with open(ironic.acme_state) as f:
+            assert f.read() == "BootMode=Uefi\nSriovEnable=Enabled\n"
+
+        node = _clean(ironic, uuid, [{"interface": "deploy", "step": STEP,
+                                      "args": {"settings": {"9lives": "x"}}}])
+        assert node["provision_state"] == "clean failed"
+        assert "provision step acme_apply_settings exited with 2" in node["last_error"]
+        assert "$.args.settings" in node["last_error"]
+
+        _recover(ironic, uuid)
+        node = _clean(ironic, uuid, [{"interface": "deploy", "step": "acme_no_such"}])
+        assert node["provision_state"] == "clean failed"
+        assert "its ramdisk offers acme_apply_settings" in node["last_error"]
+
+        # automated cleaning: the listing, then the metadata erase, in the same ramdisk
+        _recover(ironic, uuid)
+        ironic.request("PATCH", f"/v1/nodes/{uuid}",
+                       [{"op": "replace", "path": "/automated_clean", "value": True}])
+        ironic.set_state(uuid, "provide")
+        node = ironic.wait_state(uuid, ["available", "clean failed"], 120)
+        assert node["provision_state"] == "available", (node["last_error"], agent.text())
+    log = ironic.log_text()
+    assert log.count(f"Node {uuid}: its ramdisk offers 1 vendor clean step(s)") >= 3
+    with open(ironic.acme_state) as f:     # the refused arguments never reached the CLI
+        assert f.read() == "BootMode=Uefi\nSriovEnable=Enabled\n"
