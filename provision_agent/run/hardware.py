@@ -46,7 +46,6 @@ class IronicStep:
     priority: int = 0                   # 0: only when asked for (manual cleaning, a template)
     types: tuple = ("clean",)           # which of clean, deploy, service
     args_schema: dict = dataclasses.field(default_factory=lambda: {"type": "object"})
-    reboot_requested: bool = False      # Ironic reboots the node after it (as for IPA's)
     abortable: bool = False
 
     def for_ironic(self, plugin):
@@ -58,7 +57,7 @@ class IronicStep:
         return {"step": self.name, "interface": "deploy", "priority": self.priority,
                 "types": list(self.types), "description": self.description[:300],
                 "argsinfo": argsinfo or None, "args_schema": self.args_schema,
-                "reboot_requested": self.reboot_requested, "abortable": self.abortable,
+                "abortable": self.abortable,
                 "plugin": plugin}
 
 
