@@ -42,6 +42,7 @@ from ironic_driver.conversation import fanout, fast_track, follow, heartbeat, jo
 from ironic_driver.conversation.job import ramdisk_options  # noqa: F401  (part of this module's API)
 from ironic_driver.conversation.vendor_steps import VendorSteps, list_first
 from ironic_driver.document import images, layouts, oci, rebuild, sent
+from ironic_driver.document.fragments import FragmentSteps
 
 LOG = logging.getLogger(__name__)
 
@@ -89,9 +90,9 @@ def sweep_order(nodes, followers, interval, running_interval):
     return [(uuid, not running, slow) for slow, running, _later, _, uuid in sorted(due)]
 
 
-class ProvisionDeploy(VendorSteps, base.DeployInterface):
+class ProvisionDeploy(VendorSteps, FragmentSteps, base.DeployInterface):
     """Deploy with provision_agent's `provision` run over SSH in our ramdisk; the ramdisk's
-    vendor steps beside ours (VendorSteps)."""
+    vendor steps beside ours (VendorSteps); templates' plug-in sections (FragmentSteps)."""
 
     def get_properties(self):
         props = dict(validation.REQUIRED)

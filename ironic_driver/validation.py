@@ -8,7 +8,7 @@ from ironic.conf import CONF
 
 from ironic_driver import report
 from ironic_driver.conversation import kernel_params, ssh
-from ironic_driver.document import contract, images, inventory, layouts, oci, sent
+from ironic_driver.document import contract, fragments, images, inventory, layouts, oci, sent
 from provision_agent.plan import urls
 
 LOG = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def check_instance(task, data_driver):
     step = layouts.template_step(task)
     choice = layouts.choose(node, step)
     try:
-        doc = sent.payload(node, data_driver, step)
+        doc = sent.payload(node, data_driver, step, fragments.from_templates(task))
         if data_driver != "native":
             doc["instance_info"] = images.for_validation(doc["instance_info"], node, record)
             if found:

@@ -10,7 +10,7 @@ from ironic.common import exception
 from ironic.conf import CONF
 
 from ironic_driver import report
-from ironic_driver.document import contract, layouts, tenant_rules
+from ironic_driver.document import contract, fragments, layouts, tenant_rules
 
 
 def _invalid(msg):
@@ -38,12 +38,15 @@ def image_keyring(opts):
     return data
 
 
-def payload(node, data_driver, step=layouts.RECORDED):
+def payload(node, data_driver, step=layouts.RECORDED, added=None):
     """What provision gets: our contract document, or the bare layout for --data_driver native.
 
-    step: see layouts.choose (validate passes what the deploy templates say).
+    step: see layouts.choose (validate passes what the deploy templates say). added: the
+    add_extensions fragments (fragments.py; validate passes the templates'), by default this
+    deploy's own steps'.
     """
     choice = layouts.choose(node, step)
+    added = fragments.from_steps(node) if added is None else added
     layouts.check_images(choice, CONF.provision_agent.layout_images)
     tenant_rules.check_relaxations(choice)
     from provision_agent.plan import api
@@ -56,10 +59,19 @@ def payload(node, data_driver, step=layouts.RECORDED):
         else None
     layout = tenant_rules.keep_template_encryption(choice, template)
     doc = contract.build(node, layout=layout)
+    own = (doc.get("layout") or {}).get("extensions")
+    try:
+        extensions = fragments.merge(added, own, f"{choice.describe()} (its extensions)")
+    except exception.InvalidParameterValue as exc:
+        raise _invalid(str(exc)) from None
+    if extensions and data_driver != "native":
+        doc["extensions"] = extensions      # the ironic data driver adds them to any layout
     if data_driver == "native":
         if "layout" not in doc:
             raise _invalid("data_driver native needs instance_info/provision_layout, a deploy "
                            "template's set_layout step or driver_info/provision_layout")
+        if extensions:
+            doc["layout"].setdefault("extensions", {}).update(extensions)
         # What the ironic data driver does with the document's boot mode, done here since
         # only the layout goes to the ramdisk.
         problems = []

@@ -5,7 +5,8 @@
      "root_device_default": "smallest" (absent) | "refuse": without root device hints,
      "boot_mode": "bios" | "uefi", "secure_boot": bool (absent: false),
      "rebuild": bool: a rebuild of the same instance (absent: not known, taken as false),
-     "layout": {optional native document}}
+     "layout": {optional native document},
+ "extensions": {optional: plug-in sections deploy templates add to whatever layout it gets}}
 
 With `layout`, that native document is used and completed from instance_info (image, configdrive,
 boot mode). Without it, Ironic's classic layouts are produced: a whole-disk image written to the
@@ -40,6 +41,8 @@ _STR = {"type": ["string", "null"], "maxLength": 8192}
 _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
     "boot_mode": _STR, "secure_boot": {"type": ["boolean", "null"]},
     "layout": {"type": ["object", "null"]},
+    # sections of step-kind plug-ins a deploy template adds (the add_extensions step)
+    "extensions": {"type": ["object", "null"], "maxProperties": 32},
     "root_device_default": {"enum": ["smallest", "refuse", None]},
     # the deploy interface's word: a rebuild of the instance an earlier deploy made (the
     # layout's "keep": "on_rebuild" is kept), or its first deploy (made anew)
@@ -120,6 +123,7 @@ class IronicDriver(DataDriver):
             doc = self._classic(data, info, boot_mode, add)
             # the partition image's grub: signed when Ironic turns Secure Boot on
             boot_mode_rule.apply(doc, boot_mode, add, where="bootloader", secure_boot=secure_boot)
+        add_extensions(doc, data.get("extensions"), add)
         if problems:
             raise InputError(problems)
         return doc
@@ -287,3 +291,18 @@ def _root_target(doc):
         if not d.get("partitions"):
             return d["id"], True
     return None, False
+
+
+def add_extensions(doc, extra, add):
+    """The plug-in sections deploy templates add (`extensions`), after the layout's own: a
+    name the layout already has is refused, never replaced."""
+    if not extra:
+        return
+    own = doc.setdefault("extensions", {})
+    for name, section in extra.items():
+        if name in own:
+            add(f"extensions.{name}", f"the layout has its own '{name}' section; a deploy "
+                                      "template adds a plug-in's section to a layout without "
+                                      "one, it never replaces it")
+        else:
+            own[name] = copy.deepcopy(section)
