@@ -11,6 +11,7 @@ SSH (or registered commands: PROVISION_TEST_RAMDISK_COMMANDS=1) to a local sshd 
 the ramdisk, the example package's plug-in loaded there from its entry point, and the
 example's acme-fwcli. The stand-in's `provision erase` only exits 0 (this host's disks)."""
 
+import json
 import os
 import stat
 
@@ -32,16 +33,18 @@ def _site(workdir):
     with open(os.path.join(dist, "METADATA"), "w") as f:
         f.write("Metadata-Version: 2.1\nName: acme-provision\nVersion: 1.0\n")
     with open(os.path.join(dist, "entry_points.txt"), "w") as f:
-        f.write("[provision_agent.hardware]\nacme = acme_provision.hardware:AcmeHardware\n")
+        f.write("[provision_agent.hardware]\nacme = acme_provision.hardware:AcmeHardware\n"
+                "[provision_agent.step_kinds]\n"
+                "acme_firmware = acme_provision.firmware:FirmwareSettings\n")
     return os.path.join(workdir, "site")
 
 
-def _wrapper(workdir, state):
+def _wrapper(workdir, state, site):
     """provision in the stand-in ramdisk: this tree's, with the example package installed and
     ACME's CLI on PATH; a run planned against the recorded inventory (--dry_run), an erase
     that only exits 0, `steps` and `step` for real."""
     path = os.path.join(workdir, "provision")
-    env = {"PYTHONPATH": f"{_site(workdir)}:{EXAMPLE}:{REPO_ROOT}",
+    env = {"PYTHONPATH": f"{site}:{EXAMPLE}:{REPO_ROOT}",
            "PATH": f"{EXAMPLE}:/usr/sbin:/usr/bin:/sbin:/bin", "ACME_FWCLI_STATE": state}
     with open(path, "w") as f:
         f.write(f"""#!/usr/bin/env python3
@@ -64,14 +67,21 @@ os.execv({realenv.bin_path("provision")!r}, [{realenv.bin_path("provision")!r}] 
 def ironic(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("ironic-vendor"))
     state = os.path.join(workdir, "acme-fwcli.settings")
-    wrapper = _wrapper(workdir, state)
+    site = _site(workdir)
+    wrapper = _wrapper(workdir, state, site)
     options = dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY, provision=wrapper),
                    data_driver="native", running_poll_interval=600, provision_command=wrapper,
                    provision_extra_args="", ramdisk_steps="true")
     server = realenv.Ironic(workdir, options)
     server.remote_dir = os.path.join(workdir, "remote")
     server.acme_state = state
-    server.start()
+    # the conductor validates a template's plug-in section with the plug-in installed there too
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = ":".join(p for p in (site, EXAMPLE, before) if p)
+    try:
+        server.start()
+    finally:
+        os.environ.pop("PYTHONPATH") if before is None else os.environ.update(PYTHONPATH=before)
     yield server
     server.stop()
 
@@ -131,3 +141,56 @@ def test_the_example_vendors_clean_step_is_listed_and_run_in_the_ramdisk(ironic,
     assert log.count(f"Node {uuid}: its ramdisk offers 1 vendor clean step(s)") >= 3
     with open(ironic.acme_state) as f:     # the refused arguments never reached the CLI
         assert f.read() == "BootMode=Uefi\nSriovEnable=Enabled\n"
+
+
+FIRMWARE = {"acme_firmware": {"settings": {"BootMode": "Uefi", "SriovEnable": "Enabled"}}}
+
+
+def _template(ironic, name, priority=150):
+    """The template, once per Ironic (a test run alone makes the one it needs)."""
+    resp = ironic.request("POST", "/v1/deploy_templates", {"name": name, "steps": [
+        {"interface": "deploy", "step": "add_extensions", "priority": priority,
+         "args": {"extensions": FIRMWARE}}]}, ok=False)
+    assert resp.status_code in (201, 409), resp.text
+
+
+def _traits(ironic, uuid, traits):
+    ironic.request("PUT", f"/v1/nodes/{uuid}/traits", {"traits": traits})
+    ironic.request("PATCH", f"/v1/nodes/{uuid}", [
+        {"op": "add", "path": "/instance_info/traits", "value": traits}])
+
+
+def test_a_deploy_templates_plugin_section_joins_the_nodes_layout(ironic, ramdisk, tmp_path):
+    mac = "52:54:00:ac:00:02"
+    uuid = _enroll(ironic, "vendor-fragment", mac)
+    _template(ironic, "CUSTOM_ACME")
+    _traits(ironic, uuid, ["CUSTOM_ACME"])
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir,
+                      ironic.remote_dir) as agent:
+        ironic.set_state(uuid, "active")
+        node = ironic.wait_state(uuid, ["active", "deploy failed"], 120)
+        assert node["provision_state"] == "active", (node["last_error"], agent.text())
+    job = os.path.join(ironic.remote_dir, uuid)
+    with open(os.path.join(job, "input.json")) as f:
+        sent = json.load(f)
+    # the node's own layout (samples/single-disk.json) with the template's section added
+    assert sent["extensions"] == FIRMWARE and sent["disks"][0]["id"]
+    with open(os.path.join(job, "output.log")) as f:
+        plan = f.read()
+    first = plan.index("ACME firmware: BootMode = Uefi")
+    assert first < plan.index("ACME firmware: SriovEnable = Enabled") < plan.index("wipe")
+    # the section never went into the node's record
+    assert "SriovEnable" not in json.dumps(node["driver_internal_info"])
+
+
+def test_two_templates_giving_one_plugins_section_are_refused_before_anything_boots(ironic):
+    uuid = _enroll(ironic, "vendor-fragment-twice", "52:54:00:ac:00:03")
+    _template(ironic, "CUSTOM_ACME")
+    _template(ironic, "CUSTOM_ACME_TOO", priority=140)
+    _traits(ironic, uuid, ["CUSTOM_ACME", "CUSTOM_ACME_TOO"])
+    resp = ironic.set_state(uuid, "active", ok=False)
+    assert resp.status_code == 400, resp.text
+    assert "deploy template CUSTOM_ACME_TOO (step deploy.add_extensions): adds the plug-in " \
+           "section 'acme_firmware', which deploy template CUSTOM_ACME" in resp.text
+    assert ironic.node(uuid)["provision_state"] == "available"
