@@ -239,9 +239,8 @@ def _resume(task, spawn, updates, still=job.ramdisk_expected):
     through Ironic's RPC to the node's conductor, which a conductor that dies right after
     the save loses: the next look past job.resume_grace sends it again."""
     node = task.node
-    cleaning = node.provision_state == states.CLEANWAIT
-    steps = "clean" if cleaning else "deploy"
-    if spawn is not None and not cleaning:
+    steps = job.STEP_TYPE[node.provision_state]
+    if spawn is not None and steps == "deploy":
         if record.take(task, updates, still=still):
             LOG.info("%s finished on node %s; resuming the deploy steps", _what(node),
                      node.uuid)
@@ -250,18 +249,15 @@ def _resume(task, spawn, updates, still=job.ramdisk_expected):
     if not record.save(task, updates, still=still):
         return
     LOG.info("%s finished on node %s; resuming the %s steps", _what(node), node.uuid, steps)
-    if cleaning:
-        manager_utils.notify_conductor_resume_clean(task)
-    else:
-        manager_utils.notify_conductor_resume_deploy(task)
+    getattr(manager_utils, f"notify_conductor_resume_{steps}")(task)
 
 
 def _what(node):
     if job.listing(node):
         return "provision steps"
-    step = node.clean_step if node.provision_state == states.CLEANWAIT else node.deploy_step
-    if vendor_steps.is_vendor(node, "clean" if node.provision_state == states.CLEANWAIT
-                              else "deploy", step):
+    field, _ = job.OUR_STEPS.get(node.provision_state, ("deploy_step", ()))
+    step = getattr(node, field)
+    if vendor_steps.is_vendor(node, job.STEP_TYPE.get(node.provision_state, "deploy"), step):
         return f"provision step {step['step']}"
     return "provision erase" if node.provision_state == states.CLEANWAIT else "provision"
 

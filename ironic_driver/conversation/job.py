@@ -37,11 +37,16 @@ from ironic_driver import node_keys
 from ironic_driver.conversation import kernel_params
 
 PREFIX = node_keys.PREFIX
-WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT)
+WAIT_STATES = (states.DEPLOYWAIT, states.CLEANWAIT, states.SERVICEWAIT)
 # The steps whose waits are ours: (state, node field of the current step, step names).
 OUR_STEPS = {states.DEPLOYWAIT: ("deploy_step", ("deploy",)),
              states.CLEANWAIT: ("clean_step", ("erase_devices_metadata", "erase_devices",
-                                               "erase_devices_express"))}
+                                               "erase_devices_express")),
+             # servicing an active node: only the ramdisk's vendor steps (vendor_steps.py)
+             states.SERVICEWAIT: ("service_step", ())}
+# which of the ramdisk's vendor steps (clean, deploy, service) each wait is for
+STEP_TYPE = {states.DEPLOYWAIT: "deploy", states.CLEANWAIT: "clean",
+             states.SERVICEWAIT: "service"}
 
 
 def opts():
@@ -68,8 +73,11 @@ LISTING = PREFIX + "listing_steps"
 
 
 def listing(node):
-    """The job the node waits for lists its ramdisk's steps (vendor_steps.py)."""
-    return (node.provision_state == states.CLEANWAIT and not node.clean_step
+    """The job the node waits for lists its ramdisk's steps (vendor_steps.py): a cleaning's
+    or a servicing's, before its first step."""
+    if node.provision_state not in (states.CLEANWAIT, states.SERVICEWAIT):
+        return False
+    return (not getattr(node, OUR_STEPS[node.provision_state][0])
             and bool(node.driver_internal_info.get(LISTING)))
 
 
@@ -78,7 +86,7 @@ def step_is_ours(node):
     step = getattr(node, field) or {}
     if listing(node):
         return True
-    kind = "clean" if node.provision_state == states.CLEANWAIT else "deploy"
+    kind = STEP_TYPE[node.provision_state]
     vendor = {s.get("step") for s in (node.driver_internal_info.get(RAMDISK_STEPS) or {}).get(
         kind, [])}
     return step.get("interface") == "deploy" and (step.get("step") in names

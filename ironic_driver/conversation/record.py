@@ -71,6 +71,8 @@ def fail(task, message):
     node.set_driver_internal_info(PREFIX + "phase", "failed")
     if node.provision_state == states.CLEANWAIT:
         manager_utils.cleaning_error_handler(task, message)
+    elif node.provision_state == states.SERVICEWAIT:
+        manager_utils.servicing_error_handler(task, message)
     else:
         manager_utils.deploying_error_handler(task, f"Deploy of node {node.uuid} failed: "
                                                     f"{message}", message)

@@ -47,10 +47,7 @@ def job_for(node, o, provision_input):
 def _vendor_job(node, o):
     if job.listing(node):
         what, doc = "steps", {}
-    elif vendor_steps.is_vendor(node, "clean", node.clean_step) and node.provision_state in (
-            states.CLEANWAIT, states.CLEANING) or vendor_steps.is_vendor(
-            node, "deploy", node.deploy_step) and node.provision_state in (
-            states.DEPLOYWAIT, states.DEPLOYING):
+    elif vendor_steps.request(node):
         what, doc = "step", vendor_steps.request(node)
     else:
         return None

@@ -22,6 +22,8 @@ def limit(node, o):
         return o.deploy_timeout, "[provision_agent]deploy_timeout"
     if node.provision_state == states.CLEANWAIT:
         return CONF.conductor.clean_callback_timeout, "[conductor]clean_callback_timeout"
+    if node.provision_state == states.SERVICEWAIT:
+        return CONF.conductor.service_callback_timeout, "[conductor]service_callback_timeout"
     return CONF.conductor.deploy_callback_timeout, "[conductor]deploy_callback_timeout"
 
 

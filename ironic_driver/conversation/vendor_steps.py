@@ -91,13 +91,19 @@ def from_events(events, own=OWN):
     return cache, rest
 
 
+# the states a vendor step of each kind runs in: (waiting, running its execute)
+IN = {"clean": (states.CLEANWAIT, states.CLEANING), "deploy": (states.DEPLOYWAIT,
+                                                                states.DEPLOYING),
+      "service": (states.SERVICEWAIT, states.SERVICING)}
+
+
 def request(node):
-    """`provision step`'s input for the vendor step the node is in."""
-    if node.provision_state in (states.CLEANWAIT, states.CLEANING):
-        kind, step = "clean", node.clean_step
-    else:
-        kind, step = "deploy", node.deploy_step
-    return {"step": step["step"], "type": kind, "args": step.get("args") or {}}
+    """`provision step`'s input for the vendor step the node is in; None when it is in none."""
+    for kind, in_states in IN.items():
+        step = getattr(node, f"{kind}_step")
+        if node.provision_state in in_states and is_vendor(node, kind, step):
+            return {"step": step["step"], "type": kind, "args": step.get("args") or {}}
+    return None
 
 
 def list_first(task, reuse, start, provision_input):
@@ -126,7 +132,7 @@ def begin(task, kind):
             "deploy.reboot_to_instance (20): give it a priority between 21 and 99")
     job.begin_next(node)
     node.save()
-    return states.CLEANWAIT if kind == "clean" else states.DEPLOYWAIT
+    return IN[kind][0]
 
 
 def resume_after_listing(task, updates):
@@ -137,19 +143,24 @@ def resume_after_listing(task, updates):
     if not record.take(task, updates, still=listing):
         return
     node = task.node        # the lock's upgrade loaded it afresh
+    kind = job.STEP_TYPE[node.provision_state]
     try:
-        conductor_steps.set_node_cleaning_steps(
-            task, use_existing_steps=bool(node.driver_internal_info.get("declarative_cleaning")))
-    except (exception.InvalidParameterValue, exception.NodeCleaningFailure) as exc:
-        offered = ", ".join(sorted(names(node, "clean"))) or "no vendor steps"
-        record.fail(task, f"the clean steps asked for cannot run on this node: {exc} (its "
+        if kind == "clean":
+            conductor_steps.set_node_cleaning_steps(task, use_existing_steps=bool(
+                node.driver_internal_info.get("declarative_cleaning")))
+        else:
+            conductor_steps.set_node_service_steps(task)
+    except (exception.InvalidParameterValue, exception.NodeCleaningFailure,
+            exception.NodeServicingFailure) as exc:
+        offered = ", ".join(sorted(names(node, kind))) or "no vendor steps"
+        record.fail(task, f"the {kind} steps asked for cannot run on this node: {exc} (its "
                           f"ramdisk offers {offered})")
         return
     finally:
         record.WRITER.leave()
-    LOG.info("Node %s: its ramdisk offers %d vendor clean step(s); continuing the cleaning",
-             node.uuid, len(steps_for(node, "clean")))
-    manager_utils.notify_conductor_resume_clean(task)
+    LOG.info("Node %s: its ramdisk offers %d vendor %s step(s); continuing", node.uuid,
+             len(steps_for(node, kind)), kind)
+    getattr(manager_utils, f"notify_conductor_resume_{kind}")(task)
 
 
 class VendorSteps:
@@ -171,3 +182,39 @@ class VendorSteps:
         if is_vendor(task.node, "deploy", step):
             return begin(task, "deploy")
         return super().execute_deploy_step(task, step)
+
+    # ---- servicing an active node (Ironic 2023.2+): the ramdisk booted, its steps listed
+    # first, as IPA's servicing; its vendor service steps run there; then the instance again
+
+    def get_service_steps(self, task):
+        return super().get_service_steps(task) + steps_for(task.node, "service")
+
+    def execute_service_step(self, task, step):
+        if is_vendor(task.node, "service", step):
+            return begin(task, "service")
+        return super().execute_service_step(task, step)
+
+    def prepare_service(self, task):
+        """As Ironic's prepare_inband_service, with this interface's ramdisk options and
+        job: the instance's boot and tenant network left for the servicing ones."""
+        from ironic.drivers import utils as driver_utils
+        node = task.node
+        with driver_utils.power_off_and_on(task):
+            task.driver.boot.clean_up_instance(task)
+            with manager_utils.power_state_for_network_configuration(task):
+                task.driver.network.unconfigure_tenant_networks(task)
+                task.driver.network.add_servicing_network(task)
+            node.set_driver_internal_info("agent_start_attempted", True)
+            task.driver.boot.prepare_ramdisk(task, job.ramdisk_options(node))
+            job.begin(node)
+            node.set_driver_internal_info(LISTING, True)
+            node.save()
+        return states.SERVICEWAIT
+
+    def tear_down_service(self, task):
+        """Ironic's tear_down_inband_service: the node off, the instance's boot and tenant
+        network back, powered on."""
+        from ironic.drivers.modules import deploy_utils
+        deploy_utils.tear_down_inband_service(task)
+        job.forget(task.node)
+        task.node.save()

@@ -10,7 +10,7 @@ import time
 from unittest import mock
 
 from ironic.common import exception, states
-from ironic.conductor import cleaning, task_manager
+from ironic.conductor import cleaning, servicing, task_manager
 from ironic.conductor import utils as manager_utils
 
 from ironic_driver.conversation import follow, remote, vendor_steps
@@ -151,3 +151,67 @@ class TestVendorDeploySteps(dbcase.NodeTestCase):
             with self.assertRaisesRegex(exception.InstanceDeployFailure,
                                         "give it a priority between 21 and 99"):
                 task.driver.deploy.execute_deploy_step(task, self.node.deploy_step)
+
+
+class TestVendorServiceSteps(dbcase.NodeTestCase):
+    """Servicing an active node: the ramdisk booted, its steps listed first, the service step
+    checked by Ironic's set_node_service_steps and run there, then the instance back."""
+
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_node(driver_info={}, provision_state=states.SERVICING,
+                                   target_provision_state=states.ACTIVE)
+
+    def test_a_vendor_service_step_is_listed_checked_and_run_in_the_ramdisk(self):
+        with mock.patch.object(manager_utils, "node_power_action") as power, \
+                task_manager.acquire(self.context, self.node.uuid) as task, \
+                mock.patch.object(task.driver.boot, "prepare_ramdisk") as prepare:
+            servicing.do_node_service(task, service_steps=ASKED)
+        self.node.refresh()
+        self.assertEqual(states.SERVICEWAIT, self.node.provision_state, self.node.last_error)
+        self.assertEqual([states.POWER_OFF, states.POWER_ON],
+                         [c.args[1] for c in power.call_args_list])
+        prepare.assert_called_once()
+        with mock.patch.object(follow, "connect", return_value=mock.Mock()), \
+                mock.patch.object(remote, "verify_binding"), \
+                mock.patch.object(remote, "start", return_value=True) as start, \
+                mock.patch.object(remote, "status", return_value={
+                    "exit_code": 0, "events": [STEPS_EVENT], "events_offset": 9, "tail": ""}), \
+                mock.patch.object(manager_utils, "notify_conductor_resume_service") as resume:
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                task.driver.deploy.heartbeat(task, "https://192.0.2.30:22", "1.0", None)
+            with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
+                follow.follow(task, sent.for_ramdisk)
+        self.node.refresh()
+        self.assertEqual(["/usr/bin/provision", "steps"], start.call_args[0][3])
+        resume.assert_called_once()
+        self.assertEqual(["acme_apply_settings"],
+                         [s["step"] for s in self.node.driver_internal_info["service_steps"]])
+        with task_manager.acquire(self.context, self.node.uuid) as task:
+            task.process_event("resume")        # what the RPC continue_node_service does
+            servicing.continue_node_service(task)
+        self.node.refresh()
+        self.assertEqual(states.SERVICEWAIT, self.node.provision_state, self.node.last_error)
+        self.assertEqual("acme_apply_settings", self.node.service_step["step"])
+        start = self.follow_once(True, RUNNING)
+        self.assertEqual(["/usr/bin/provision", "step"], start.call_args[0][3])
+        self.assertEqual("service", json.loads(start.call_args[0][2])["type"])
+        with mock.patch.object(manager_utils, "notify_conductor_resume_service") as resume:
+            self.follow_once(True, {"exit_code": 0, "events": [], "events_offset": 0,
+                                    "tail": ""})
+        resume.assert_called_once()
+
+    def test_a_failed_service_step_fails_the_servicing_with_its_output(self):
+        self.node.provision_state = states.SERVICEWAIT
+        self.node.service_step = dict(ASKED[0], priority=0)
+        self.node.driver_internal_info = {
+            "provision_phase": "running", "provision_started_at": time.time(),
+            "provision_ssh_address": "192.0.2.30", "provision_ssh_port": 22,
+            "provision_host_key": KEY, "provision_events_offset": 0,
+            "provision_ramdisk_steps": {"service": [TUNE]}}
+        self.node.save()
+        self.follow_once(True, {"exit_code": 4, "events": [], "events_offset": 0,
+                                "tail": "provision: error: acme-fwcli said no"})
+        self.assertEqual(states.SERVICEFAIL, self.node.provision_state)
+        self.assertIn("provision step acme_apply_settings exited with 4", self.node.last_error)
+        self.assertIn("acme-fwcli said no", self.node.last_error)
