@@ -9,7 +9,8 @@ driver_internal_info/provision_ramdisk_steps (IPA: agent_cached_clean_steps), an
 IPA's heartbeat does, Ironic's set_node_cleaning_steps (the manual cleaning's steps checked
 against them) and continue_node_clean. A vendor step Ironic executes is a job `provision step`
 with {"step", "type", "args"} in the ramdisk the node runs; its end resumes the steps like the
-end of an erase. Where this differs from agent_base: docs/ironic.md "Vendor steps".
+end of an erase. A servicing of an active node lists them first too (prepare_service, then
+set_node_service_steps). Where this differs from agent_base: docs/ironic.md "Vendor steps".
 """
 
 import logging

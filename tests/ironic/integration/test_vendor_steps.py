@@ -194,3 +194,31 @@ def test_two_templates_giving_one_plugins_section_are_refused_before_anything_bo
     assert "deploy template CUSTOM_ACME_TOO (step deploy.add_extensions): adds the plug-in " \
            "section 'acme_firmware', which deploy template CUSTOM_ACME" in resp.text
     assert ironic.node(uuid)["provision_state"] == "available"
+
+
+def test_a_vendor_service_step_on_an_active_node(ironic, ramdisk, tmp_path):
+    """Ironic's servicing: the active node powered into the ramdisk, its steps listed, the
+    service step run there (ACME's CLI's record read back), the instance booted again."""
+    mac = "52:54:00:ac:00:04"
+    uuid = _enroll(ironic, "vendor-service", mac)
+    with AgentProcess(tmp_path, ironic.ramdisk_api_url, mac, ramdisk.port,
+                      ramdisk.host_key_file + ".pub", ironic.binding_dir,
+                      ironic.remote_dir) as agent:
+        ironic.set_state(uuid, "active")
+        node = ironic.wait_state(uuid, ["active", "deploy failed"], 120)
+        assert node["provision_state"] == "active", (node["last_error"], agent.text())
+        log = len(ironic.log_text())
+        ironic.request("PUT", f"/v1/nodes/{uuid}/states/provision", {
+            "target": "service", "service_steps": [{"interface": "deploy", "step": STEP,
+                                                    "args": {"settings": {"Vendor": "x"}}}]})
+        node = ironic.wait_state(uuid, ["active", "service failed"], 120)
+        assert node["provision_state"] == "active", (node["last_error"], agent.text())
+    with open(ironic.acme_state) as f:
+        assert f.read().splitlines()[-1] == "Vendor=x"
+    after = ironic.log_text()[log:]
+    assert f"Node {uuid}: its ramdisk offers 1 vendor service step(s)" in after
+    # into the ramdisk and back to the instance: off, on (prepare_service), off, on (tear down)
+    powered = [line.split(" power state to ", 1)[1].split(" by ")[0]
+               for line in after.splitlines()
+               if f"Successfully set node {uuid} power state to" in line]
+    assert powered == ["power off", "power on", "power off", "power on"], powered
