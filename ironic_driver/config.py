@@ -117,7 +117,8 @@ opts = [
                      "get_clean_steps) and keeps them in the node: the deploy interface's "
                      "clean and deploy steps then include them, and Ironic runs them in the "
                      "ramdisk (`provision step`). Costs one short job in the ramdisk per "
-                     "cleaning. Off: only this interface's own steps."),
+                     "cleaning. Off: only this interface's own steps (a servicing lists the "
+                     "ramdisk's steps either way)."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],
