@@ -119,6 +119,26 @@ def check_layout(layout, keyring=False):
     problems = validate.check(complete(layout)) + signing.problems(layout, keyring)
     if problems:
         raise InputError(problems)
+    if layout.extensions:
+        _plugins_plan(layout)
+
+
+class _Placeholders(dict):
+    """Device paths without a machine: `<ID>` for any block id of the layout."""
+
+    def __missing__(self, key):
+        return f"<{key}>"
+
+
+def _plugins_plan(layout):
+    """The plug-ins' plan() run without a machine (a conductor with no recorded inventory):
+    each gets the layout and a placeholder device path for every id, so that a plan() that
+    raises, or returns what is not its step, is refused here (exit 2, naming the plug-in)
+    instead of in the ramdisk."""
+    from provision_agent.plan import extensions
+    stand_in = resolve.Resolved(layout=layout, devices=_Placeholders())
+    for phase in extensions.PHASES:
+        extensions.planned(stand_in, phase)
 
 
 def build_plan(layout, disks, keyring=False):

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from provision_agent import api, redact
+from provision_agent.errors import InputError
 from provision_agent.plan import inventory as inv_mod
 from provision_agent.plan import pipeline
 from provision_agent.run.events import Events
@@ -183,3 +184,35 @@ def test_a_secret_field_is_redacted_in_plans_events_logs_and_errors(tmp_path, pl
     for text in shown:
         assert LICENCE not in text
     assert "<redacted>" in shown[4] and "vendor_agent" in shown[4]
+
+
+@pytest.mark.parametrize("cls,said", [
+    ("BrokenPlan", f"$.extensions.vendor_raid: {PACKAGE} plan() failed: "
+                   "KeyError: 'no_such_key'"),
+    ("BrokenValidate", f"$.extensions.vendor_raid: {PACKAGE} validate() failed: "),
+])
+def test_a_conductor_without_an_inventory_runs_plan_too(tmp_path, monkeypatch, cls, said):
+    """check_layout (the Ironic conductor's check when it has no recorded inventory) runs the
+    plug-ins' plan() with placeholder devices: a plan() bug shows before anything boots."""
+    try:
+        layout = pipeline.load_layout(_broken(tmp_path, monkeypatch, cls), "native")
+        with pytest.raises(InputError) as caught:
+            pipeline.check_layout(layout)
+    finally:
+        harness.forget(["vendor_raid"])
+    assert said in str(caught.value)
+
+
+def test_plan_without_a_machine_sees_placeholder_devices(tmp_path, plugins):
+    seen = {}
+    original = example_vendor.VendorRaid.plan
+
+    def spy(self, section, resolved):
+        seen["device"] = resolved.devices["disk0"]
+        return original(self, section, resolved)
+    raid = {"controller": "slot1", "volumes": [{"level": 1, "slots": [0, 1]}]}
+    layout = pipeline.load_layout(_doc(vendor_raid=raid), "native")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(example_vendor.VendorRaid, "plan", spy)
+        pipeline.check_layout(layout)
+    assert seen == {"device": "<disk0>"}
