@@ -51,3 +51,48 @@ def test_the_settings_are_planned_before_the_wipe_in_name_order(tmp_path, instal
 def test_a_bad_section_is_refused_with_its_place(tmp_path, installed, settings, says):
     rc, out, err = run_cli(tmp_path, _doc(settings), "three-disks")
     assert rc == 2 and says in err, err
+
+
+@pytest.fixture
+def hardware(tmp_path, monkeypatch):
+    """The example's hardware plug-in installed, its CLI on PATH writing to a file here."""
+    from provision_agent.run import hardware as hw
+    from tests.plugins.harness import install_plugins
+    entry = (REPO_ROOT / "examples" / "vendor-plugin" / "pyproject.toml").read_text()
+    assert 'acme = "acme_provision.hardware:AcmeHardware"' in entry
+    install_plugins(tmp_path, monkeypatch, {"acme": "acme_provision.hardware:AcmeHardware"},
+                    package="acme-provision", namespace=hw.NAMESPACE)
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "examples" / "vendor-plugin"))
+    monkeypatch.setenv("PATH", f"{REPO_ROOT / 'examples' / 'vendor-plugin'}:/usr/bin:/bin")
+    monkeypatch.setenv("ACME_FWCLI_STATE", str(tmp_path / "settings"))
+    return tmp_path / "settings"
+
+
+def test_its_ironic_step_is_offered_where_its_cli_is_and_runs_it(tmp_path, hardware,
+                                                                  monkeypatch):
+    from provision_agent.cli import hardware_commands
+    from provision_agent.cli import main as cli
+    monkeypatch.setattr(hardware_commands, "own_inventory", lambda conf: {"disks": []})
+    rc, out, err = _main(cli, ["steps"])
+    assert rc == 0, err
+    assert [(s["step"], s["types"]) for s in json.loads(out)["steps"]] == [
+        ("acme_apply_settings", ["clean", "deploy", "service"])]
+    request = tmp_path / "step.json"
+    request.write_text(json.dumps({"step": "acme_apply_settings", "type": "service",
+                                   "args": {"settings": {"BootMode": "Uefi"}}}))
+    rc, out, err = _main(cli, ["step", "--input_data_file", str(request)])
+    assert rc == 0, err
+    assert json.loads(out)["result"]["applied"] == ["BootMode"]
+    assert hardware.read_text() == "BootMode=Uefi\n"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")     # no CLI: not ACME's machine
+    rc, out, err = _main(cli, ["steps"])
+    assert rc == 0 and json.loads(out)["steps"] == [], err
+
+
+def _main(cli, argv):
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(argv)
+    return rc, out.getvalue(), err.getvalue()
