@@ -143,7 +143,9 @@ def check_instance(task, data_driver):
                     "on this conductor", node.uuid, data_driver)
         return
     step = layouts.template_step(task)
-    choice = layouts.choose(node, step)
+    vendor = sent.vendor_document(node)
+    source = (f"instance_info/provision_document (data driver {vendor['data_driver']!r})"
+              if vendor else layouts.choose(node, step).describe())
     try:
         doc = sent.payload(node, data_driver, step, fragments.from_templates(task))
         if data_driver != "native":
@@ -152,7 +154,7 @@ def check_instance(task, data_driver):
                 doc["instance_info"] = oci.for_validation(doc["instance_info"], found)
         layout = api.load_layout(doc, data_driver)
         for warning in layout.warnings:
-            LOG.info("Node %s (layout from %s): %s", node.uuid, choice.describe(), warning)
+            LOG.info("Node %s (layout from %s): %s", node.uuid, source, warning)
         disks = inventory.stored_disks(task)
         # the signature policy follows the conductor's keyring, which the ramdisk will get
         keyring = bool(CONF.provision_agent.image_keyring)
@@ -161,11 +163,11 @@ def check_instance(task, data_driver):
         else:
             api.build_plan(layout, disks, keyring=keyring)
     except errors.MachineMismatch as exc:
-        raise _invalid(f"the layout from {choice.describe()} does not fit this node's "
+        raise _invalid(f"the layout from {source} does not fit this node's "
                        f"inspected inventory: {exc}")
     except errors.InputError as exc:
         raise _invalid(f"provision rejects this node's instance data (layout from "
-                       f"{choice.describe()}): {exc}")
+                       f"{source}): {exc}")
     except errors.ProvisionError as exc:
-        raise _invalid(f"provision cannot plan this node (layout from {choice.describe()}): "
+        raise _invalid(f"provision cannot plan this node (layout from {source}): "
                        f"{exc}")

@@ -45,8 +45,20 @@ def payload(node, data_driver, step=layouts.RECORDED, added=None):
     add_extensions fragments (fragments.py; validate passes the templates'), by default this
     deploy's own steps'.
     """
-    choice = layouts.choose(node, step)
     added = fragments.from_steps(node) if added is None else added
+    vendor = vendor_document(node)
+    if vendor is not None:
+        if data_driver == "native":
+            raise _invalid("instance_info/provision_document (a vendor's format) needs "
+                           "[provision_agent]data_driver = ironic, which hands it to its "
+                           "data driver in the ramdisk")
+        doc = contract.build(node)
+        doc["vendor"] = vendor
+        extensions = fragments.merge(added)
+        if extensions:
+            doc["extensions"] = extensions
+        return doc
+    choice = layouts.choose(node, step)
     layouts.check_images(choice, CONF.provision_agent.layout_images)
     tenant_rules.check_relaxations(choice)
     from provision_agent.plan import api
@@ -87,6 +99,23 @@ def payload(node, data_driver, step=layouts.RECORDED, added=None):
             raise _invalid(problems[0])
         return doc["layout"]
     return doc
+
+
+def vendor_document(node):
+    """{"data_driver", "document"}: this deploy's layout in a vendor's own format
+    (instance_info/provision_data_driver and provision_document), which comes first as
+    instance_info/provision_layout would; None without one."""
+    info = node.instance_info or {}
+    name, document = info.get("provision_data_driver"), info.get("provision_document")
+    if not name and document in (None, "", {}):
+        return None
+    if not name or document in (None, "", {}):
+        raise _invalid("instance_info/provision_data_driver (an installed vendor data driver) "
+                       "and instance_info/provision_document (its document) go together")
+    if info.get("provision_layout") not in (None, "", {}):
+        raise _invalid("instance_info gives both provision_layout and provision_document: "
+                       "give this deploy's layout one way")
+    return {"data_driver": name, "document": document}
 
 
 def for_ramdisk(node, opts):

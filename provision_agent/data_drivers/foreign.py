@@ -23,6 +23,7 @@ class ForeignDriver(DataDriver):
             found = at_path(native, path)
             if isinstance(found, dict) and "origin" not in found and path != "$":
                 found["origin"] = theirs
+        self.native = native    # what Ironic's document completes (ironic_vendor.py)
         try:
             return NativeDriver(native).layout()
         except InputError as exc:

@@ -6,7 +6,8 @@
      "boot_mode": "bios" | "uefi", "secure_boot": bool (absent: false),
      "rebuild": bool: a rebuild of the same instance (absent: not known, taken as false),
      "layout": {optional native document},
- "extensions": {optional: plug-in sections deploy templates add to whatever layout it gets}}
+ "extensions": {optional: plug-in sections deploy templates add to whatever layout it gets},
+ "vendor": {optional, instead of layout: {"data_driver": NAME, "document": ...}}}
 
 With `layout`, that native document is used and completed from instance_info (image, configdrive,
 boot mode). Without it, Ironic's classic layouts are produced: a whole-disk image written to the
@@ -19,7 +20,7 @@ import jsonschema
 
 from provision_agent.data_drivers import ironic_ephemeral as ephemeral
 from provision_agent.data_drivers import ironic_fields as fields
-from provision_agent.data_drivers import native, shape
+from provision_agent.data_drivers import ironic_vendor, native, shape
 from provision_agent.data_drivers.base import DataDriver
 from provision_agent.errors import InputError, Problem
 from provision_agent.plan import boot_mode as boot_mode_rule
@@ -41,6 +42,8 @@ _STR = {"type": ["string", "null"], "maxLength": 8192}
 _SHAPE = jsonschema.Draft202012Validator({"type": "object", "properties": {
     "boot_mode": _STR, "secure_boot": {"type": ["boolean", "null"]},
     "layout": {"type": ["object", "null"]},
+    # a vendor's own format, translated by its data driver (ironic_vendor.py)
+    "vendor": {"type": ["object", "null"], "required": ["data_driver", "document"]},
     # sections of step-kind plug-ins a deploy template adds (the add_extensions step)
     "extensions": {"type": ["object", "null"], "maxProperties": 32},
     "root_device_default": {"enum": ["smallest", "refuse", None]},
@@ -116,7 +119,13 @@ class IronicDriver(DataDriver):
         secure_boot = bool(data.get("secure_boot"))
         if secure_boot and boot_mode != "uefi":
             add("secure_boot", f"Secure Boot needs UEFI, but the boot mode is {boot_mode!r}")
-        if data.get("layout") is not None:
+        if data.get("vendor") is not None:
+            made = ironic_vendor.native(data["vendor"], add)
+            if made is None:
+                raise InputError(problems)
+            doc = self._from_layout(made, info, boot_mode, secure_boot, add,
+                                    data.get("rebuild"))
+        elif data.get("layout") is not None:
             doc = self._from_layout(data["layout"], info, boot_mode, secure_boot, add,
                                     data.get("rebuild"))
         else:

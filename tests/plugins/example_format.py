@@ -24,7 +24,8 @@ class VendorYaml(ForeignDriver):
             raise InputError([Problem("$.storage", "missing: the drive and its volumes")])
         parts, filesystems, origin = [], [], {"$.disks[0]": "$.storage.drive"}
         for i, vol in enumerate(storage.get("volumes") or []):
-            parts.append({"id": vol.get("name"), "size": vol.get("size")})
+            parts.append({"id": vol.get("name"), "size": vol.get("size")}
+                         | ({"type": vol["type"]} if vol.get("type") else {}))
             origin[f"$.disks[0].partitions[{i}]"] = f"$.storage.volumes[{i}]"
             if vol.get("fs"):
                 filesystems.append({"device": vol.get("name"), "type": vol["fs"],
