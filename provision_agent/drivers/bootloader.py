@@ -107,9 +107,17 @@ def install(runner, root, args):
     return install_report(runner, root, args)["boot_mode"]
 
 
+def targets_for(args, mode):
+    """The step's disks for the mode the machine boots in: with boot_mode auto the plan
+    carries a UEFI machine's own where they differ (plan/boot_targets.py)."""
+    if mode == "uefi" and args.get("uefi_targets") is not None:
+        return list(args["uefi_targets"])
+    return list(args.get("targets") or [])
+
+
 def install_report(runner, root, args):
     mode = boot_mode(args.get("boot_mode") or "auto")
-    targets = args.get("targets") or []
+    targets = targets_for(args, mode)
     if args.get("type") == "image":
         nvram.image_entries(runner, mode, targets)
         return {"boot_mode": mode}

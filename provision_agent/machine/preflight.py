@@ -108,6 +108,7 @@ def check(planned, live_disks, runner, mounted=None, swaps=None):
                  and bootloader.boot_mode(step.args.get("boot_mode") or "auto") != "uefi"]
     problems += _bios_on_4kn(planned.steps, live)
     problems += _bios_grub_on_auto(planned.steps)
+    problems += _uefi_on_auto(planned.steps)
     if problems:
         raise MachineMismatch(problems)
     LOG.info("preflight: %d disk(s) present, large enough and not in use", len(res.disks))
@@ -171,6 +172,31 @@ def _bios_grub_on_auto(steps):
                                   f"the disks that boot in targets")
             for step in grub for t in step.args.get("targets") or []
             if t in gpt and t not in room]
+
+
+def _uefi_on_auto(steps):
+    """boot_mode auto found a UEFI machine: the step installs on its UEFI targets (a / on an
+    array's partition boots from the ESPs, not from the members), and those are checked as
+    validation checks boot_mode uefi's (plan/validate_boot.py): an ESP on each, one mounted at
+    /boot/efi. grub-install would fail only after the disks were written."""
+    grub = [s for s in steps if s.kind == "bootloader" and s.args.get("type") == "grub2"
+            and (s.args.get("boot_mode") or "auto") == "auto"]
+    if not grub or bootloader.boot_mode("auto") != "uefi":
+        return []
+    esp = {s.args["disk"] for s in steps if s.kind == "partition"
+           and str(s.args.get("type")).upper() in (parttypes.GPT_TYPES["esp"],
+                                                   parttypes.MBR_TYPES["esp"].upper())}
+    said = "this machine booted the ramdisk in UEFI mode (the layout says boot_mode auto)"
+    problems = [Problem("bootloader", f"{said}, and {t} has no esp partition, where UEFI "
+                                      f"firmware finds grub: add one to that disk, or name the "
+                                      f"disks that boot in targets")
+                for step in grub for t in bootloader.targets_for(step.args, "uefi")
+                if t not in esp]
+    if not any(s.kind == "mount" and s.args.get("mount_point") == "/boot/efi" for s in steps):
+        problems.append(Problem("bootloader", f"{said}, and no vfat filesystem is mounted at "
+                                              f"/boot/efi, where grub-install puts its EFI "
+                                              f"loader: add an esp partition with one"))
+    return problems
 
 
 def _kept_partitions(steps, runner):

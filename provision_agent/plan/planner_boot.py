@@ -15,10 +15,10 @@ FAMILY_WORDS = ("Debian: grub-install, /boot/grub/grub.cfg; RHEL: grub2-install 
                 "entries given the command line; read from its /etc/os-release once written")
 
 
-def boot_targets(layout, res):
+def boot_targets(layout, res, mode=None):
     """Disk ids to install the bootloader on: explicit, or derived (plan/boot_targets.py),
-    the same list validation checked."""
-    return [t for t in boot_targets_of(layout) if t in res.disks]
+    the same list validation checked; mode: derived for it instead of the layout's."""
+    return [t for t in boot_targets_of(layout, mode) if t in res.disks]
 
 
 def esp_copies(layout, res):
@@ -40,7 +40,7 @@ def other_esps(layout, res):
     uses = _uses(layout)
     fs_on = {fs.device: fs for fs in layout.filesystems}
     kept = layout.kept_ids()
-    targets = set(boot_targets(layout, res))
+    targets = set(boot_targets(layout, res, "uefi"))     # copies are made in UEFI mode only
     found = []
     for d, p in layout.partitions():
         if p.type != "esp" or p.id in skip:
@@ -91,15 +91,20 @@ def around_configdrive(res, copies, wwids, configdrive):
 def grub_steps(res, copies, wwids):
     bl = res.layout.bootloader
     targets = [res.devices.get(t) for t in boot_targets(res.layout, res)]
+    # auto: the mode is known in the ramdisk only, and a UEFI machine boots from other disks
+    uefi = [res.devices.get(t) for t in boot_targets(res.layout, res, "uefi")] \
+        if bl.boot_mode == "auto" else targets
     extra = [res.devices.get(p) for p in copies]
     params, why = planner_iscsi.root_kernel_params(
         res.layout, *planner_crypt.kernel_params(res.layout, bl.kernel_params))
     mode = f"{bl.boot_mode}, Secure Boot: shim + signed grub" if bl.secure_boot else bl.boot_mode
     initramfs, because, needs = initramfs_policy.choose(res.layout, wwids)
     return [st.Bootloader(bl.type, bl.boot_mode, targets, params, extra, bl.secure_boot,
-                          initramfs, needs,
+                          initramfs, needs, uefi if uefi != targets else None,
                           description=f"grub2 ({mode}) on "
-                          f"{', '.join(targets) or 'no disk'}{why}"
+                          f"{', '.join(targets) or 'no disk'}"
+                          + (f" (in UEFI mode on {', '.join(uefi) or 'no disk'})"
+                             if uefi != targets else "") + why
                           + (f"; ESP copied to {', '.join(extra)} in UEFI mode"
                              if extra else "")
                           + f"; initramfs {INITRAMFS_WORDS[initramfs]} ({because})"

@@ -235,7 +235,9 @@ class Bootloader(Step):
     `initramfs`: "rebuild" (the image's tool regenerates it) or "keep" (the image's own, if
     it carries the tools in `initramfs_needs`; plan/initramfs_policy.py); a plan without it
     rebuilds. `type` image: the whole-disk images on `targets` bring their own; each gets an
-    NVRAM entry for the loader on its ESP (UEFI only)."""
+    NVRAM entry for the loader on its ESP (UEFI only). `uefi_targets`: with `boot_mode` auto,
+    the targets of a machine that boots in UEFI mode where they differ from `targets` (a / on
+    an array's partition boots from its members' MBRs in BIOS mode, from the ESPs in UEFI)."""
     kind: ClassVar[str] = "bootloader"
     type: str
     boot_mode: str
@@ -245,6 +247,7 @@ class Bootloader(Step):
     secure_boot: bool = False
     initramfs: str = field(default="rebuild", metadata=OPTIONAL)
     initramfs_needs: list = field(default_factory=list, metadata=OPTIONAL)
+    uefi_targets: list | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass

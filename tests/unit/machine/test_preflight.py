@@ -319,6 +319,16 @@ def test_wipe_keeping_the_only_partition_runs_no_empty_wipefs(monkeypatch):
     assert r.writes() == []
 
 
+def esp_on_vda():
+    """What a UEFI boot stands on (checked when boot_mode auto finds a UEFI machine): an ESP
+    on the target disk, mounted at /boot/efi."""
+    return [Step("partition", {"disk": "/dev/vda", "number": 1, "device": "/dev/vda1",
+                               "offset": 1 << 20, "size": 512 << 20, "sector_size": 512,
+                               "type": "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"}),
+            Step("mount", {"device": "/dev/vda1", "mount_point": "/boot/efi",
+                           "fs_type": "vfat"})]
+
+
 def test_preflight_refuses_secure_boot_when_auto_finds_a_bios_machine(monkeypatch):
     from provision_agent.drivers import bootloader
     disks = {"d0": {"name": "/dev/vda", "size": 4 << 30, "serial": "disk0"}}
@@ -329,7 +339,7 @@ def test_preflight_refuses_secure_boot_when_auto_finds_a_bios_machine(monkeypatc
         "bootloader: secure_boot needs UEFI, but this machine booted the ramdisk in BIOS mode "
         "and the layout says boot_mode auto"]
     monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
-    preflight.check(planned(disks, [step]), LIVE,
+    preflight.check(planned(disks, esp_on_vda() + [step]), LIVE,
                     FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
                     mounted={}, swaps=[])
 
@@ -405,7 +415,7 @@ def test_preflight_refuses_bios_boot_from_a_4kn_disk_when_auto_finds_a_bios_mach
     preflight.check(planned({"d0": dict(disks["d0"], **e512)}, [step]),
                     [dict(live[0], **e512)], ok, mounted={}, swaps=[])
     monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
-    preflight.check(planned(disks, [step]), live, ok, mounted={}, swaps=[])
+    preflight.check(planned(disks, esp_on_vda() + [step]), live, ok, mounted={}, swaps=[])
 
 
 # vda1 and vdf1 form md127; vda2 and vdf2 are the physical volumes of VG "oldvg": the plan
@@ -473,8 +483,40 @@ def test_preflight_refuses_a_gpt_target_without_bios_grub_when_auto_finds_a_bios
         "boot code goes: add one to that disk, boot the machine in UEFI mode, or name the "
         "disks that boot in targets"]
     monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
-    preflight.check(plan, live, FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
+    assert not any("bios_grub" in p for p in problems(plan, live=live))    # UEFI's own below
+
+
+def test_auto_on_a_uefi_machine_checks_the_targets_boot_mode_uefi_would(monkeypatch):
+    """boot_mode auto found a UEFI machine: the targets are the ones boot_mode uefi plans and
+    are checked as validation checks those (issue 56). curtin's raid-partition-to-disk boots
+    from its ESP's disk; the array's members, which have no ESP, are BIOS's targets only. A
+    layout with no ESP is refused before the first write: grub-install --target=x86_64-efi
+    would fail after it."""
+    from provision_agent.data_drivers.native import NativeDriver
+    from provision_agent.drivers import bootloader
+    from provision_agent.plan import pipeline
+    from tests.unit.plan.test_boot_targets import DISKS, raid_boot, raid_partition_to_disk
+    live = [{"name": d["name"], "size": d["size"]} for d in DISKS]
+
+    def plan(doc):
+        return pipeline.build_plan(NativeDriver(doc).layout(), DISKS)
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "uefi")
+    step = next(s for s in plan(raid_partition_to_disk("auto")).steps if s.kind == "bootloader")
+    assert bootloader.targets_for(step.args, "uefi") == ["/dev/vdc"]
+    preflight.check(plan(raid_partition_to_disk("auto")), live,
+                    FakeRunner({"lsblk --json": json.dumps({"blockdevices": []})}),
                     mounted={}, swaps=[])
+    said = "bootloader: this machine booted the ramdisk in UEFI mode (the layout says " \
+           "boot_mode auto), and "
+    assert problems(plan(raid_boot(1, 2, mode="auto")), live=live) == [
+        f"{said}/dev/vda has no esp partition, where UEFI firmware finds grub: add one to "
+        "that disk, or name the disks that boot in targets",
+        f"{said}/dev/vdb has no esp partition, where UEFI firmware finds grub: add one to "
+        "that disk, or name the disks that boot in targets",
+        f"{said}no vfat filesystem is mounted at /boot/efi, where grub-install puts its EFI "
+        "loader: add an esp partition with one"]
+    monkeypatch.setattr(bootloader, "boot_mode", lambda wanted: "bios")
+    assert bootloader.targets_for(step.args, "bios") == ["/dev/vdc", "/dev/vda", "/dev/vdb"]
 
 
 def test_an_imsm_volume_is_stopped_before_its_container(monkeypatch):

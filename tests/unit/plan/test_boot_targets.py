@@ -151,3 +151,28 @@ def test_under_uefi_a_root_on_an_array_partition_boots_from_the_esps():
     doc["filesystems"].append({"device": "esp", "type": "vfat", "mount": "/boot/efi"})
     doc["bootloader"]["boot_mode"] = "uefi"
     assert bootloader_step(doc).args["targets"] == ["/dev/vdc"]
+
+
+def raid_partition_to_disk(mode):
+    """curtin's raid-partition-to-disk: the ESP on its own disk, / on a partition of an array
+    over two disks without ESPs."""
+    doc = root_on_a_partition_of_an_array(table="gpt")
+    doc["disks"].insert(0, {"id": "e", "match": {"name": "/dev/vdc"}, "partitions": [
+        {"id": "esp", "size": "512MiB", "type": "esp"}]})
+    doc["filesystems"].append({"device": "esp", "type": "vfat", "mount": "/boot/efi"})
+    doc["bootloader"]["boot_mode"] = mode
+    return doc
+
+
+def test_auto_carries_the_targets_a_uefi_machine_boots_from():
+    """boot_mode auto is known only in the ramdisk: the step keeps the BIOS targets (the
+    array's members, whose MBRs boot it) and says which disks boot a UEFI machine, the ones
+    boot_mode uefi plans; the members were a UEFI machine's targets too."""
+    step = bootloader_step(raid_partition_to_disk("auto"))
+    assert step.args["targets"] == ["/dev/vdc", "/dev/vda", "/dev/vdb"]
+    assert step.args["uefi_targets"] == ["/dev/vdc"]
+    assert "on /dev/vdc, /dev/vda, /dev/vdb (in UEFI mode on /dev/vdc)" in step.description
+    assert "uefi_targets" not in bootloader_step(raid_partition_to_disk("uefi")).args
+    # where both modes boot from the same disks, the plan reads as it always did
+    assert "uefi_targets" not in bootloader_step(raid_boot(5, 3, bios_grub_on=(0, 1, 2),
+                                                           mode="auto")).args
