@@ -17,7 +17,6 @@ was busy that session; the first run is the proof.
 import re
 import secrets
 import shutil
-import subprocess
 
 import pytest
 
@@ -34,13 +33,7 @@ GiB = 1 << 30
 def test_the_ramdisk_carries_the_initiator(ramdisk):
     """Read from the built initramfs, no boot: open-iscsi's tools, the iscsi_tcp module, and no
     initiator name baked in (every machine would log in under it)."""
-    unpack = subprocess.Popen(["zstdcat", str(ramdisk.initramfs)], stdout=subprocess.PIPE)
-    listing = subprocess.run(["cpio", "-t", "--quiet"], stdin=unpack.stdout,
-                             capture_output=True, text=True, check=True).stdout.splitlines()
-    unpack.stdout.close()
-    # cpio stops at the base layer's trailer (where all of this is); zstdcat, still writing
-    # the project layer, then gets SIGPIPE
-    assert unpack.wait() in (0, -13)
+    listing = ramdisk.base_paths()
     for tool in ("usr/sbin/iscsiadm", "usr/sbin/iscsid", "usr/sbin/iscsi-iname"):
         assert tool in listing, tool
     assert any(p.endswith("/kernel/drivers/scsi/iscsi_tcp.ko") for p in listing)

@@ -1,7 +1,6 @@
 """The ramdisk boots, SSH works with a pinned host key, and the tools provision needs are there."""
 
 import hashlib
-import subprocess
 
 
 def test_provision_and_storage_tools_present(shared_vm):
@@ -60,19 +59,11 @@ def test_manifest_matches_artefacts(ramdisk):
         assert pkg in manifest["packages"], pkg
 
 
-def initramfs_paths(ramdisk):
-    """The paths the built initramfs holds, read from the artefact without a boot."""
-    data = subprocess.run(["zstd", "-dc", str(ramdisk.initramfs)], capture_output=True,
-                          check=True, timeout=300).stdout
-    return set(subprocess.run(["cpio", "-t", "--quiet"], input=data, capture_output=True,
-                              check=True, timeout=300).stdout.decode().split())
-
-
 def test_jfs_ntfs_and_reiserfs_are_made_and_jfs_and_reiserfs_mounted(ramdisk):
     """The base layer (the initramfs's first archive) holds their mkfs and the modules that
     mount jfs and reiserfs, with the aliases mount's module request finds; not their fsck or
     FUSE tools (path-excluded in build-base.sh)."""
-    names = {name.rsplit("/", 1)[-1] for name in initramfs_paths(ramdisk)}
+    names = {name.rsplit("/", 1)[-1] for name in ramdisk.base_paths()}
     assert {"mkfs.jfs", "mkfs.ntfs", "mkntfs", "mkfs.reiserfs", "mkreiserfs", "jfs.ko",
             "reiserfs.ko"} <= names
     assert not names & {"jfs_fsck", "reiserfsck", "ntfsclone", "lowntfs-3g"}
@@ -81,7 +72,7 @@ def test_jfs_ntfs_and_reiserfs_are_made_and_jfs_and_reiserfs_mounted(ramdisk):
 def test_bcache_tools_udev_rule_and_module_are_in_the_initramfs(ramdisk):
     """make-bcache, the udev rule that registers old bcache devices (so that a wipe stops
     them) and the kernel module (issue 56)."""
-    names = initramfs_paths(ramdisk)
+    names = ramdisk.base_paths()
     kver = ramdisk.manifest["kernel"]
     for name in ("usr/sbin/make-bcache", "usr/lib/udev/rules.d/69-bcache.rules",
                  "usr/lib/udev/bcache-register",

@@ -37,6 +37,22 @@ class Ramdisk:
     def manifest(self):
         return json.loads((self.directory / "manifest.json").read_text())
 
+    def base_paths(self, timeout=300):
+        """The paths the initramfs's base layer holds (its first cpio archive: tools, modules,
+        udev rules), read from the artefact without a boot and without holding it in memory."""
+        unpack = subprocess.Popen(["zstdcat", str(self.initramfs)], stdout=subprocess.PIPE)
+        try:
+            listing = subprocess.run(["cpio", "-t", "--quiet"], stdin=unpack.stdout,
+                                     capture_output=True, text=True, check=True,
+                                     timeout=timeout).stdout.split()
+        finally:
+            unpack.stdout.close()
+        # cpio stops at the base layer's trailer; zstdcat, still writing the project layer,
+        # then gets SIGPIPE
+        if unpack.wait(timeout) not in (0, -13):
+            raise RamdiskBuildError(f"zstdcat {self.initramfs} exited {unpack.returncode}")
+        return set(listing)
+
 
 class RamdiskBuildError(RuntimeError):
     pass
