@@ -77,9 +77,12 @@ def test_root_on_an_iscsi_lun_boots(ramdisk, tmp_path):
                           vm.console_text()):
                 assert secret not in shown
             assert tgt.show()["initiators"], "no session from the ramdisk"
+            # a record made with `iscsiadm -o new` (no discovery, no TPGT) is a file per
+            # portal, nodes/TARGET/ADDRESS,PORT; after discovery, a directory of interfaces
             records = vm.ssh("mount /dev/disk/by-label/root /mnt && "
-                             "cat /mnt/etc/iscsi/iscsi.initramfs /mnt/etc/fstab "
-                             "/mnt/etc/iscsi/nodes/*/*/*; umount /mnt").stdout
+                             "cat /mnt/etc/iscsi/iscsi.initramfs /mnt/etc/fstab && "
+                             "find /mnt/etc/iscsi/nodes -type f -exec cat {} +; "
+                             "umount /mnt").stdout
             assert f"ISCSI_TARGET_NAME={IQN}" in records and "node.startup = automatic" in records
             vm.stop()
         # read back from the host: the LUN holds the plan's table and the root filesystem
