@@ -125,11 +125,19 @@ def login(runner, t, etc=ETC, timeout=APPEAR_TIMEOUT):
         runner.run(node + ["--login"], timeout=LOGIN_TIMEOUT,
                    ok_codes=(0, 15))   # 15: a session to it exists already (an earlier run)
     except CommandError as exc:
-        why = (exc.stderr or "").strip().splitlines()[-1:] or [str(exc.reason or "failed")]
-        raise MachineMismatch([Problem(where, f"cannot log in: {why[0][:300]}; check the "
-                                       "portal, the target name, the network and CHAP")]) \
+        raise MachineMismatch([Problem(where, f"cannot log in: {_reason(exc)[:300]}; check "
+                                       "the portal, the target name, the network and CHAP")]) \
             from None
     return wait_for(runner, t, timeout)
+
+
+def _reason(exc):
+    """iscsiadm's reason for a failed login: its "initiator reported error (24 - iSCSI login
+    failed due to authorization failure)" line, which its last line ("Could not log into all
+    portals") does not say."""
+    lines = [ln.strip() for ln in (exc.stderr or "").splitlines() if ln.strip()]
+    said = [ln for ln in lines if "reported error" in ln]
+    return (said or lines[-1:] or [str(exc.reason or "failed")])[-1]
 
 
 def wait_for(runner, t, timeout=APPEAR_TIMEOUT):

@@ -50,8 +50,12 @@ class Initiator(FakeRunner):
             if self.refuse:
                 self.calls.append([str(a) for a in argv])
                 from provision_agent.errors import CommandError
-                raise CommandError(list(argv), 24, "", "iscsiadm: Login failed to authenticate "
-                                   "with target\niscsiadm: Could not log into all portals")
+                # as open-iscsi 2.1.8 said it in e2e-iscsi to tgt refusing the CHAP secret
+                raise CommandError(list(argv), 24, "", (
+                    f"iscsiadm: Could not login to [iface: default, target: {argv[4]}, "
+                    "portal: 10.0.2.2,3260].\niscsiadm: initiator reported error (24 - iSCSI "
+                    "login failed due to authorization failure)\niscsiadm: Could not log into "
+                    "all portals\n"))
             if not self.no_lun:
                 t = argv[argv.index("-T") + 1]
                 link = self.dev / f"dev/disk/by-path/ip-10.0.2.2:3260-iscsi-{t}-lun-1"
@@ -126,8 +130,10 @@ def test_a_refused_login_is_exit_3_naming_target_and_portal_without_the_secret(w
         iscsi.log_in_all(Initiator(etc, dev, refuse=True), Layout(lun()), str(etc))
     text = str(err.value)
     assert err.value.exit_code == EXIT_MACHINE_MISMATCH == 3
-    assert f"iSCSI target {IQN} at 10.0.2.2:3260: cannot log in: iscsiadm: Could not log " \
-           "into all portals" in text
+    # iscsiadm's reason, not its last line ("Could not log into all portals")
+    assert f"iSCSI target {IQN} at 10.0.2.2:3260: cannot log in: iscsiadm: initiator " \
+           "reported error (24 - iSCSI login failed due to authorization failure); check " \
+           "the portal" in text
     assert SECRET not in text and MUTUAL not in text
 
 
