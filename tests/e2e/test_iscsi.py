@@ -10,8 +10,7 @@
   command line) and mounts `/` from the LUN: the boot marker's root chain is the iSCSI disk,
   and tgt shows the installed system's session.
 
-Outside CI (`tox -e e2e-iscsi`, marker `iscsi`). Written 2026-11-29 without a VM run: the bench
-was busy that session; the first run is the proof.
+Outside CI (`tox -e e2e-iscsi`, marker `iscsi`); its runs are in docs/testing.md.
 """
 
 import re
