@@ -264,6 +264,14 @@ def write_ahead_log(path):
         raise RuntimeError(f"{path}: sqlite refused WAL (journal mode {mode})")
 
 
+def _api_bind(api_host):
+    """Where the API listens: loopback alone, or every address ("::" is both families on
+    one socket: cheroot turns IPV6_V6ONLY off for it, so self.url's 127.0.0.1 still works)."""
+    if api_host == "127.0.0.1":
+        return api_host
+    return "::" if ":" in api_host else "0.0.0.0"
+
+
 class Ironic:
     def __init__(self, workdir, provision_opts, extra_conf="", api_host="127.0.0.1",
                  database=None, split_api=False, conductors=1, conductor_extra=()):
@@ -286,7 +294,9 @@ class Ironic:
         os.makedirs(self.dir, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.ramdisk_api_url = f"http://{api_host}:{self.port}"
+        # an IPv6 api_host (the lab's IPv6-only network) goes in brackets
+        self.ramdisk_api_url = (f"http://[{api_host}]:{self.port}" if ":" in api_host
+                                else f"http://{api_host}:{self.port}")
         self.conf = os.path.join(self.dir, "ironic.conf")
         self.log_file = os.path.join(self.dir, "ironic.log")
         # Where the stand-in ramdisk's agents write their node bindings (one directory for
@@ -321,7 +331,7 @@ enabled_firmware_interfaces = no-firmware
 enabled_network_interfaces = noop
 enabled_storage_interfaces = noop
 [api]
-host_ip = {"0.0.0.0" if api_host != "127.0.0.1" else api_host}
+host_ip = {_api_bind(api_host)}
 port = {self.port}
 [service_catalog]
 # No Keystone: the ramdisk's ipa-api-url comes from here.

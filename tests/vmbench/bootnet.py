@@ -10,6 +10,12 @@ the ipxe tag). MACs Ironic does not know get no address at all (`dhcp-ignore=tag
 
 iPXE also configures IPv6 and waited 13 s for a router advertisement on a bridge that had
 none; dnsmasq answers with a stateless RA from a ULA prefix on the bridge so it stops waiting.
+
+ipv6_only=True (issue 62's lab cycle): no IPv4 on the bridge and no DHCPv4; the host's
+address (host_address) is the ULA, and dnsmasq serves stateful DHCPv6 (RAs with the M flag,
+leases PREFIX::100-PREFIX::1ff, as tests/vmbench/v6net.py's "stateful" mode) to any client:
+Ironic's dnsmasq provider writes DHCPv4 options only (see docs/ironic.md section 12), so no
+host file would make a client "known" there.
 """
 
 import ipaddress
@@ -41,7 +47,8 @@ def _ip(*args):
 
 
 class BootNetwork:
-    def __init__(self, workdir):
+    def __init__(self, workdir, ipv6_only=False):
+        self.ipv6_only = ipv6_only
         self.dir = Path(workdir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.bridge = f"pabr{os.getpid() % 100000}"
@@ -49,7 +56,10 @@ class BootNetwork:
         hosts = list(self.net.hosts())
         self.host_address = str(hosts[0])
         self.range = (str(hosts[9]), str(hosts[49]))
-        self.ula = f"fd00:5a:{self.net.network_address.packed[2]:x}::1"
+        self.ula_prefix = f"fd00:5a:{self.net.network_address.packed[2]:x}::"
+        self.ula = f"{self.ula_prefix}1"
+        if ipv6_only:
+            self.host_address = self.ula
         self.hostsdir = self.dir / "hostsdir"
         self.optsdir = self.dir / "optsdir"
         self.tftp_root = self.dir / "tftpboot"
@@ -66,18 +76,16 @@ class BootNetwork:
             for f in IPXE_FILES + tuple(p for p in PXELINUX_FILES if os.path.exists(p)):
                 (self.tftp_root / os.path.basename(f)).write_bytes(Path(f).read_bytes())
             _ip("link", "add", self.bridge, "type", "bridge")
-            _ip("addr", "add", f"{self.host_address}/{self.net.prefixlen}", "dev", self.bridge)
+            if not self.ipv6_only:
+                _ip("addr", "add", f"{self.host_address}/{self.net.prefixlen}", "dev",
+                    self.bridge)
             _ip("-6", "addr", "add", f"{self.ula}/64", "dev", self.bridge, "nodad")
             _ip("link", "set", self.bridge, "up")
             self.leases.write_text("")
             self.proc = subprocess.Popen([
                 "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
                 f"--interface={self.bridge}", "--bind-dynamic", "--except-interface=lo",
-                f"--dhcp-range={self.range[0]},{self.range[1]},{self.net.netmask},10m",
-                f"--dhcp-range=::,constructor:{self.bridge},ra-stateless", "--enable-ra",
-                "--dhcp-option=option:router",     # no default route: only this subnet
-                "--dhcp-match=set:ipxe,175", "--dhcp-userclass=set:ipxe,iPXE",
-                "--dhcp-ignore=tag:!known",
+                *self._ranges(),
                 f"--dhcp-hostsdir={self.hostsdir}", f"--dhcp-optsdir={self.optsdir}",
                 "--enable-tftp", f"--tftp-root={self.tftp_root}",
                 "--dhcp-authoritative", f"--dhcp-leasefile={self.leases}",
@@ -94,6 +102,16 @@ class BootNetwork:
 
     def __exit__(self, *exc):
         self.close()
+
+    def _ranges(self):
+        if self.ipv6_only:
+            return [f"--dhcp-range={self.ula_prefix}100,{self.ula_prefix}1ff,64,10m",
+                    "--enable-ra", "--ra-param=*,5,1800"]
+        return [f"--dhcp-range={self.range[0]},{self.range[1]},{self.net.netmask},10m",
+                f"--dhcp-range=::,constructor:{self.bridge},ra-stateless", "--enable-ra",
+                "--dhcp-option=option:router",     # no default route: only this subnet
+                "--dhcp-match=set:ipxe,175", "--dhcp-userclass=set:ipxe,iPXE",
+                "--dhcp-ignore=tag:!known"]
 
     def close(self):
         if self.proc and self.proc.poll() is None:

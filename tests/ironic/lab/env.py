@@ -74,8 +74,11 @@ class Lab:
 
     def __init__(self, workdir, ramdisk, machines, provision_opts, serve_dir, disks=2,
                  ipmi=False, automated_clean=True, glance=False, cpus=2, conductors=1,
-                 ipa_ramdisk=None, nic_model="virtio"):
+                 ipa_ramdisk=None, nic_model="virtio", ipv6_only=False):
         self.workdir = str(workdir)
+        # the bridge with no IPv4: Ironic's API, the HTTP servers and DHCPv6 on its ULA
+        # (tests/vmbench/bootnet.py; tests/ironic/lab/test_ipv6.py)
+        self.ipv6_only = ipv6_only
         self.nic_model = nic_model          # every machine's NIC (tests/vmbench/libvirt.py)
         self.cpus = cpus                    # vCPUs per machine
         self.ramdisk = ramdisk
@@ -115,7 +118,8 @@ class Lab:
         self.stack.callback(shutil.rmtree, w, ignore_errors=True)
         self.stack.callback(self._keep_logs)
         self.stack.enter_context(Libvirtd(os.path.join(w, "libvirt")))
-        self.net = self.stack.enter_context(BootNetwork(os.path.join(w, "net")))
+        self.net = self.stack.enter_context(BootNetwork(os.path.join(w, "net"),
+                                                          ipv6_only=self.ipv6_only))
         self.domains = {}
         for i, (name, firmware) in enumerate(self.machines.items()):
             dom = Domain(os.path.join(w, name), f"pa-{name}-{os.getpid()}", self.net.bridge,
