@@ -21,6 +21,12 @@ DEPLOY_PHASES = (
     ("image_end", "bootloader (and the rest of the agent's work)"),
     ("agent_done", "done → active"),
 )
+# With fast track (--fast-track) the deploy runs in the ramdisk the cleaning before it left
+# running: no power on, no first heartbeat; the request goes straight to the image's steps.
+FAST_DEPLOY_PHASES = (
+    ("request", "request → image write starts (fast track: no power on, no boot)"),
+    *DEPLOY_PHASES[3:],
+)
 CLEAN_PHASES = (
     ("request", "undeploy: request → power on for cleaning"),
     ("power_on", "cleaning: power on → first heartbeat"),
@@ -68,14 +74,18 @@ def _cut(boundaries, names, end):
     return {label: times[i + 1] - times[i] for i, (_, label) in enumerate(names)}
 
 
-def deploy_phases(events, side, provision_events=()):
+def deploy_phases(events, side, provision_events=(), fast_track=False):
     """The deploy's phases, from the request (available → deploying) to active. side "ipa":
     Ironic's own steps mark the image (write_image) and the bootloader (prepare_instance_boot,
     then tear_down_agent); side "ours": provision's write_image step, start and done, then
-    the conductor's "provision finished" line."""
+    the conductor's "provision finished" line. fast_track: the ramdisk was running already,
+    the phases go from the request to the image (a power on before it raises: not fast)."""
     b = {"request": _first(events, "state", "deploying")}
-    b["power_on"] = _first(events, "power", "on", b["request"])
-    b["heartbeat"] = _first(events, "heartbeat", None, b["power_on"])
+    if fast_track:
+        b["heartbeat"] = b["request"]
+    else:
+        b["power_on"] = _first(events, "power", "on", b["request"])
+        b["heartbeat"] = _first(events, "heartbeat", None, b["power_on"])
     active = _first(events, "state", "active", b["heartbeat"])
     if side == "ipa":
         b["image_start"] = _first(events, "step", "write_image", b["heartbeat"])
@@ -87,6 +97,12 @@ def deploy_phases(events, side, provision_events=()):
         b["image_start"] = next(e["time"] for e in write if e["status"] == "start")
         b["image_end"] = next(e["time"] for e in write if e["status"] == "done")
         b["agent_done"] = _first(events, "provision_done", None, b["image_end"])
+    if fast_track:
+        powered = [t for t, k, d in events if k == "power" and b["request"] <= t < b["image_end"]]
+        if powered:
+            raise LookupError(f"a power action {powered[0] - b['request']:.1f} s after the "
+                              "request: the deploy was not fast-tracked")
+        return _cut(b, FAST_DEPLOY_PHASES, active)
     return _cut(b, DEPLOY_PHASES, active)
 
 

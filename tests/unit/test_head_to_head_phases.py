@@ -96,6 +96,45 @@ def test_a_missing_boundary_says_which():
                                         + power("00:01.000", "on"), NODE), "ipa")
 
 
+# --fast-track: IPA's deploy in the ramdisk the cleaning before it left running (Ironic's
+# `deploy` step refreshes the steps and goes on: no power action, no wait for a heartbeat)
+IPA_FAST_LOG = "\n".join([
+    state("00:00.000", "deploying", "available"),
+    step("00:01.000", "deploy"),
+    heartbeat("00:20.000"),
+    step("00:21.000", "write_image"),
+    step("01:01.000", "prepare_instance_boot"),
+    step("01:04.000", "tear_down_agent"),
+    power("01:10.000", "off"),
+    power("01:12.000", "on"),
+    state("01:15.000", "active", "deploying"),
+])
+
+
+def test_a_fast_tracked_deploy_runs_from_the_request_to_the_image():
+    phases = hp.deploy_phases(hp.node_events(IPA_FAST_LOG, NODE), "ipa", fast_track=True)
+    assert list(phases) == [label for _, label in hp.FAST_DEPLOY_PHASES]
+    assert list(phases.values()) == pytest.approx([21, 40, 3, 11])
+    assert sum(phases.values()) == pytest.approx(75)
+
+
+def test_a_power_on_before_the_image_is_no_fast_track():
+    log = IPA_FAST_LOG.replace(step("00:01.000", "deploy"), power("00:01.000", "on"))
+    with pytest.raises(LookupError, match="not fast-tracked"):
+        hp.deploy_phases(hp.node_events(log, NODE), "ipa", fast_track=True)
+
+
+def test_the_fast_track_report_sums_from_the_request():
+    from benchmarks import head_to_head
+    side = {"deploy": {label: 10.0 for _, label in hp.FAST_DEPLOY_PHASES},
+            "request_to_active": 40.0, "instance boot to marker (from active)": 30.0,
+            "cleaning": {label: 4.0 for _, label in hp.CLEAN_PHASES}, "cleaning_total": 12.0}
+    ours = dict(side, request_to_active=20.0)
+    text = head_to_head.report({"fast_track": True, "sides": {"ipa": side, "ours": ours}})
+    assert "| **request → active (fast track)** | 40.0 | 20.0 | 0.50 |" in text
+    assert "power on → active" not in text
+
+
 def test_table_gives_ours_over_ipa():
     text = hp.table([("image written", 40.0, 20.0), ("zero", 0.0, 1.0)])
     assert "| image written | 40.0 | 20.0 | 0.50 |" in text
