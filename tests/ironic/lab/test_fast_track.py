@@ -1,12 +1,14 @@
 """Ironic's fast track in the libvirt lab: a real BMC (sushy-tools' Redfish emulator), iPXE,
 Ironic's DHCP, our ramdisk on a TCG machine. `tox -e ironic-lab-fast-track`; not in CI.
 
-One BIOS machine, its node with driver_info/fast_track (Ironic's per-node switch), through:
+One BIOS machine, its node with driver_info/fast_track (Ironic's per-node switch) and
+Ironic's `agent` inspect interface, through:
 
-  1. manual cleaning boots the ramdisk; fast track leaves the machine on and the ramdisk
-     keeps heartbeating; provide's automated cleaning and the deploy then run in that same
-     ramdisk: no Reset request at the BMC and no power action in Ironic's log until the
-     deploy's reboot to disk, no second ramdisk boot on the console; the instance boots;
+  1. in-band inspection boots the ramdisk; fast track leaves the machine on and the ramdisk
+     looks the node up and keeps heartbeating; a manual cleaning, provide's automated
+     cleaning and the deploy then run in that same ramdisk: no Reset request at the BMC and
+     no power action in Ironic's log until the deploy's reboot to disk, no second ramdisk
+     boot on the console; the instance boots;
   2. undeploy, its cleaning (fast track again leaves the ramdisk running), then the machine
      switched off behind Ironic's back (virsh destroy): the deploy finds it off through the
      BMC and power-cycles it into a fresh ramdisk;
@@ -43,7 +45,7 @@ def lab(test_os):
 
 @pytest.fixture(scope="module")
 def node(lab, test_os):
-    uuid = lab.enroll("ft", first_cleaning=False)
+    uuid = lab.enroll("ft", first_cleaning=False, interfaces={"inspect": "agent"})
     _fast_track(lab, uuid, "true")
     lablib.set_instance_info(lab.ironic, uuid, lablib.instance_info(lab, test_os, "bios"))
     return uuid
@@ -85,22 +87,36 @@ def _deploy(lab, uuid):
     return node
 
 
-def test_cleaning_then_deploy_in_the_same_ramdisk(lab, node):
+def _heartbeat(ironic, node):
+    return ironic.node(node)["driver_internal_info"].get("agent_last_heartbeat")
+
+
+def test_inspected_cleaned_then_deployed_in_the_same_ramdisk(lab, node):
     ironic, dom = lab.ironic, lab.domains["ft"]
     ironic.set_state(node, "manage")
     lablib.wait_state(ironic, node, ["manageable"], 60)
     t = time.monotonic()
+    ironic.set_state(node, "inspect")
+    done = ironic.wait_state(node, ["manageable", "inspect failed"], DEPLOY_TIMEOUT)
+    TIMES["inspection (ramdisk booted)"] = time.monotonic() - t
+    assert done["provision_state"] == "manageable", done["last_error"]
+    assert ironic.get(f"/v1/nodes/{node}/inventory")["inventory"]["disks"]
+    assert dom.state() == "running"             # fast track: left on for the next job
+    marks = Marks(lab)
+    # the inspection's ramdisk looked the node up and heartbeats; its heartbeats go on (the
+    # agent's interval is 60 s; recorded once a minute); Ironic stamps one at inspection's end
+    first = _heartbeat(ironic, node)
+    realenv.wait_for(lambda: _heartbeat(ironic, node) != first, 150, interval=2,
+                     what="a heartbeat of the inspection's ramdisk")
+    t = time.monotonic()
     ironic.request("PUT", f"/v1/nodes/{node}/states/provision",
                    {"target": "clean", "clean_steps": ERASE})
     lablib.wait_state(ironic, node, ["manageable"], DEPLOY_TIMEOUT)
-    TIMES["manual cleaning (ramdisk booted)"] = time.monotonic() - t
-    assert dom.state() == "running"             # left on for the next job
-    marks = Marks(lab)
-    first = ironic.node(node)["driver_internal_info"]["agent_last_heartbeat"]
-    # its heartbeats go on (the agent's interval is 60 s; recorded once a minute)
-    realenv.wait_for(
-        lambda: ironic.node(node)["driver_internal_info"]["agent_last_heartbeat"] != first,
-        150, interval=2, what="a later heartbeat of the kept ramdisk")
+    TIMES["manual cleaning, fast-tracked"] = time.monotonic() - t
+    assert dom.state() == "running"
+    first = _heartbeat(ironic, node)
+    realenv.wait_for(lambda: _heartbeat(ironic, node) != first, 150, interval=2,
+                     what="a later heartbeat of the kept ramdisk")
     t = time.monotonic()
     ironic.set_state(node, "provide")
     lablib.wait_state(ironic, node, ["available"], DEPLOY_TIMEOUT)
