@@ -5,6 +5,8 @@ kernel command line (Ironic's POST /v1/continue_inspection). The ramdisk posts t
 inventory there, in ironic-python-agent's format, and Ironic finds the node by the MACs in it,
 runs its inspection hooks (interfaces, ports, architecture by default, and any the operator
 enables: memory, boot mode, root device...), stores the inventory and powers the node off.
+With fast track Ironic leaves it on, puts ipa-api-url on the command line too and answers the
+inventory with the node's agent token, which the agent then heartbeats with (Taken).
 
 The disks are what `provision inventory` prints (multipath and NVMe included), so a layout
 validated on the conductor against the stored inventory sees the disks provision will see.
@@ -136,10 +138,32 @@ def collect(disks=None, bootif=None):
             "hostname": platform.node()}
 
 
+class Taken:
+    """Ironic's answer to the inventory: the node's UUID ("" if it named none) and the agent
+    token it handed out with it (API 1.84 answers as a lookup does), else None. With fast
+    track the ramdisk heartbeats with that token: the lookup after it gets it hidden."""
+
+    def __init__(self, uuid, token):
+        self.uuid, self.token = uuid, token
+
+    def __repr__(self):
+        return f"Taken(uuid={self.uuid!r}, token={'<set>' if self.token else None})"
+
+
+def _taken(body):
+    try:
+        uuid = (body.get("node") or {}).get("uuid") or body.get("uuid")
+        token = (body.get("config") or {}).get("agent_token")
+    except AttributeError:
+        return Taken("", None)
+    usable = isinstance(token, str) and token and token != api.HIDDEN_TOKEN
+    return Taken(uuid or "", token if usable else None)
+
+
 def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: False,
                    sleep=time.sleep, attempts=60):
-    """POST {"inventory": ...} to Ironic's continue_inspection; the node's UUID it answers
-    with, or None when Ironic never took it. Retried: the node may not be waiting yet."""
+    """POST {"inventory": ...} to Ironic's continue_inspection; what it answered (Taken), or
+    None when Ironic never took it. Retried: the node may not be waiting yet."""
     headers = {"X-OpenStack-Ironic-API-Version": API_VERSION}
     for attempt in range(1, attempts + 1):
         if stop():
@@ -153,14 +177,15 @@ def post_inventory(session, callback_url, inventory, verify=True, stop=lambda: F
         else:
             if resp.status_code in (200, 201, 202):
                 try:
-                    body = resp.json() or {}
-                    # 1.84 answers as lookup does ({"node": ...}); older, {"uuid": ...}
-                    uuid = (body.get("node") or {}).get("uuid") or body.get("uuid")
-                except (ValueError, AttributeError):
-                    uuid = None
-                LOG.info("Inspection: Ironic took the inventory (%d disks) for node %s",
-                         len(inventory.get("disks") or []), uuid)
-                return uuid or ""
+                    # 1.84 answers as lookup does ({"node": ..., "config": ...}); older,
+                    # {"uuid": ...}
+                    taken = _taken(resp.json() or {})
+                except ValueError:
+                    taken = Taken("", None)
+                LOG.info("Inspection: Ironic took the inventory (%d disks) for node %s%s",
+                         len(inventory.get("disks") or []), taken.uuid or None,
+                         " and handed out its agent token" if taken.token else "")
+                return taken
             LOG.warning("Inspection: Ironic answered %s: %s; again shortly", resp.status_code,
                         api.reason(resp))
             if resp.status_code in (400, 403):

@@ -284,15 +284,19 @@ def main(argv=None):
         LOG.error("%s", exc)
         return 2
     insecure = params.get("ipa-insecure", "0").lower() in ("1", "true", "yes")
+    token = params.get("ipa-agent-token") or None
     if callback:
         from provision_agent.agent import inspection
         LOG.info("Inspection: posting this machine's inventory to %s", redact.url(callback))
-        inspection.post_inventory(requests.Session(), callback,
+        taken = inspection.post_inventory(requests.Session(), callback,
                        inspection.collect(bootif=params.get("BOOTIF")), verify=not insecure)
         if not api_url:
             return 0
+        # Fast track (Ironic adds ipa-api-url): the token came with Ironic's answer, and the
+        # lookup that follows gets it hidden, as ironic-python-agent's does.
+        token = token or (taken.token if taken else None)
     agent = Agent(api_url, macs, ssh_port=args.ssh_port, host_key=host_key,
-                  token=params.get("ipa-agent-token") or None, verify=not insecure,
+                  token=token, verify=not insecure,
                   address=args.address, interval=args.interval,
                   binding_dir=args.binding_dir, job_dir=args.job_dir)
     LOG.info("Looking up this machine in %s by %s", redact.url(api_url), ", ".join(macs))

@@ -57,13 +57,29 @@ def test_the_inventory_is_posted_until_ironic_takes_it():
     session = Session([Resp(404, {"error_message": "not inspecting yet"}),
                        Resp(200, {"node": {"uuid": "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"}})])
     slept = []
-    uuid = inspection.post_inventory(session, "http://192.0.2.1:6385/v1/continue_inspection",
-                                    {"disks": []}, sleep=slept.append)
-    assert uuid == "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+    taken = inspection.post_inventory(session, "http://192.0.2.1:6385/v1/continue_inspection",
+                                     {"disks": []}, sleep=slept.append)
+    assert taken.uuid == "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+    assert taken.token is None
     method, url, kw = session.sent[-1]
     assert (method, kw["json"]) == ("POST", {"inventory": {"disks": []}})
     assert kw["headers"]["X-OpenStack-Ironic-API-Version"] == "1.84"
     assert len(slept) == 1
+
+
+def test_the_agent_token_ironic_answers_the_inventory_with_is_kept():
+    """Ironic (API 1.84) answers the inventory as a lookup does and hands the node's agent
+    token out there, once: with fast track the ramdisk heartbeats with it afterwards."""
+    node = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+    session = Session([Resp(202, {"node": {"uuid": node},
+                                  "config": {"agent_token": "t0ken"}})])
+    taken = inspection.post_inventory(session, "http://h/v1/continue_inspection", {})
+    assert (taken.uuid, taken.token) == (node, "t0ken")
+    assert "t0ken" not in repr(taken)
+    # the placeholder Ironic answers once the token went elsewhere is no token
+    session = Session([Resp(202, {"node": {"uuid": node}, "config": {"agent_token": "******"}})])
+    assert inspection.post_inventory(session, "http://h/v1/continue_inspection", {}).token \
+        is None
 
 
 def test_a_refusal_is_not_retried():
