@@ -178,3 +178,52 @@ def test_a_ramdisk_gone_meanwhile_is_replaced_by_a_power_cycle(ironic, ramdisk, 
     assert [line.split(" by ")[-1].rstrip(".") for line in before] == ["rebooting"], before
     assert "its ramdisk cannot take the job: Unreachable" in log.text()
     assert node["driver_internal_info"]["provision_host_key"] == ramdisk.host_key
+
+
+def test_an_inspections_ramdisk_heartbeats_with_the_token_ironic_answered_with(
+        ironic, ramdisk, tmp_path):
+    """Fast track after in-band inspection: Ironic hands the agent token out in its answer to
+    the inventory (API 1.84), and the lookup after it gets the token hidden. The libvirt
+    lab's inspection ramdisk looked up every 10 s and never heartbeated before the agent kept
+    the token from that answer (provision_agent/agent/inspection.py Taken)."""
+    import requests
+
+    from provision_agent.agent import api, inspection
+    from provision_agent.agent import ironic as agent_mod
+    mac = "52:54:00:ff:00:04"
+    uuid = _enroll(ironic, "ft-inspected", mac)
+    ironic.request("PATCH", f"/v1/nodes/{uuid}",
+                   [{"op": "replace", "path": "/inspect_interface", "value": "agent"}])
+    ironic.set_state(uuid, "manage")
+    ironic.wait_state(uuid, ["manageable"], 30)
+    ironic.set_state(uuid, "inspect")
+    ironic.wait_state(uuid, ["inspect wait"], 60)
+    inventory = {"interfaces": [{"name": "eth0", "mac_address": mac,
+                                 "ipv4_address": "192.0.2.5"}],
+                 "cpu": {"architecture": "x86_64", "count": 2},
+                 "memory": {"physical_mb": 2048},
+                 "disks": [{"name": "/dev/vda", "size": 4 << 30}],
+                 "boot": {"current_boot_mode": "bios"}}
+    taken = inspection.post_inventory(requests.Session(),
+                                      f"{ironic.ramdisk_api_url}/v1/continue_inspection",
+                                      inventory)
+    assert taken.uuid == uuid and taken.token, taken
+    node = ironic.wait_state(uuid, ["manageable", "inspect failed"], 60)
+    assert node["provision_state"] == "manageable", node["last_error"]
+    with open(ramdisk.host_key_file + ".pub") as f:
+        host_key = f.read().strip()
+
+    def agent(token):
+        return agent_mod.Agent(ironic.ramdisk_api_url, [mac], ssh_port=ramdisk.port,
+                               host_key=host_key, token=token, address="127.0.0.1",
+                               binding_dir=ironic.binding_dir)
+    # what the agent did before: the lookup's token is hidden, nothing to heartbeat with
+    with pytest.raises(api.NotYet, match="earlier lookup"):
+        agent(None).lookup()
+    kept = agent(taken.token)
+    assert kept.lookup() == uuid
+    assert kept.heartbeat() is True
+    dii = realenv.wait_for(lambda: (lambda d: d if d.get("provision_ssh_address") else None)(
+        ironic.node(uuid)["driver_internal_info"]), 30, what="the heartbeat recorded")
+    assert dii["provision_ssh_port"] == ramdisk.port
+    assert dii["agent_url"]
