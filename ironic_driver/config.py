@@ -119,6 +119,20 @@ opts = [
                      "ramdisk (`provision step`). Costs one short job in the ramdisk per "
                      "cleaning. Off: only this interface's own steps (a servicing lists the "
                      "ramdisk's steps either way)."),
+    cfg.StrOpt("agent_update_wheel",
+               help="With ramdisk_commands: a wheel of provision-agent (normally this "
+                    "conductor's own release) that a ramdisk running an older provision, or "
+                    "an older dispatcher protocol, is updated to in place before its job "
+                    "starts (the `update` registered command). The ramdisk checks its "
+                    "signature against the keys built into it (ramdisk/build.sh "
+                    "--update-key) and refuses, failing the step with its reason, a bad "
+                    "signature, an unknown key, a version not newer than its own, or any "
+                    "update while a job runs. A ramdisk built without --update-key, or booted "
+                    "with provision.update=off, takes none: the version check alone applies. "
+                    "Unset: no update is sent."),
+    cfg.StrOpt("agent_update_signature",
+               help="The signature of agent_update_wheel: `ssh-keygen -Y sign -f KEY -n "
+                    "provision-agent-update WHEEL` writes it as WHEEL.sig, the default."),
     cfg.StrOpt("provision_command", default="/usr/bin/provision",
                help="Path of provision inside the ramdisk."),
     cfg.ListOpt("provision_extra_args", default=[],

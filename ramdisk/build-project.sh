@@ -78,7 +78,9 @@ else
   echo "build-project: no Python 3.11 here to precompile with; the ramdisk compiles at first run" >&2
 fi
 
-# Console scripts for the ramdisk's python3 (pip would write the build venv's path).
+# Console scripts for the ramdisk's python3 (pip would write the build venv's path). Each puts
+# the code of an update in place first on its path, resolved once at its start, so a process
+# runs one version from start to end (provision_agent/agent/update.py makes it current).
 mkdir -p "$stage/usr/bin"
 for ep in "$site"/*.dist-info/entry_points.txt; do
   [ -f "$ep" ] || continue
@@ -86,7 +88,9 @@ for ep in "$site"/*.dist-info/entry_points.txt; do
   while read -r name target; do
     cat > "$stage/usr/bin/$name" <<PY
 #!/usr/bin/python3
+import os
 import sys
+sys.path.insert(0, os.path.realpath("/run/provision-agent/current"))
 from ${target%%:*} import ${target##*:}
 sys.exit(${target##*:}())
 PY
@@ -120,6 +124,16 @@ done
     grep -Ev '^[[:space:]]*(#|$)' "$key" | sed 's|^|restrict,command="/usr/bin/provision-dispatch" |'
   done
 } > "$stage/etc/provision/authorized_keys"
+
+# --update-key (UPDATE_KEYS): the keys an update in place must be signed with, as an
+# allowed_signers file for ssh-keygen -Y verify; none: the ramdisk takes no update.
+if [ -n "${UPDATE_KEYS:-}" ]; then
+  mkdir -p "$stage/etc/provision/update-keys"
+  for key in $UPDATE_KEYS; do
+    grep -Ev '^[[:space:]]*(#|$)' "$key" |
+      sed 's|^|provision-agent-update namespaces="provision-agent-update" |'
+  done > "$stage/etc/provision/update-keys/allowed_signers"
+fi
 
 (cd "$stage" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc -R 0:0 --quiet) \
   | zstd -q -T0 -10 -o "$out.tmp"

@@ -8,6 +8,7 @@
 #            their contents. initramfs = base.cpio.zst + project.cpio.zst (concatenated).
 #
 # Usage: sudo ramdisk/build.sh [--conductor-key FILE]... [--authorized-key FILE]...
+#                              [--update-key FILE]...
 #                              [--mirror URL|SOURCES_FILE]
 #                              [--suite bookworm] [--out DIR] [--rebuild] [--no-host-key]
 #                              [--module PATH]... [--firmware-package PKG]... [--no-firmware]
@@ -16,6 +17,9 @@
 #   --conductor-key FILE             the conductor's public key, forced into provision-dispatch
 #                                    (registered commands only: docs/security.md; the conductor
 #                                    needs [provision_agent]ramdisk_commands = true)
+#   --update-key FILE                a public key (ssh-keygen) an update in place of provision must
+#                                    be signed with (docs/ironic.md, "Signed in-place update");
+#                                    none: this ramdisk never takes an update
 #   --authorized-key FILE            an unrestricted root key: an operator's debug shell, or a
 #                                    conductor without ramdisk_commands (warned about)
 #   --module kernel/drivers/...      keep another kernel module file or directory (a NIC or HBA
@@ -37,12 +41,13 @@ source "$(dirname "$0")/../scripts/lib.sh"
 here=$REPO_ROOT/ramdisk
 source "$here/extras.sh"
 
-keys=() conductor_keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1 modules=() fwpkgs=() nofw=""
+keys=() conductor_keys=() update_keys=() mirror="" suite=bookworm out="" rebuild=0 hostkey=1 modules=() fwpkgs=() nofw=""
 xpkgs=() xwheels=() xfiles=()
 while [ $# -gt 0 ]; do
   case $1 in
     --authorized-key) keys+=("$(realpath "$2")"); shift 2 ;;
     --conductor-key) conductor_keys+=("$(realpath "$2")"); shift 2 ;;
+    --update-key) update_keys+=("$(realpath "$2")"); shift 2 ;;
     --mirror) mirror=$2; shift 2 ;;
     --suite) suite=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -54,7 +59,7 @@ while [ $# -gt 0 ]; do
     --extra-package) extra_package "$2"; xpkgs+=("$extra"); shift 2 ;;
     --extra-wheel) extra_wheel "$2"; xwheels+=("$extra"); shift 2 ;;
     --extra-file) extra_file "$2"; xfiles+=("$extra"); shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -119,10 +124,11 @@ project_key=$( {
   cat "${keys[@]}" /dev/null; cat "$hostkeys"/*.pub 2>/dev/null || true
   extras_digest "${xwheels[@]}" "${xfiles[@]}"
   echo forced; cat "${conductor_keys[@]}" /dev/null
+  echo update; cat "${update_keys[@]}" /dev/null
 } | sha)
 project=$cache/project-$project_key.cpio.zst
 if [ "$rebuild" = 1 ] || [ ! -f "$project" ]; then
-  CONDUCTOR_KEYS="${conductor_keys[*]}" \
+  CONDUCTOR_KEYS="${conductor_keys[*]}" UPDATE_KEYS="${update_keys[*]}" \
     "$here/build-project.sh" "$project" "$REPO_ROOT" "$hostkeys" "${keys[@]}"
   project_state=built
 else

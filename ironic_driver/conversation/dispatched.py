@@ -12,13 +12,18 @@ this conductor speaks fails the step at once, naming both versions and what to d
 
 import importlib.metadata
 import json
+import logging
 import posixpath
 import re
 import shlex
 
-from ironic_driver.conversation import remote
+from ironic_driver.conversation import (
+    agent_update,
+    remote,
+)
 from provision_agent import binding
 
+LOG = logging.getLogger(__name__)
 PROTOCOLS = (1,)          # the dispatcher protocols this conductor speaks
 FILES = (remote.EXIT_CODE, remote.EVENTS, remote.OUTPUT, remote.LOG, "recovery-keys.json")
 FLAGS = ("--dry_run",)    # provision_extra_args a dispatcher accepts (ramdisk_commands.FLAGS)
@@ -76,10 +81,41 @@ def our_version():
         return "0+unknown"
 
 
-def check_version(session):
+def check_version(session, update_from=None, node_uuid=""):
     """The ramdisk's `version` answer; RuntimeError naming both versions when this conductor
-    cannot speak to it."""
+    cannot speak to it. update_from: (wheel, signature) paths of [provision_agent]
+    agent_update_wheel: a ramdisk older than this conductor is updated in place first
+    (agent_update.py), and a refusal fails the step with the ramdisk's reason."""
     ours = our_version()
+    answer = _ask_version(session, ours)
+    stale = answer["protocol"] < min(PROTOCOLS) or agent_update.older(answer.get("provision"),
+                                                                      ours)
+    why = None
+    if stale and update_from:
+        artefact = agent_update.Artefact(*update_from)
+        why = agent_update.why_not(answer, artefact)
+        if why is None:
+            agent_update.push(session, answer, artefact, node_uuid)
+            answer = _ask_version(session, ours)
+            if answer.get("provision") != artefact.version:
+                raise RuntimeError(
+                    f"the ramdisk took the update to provision {artefact.version} but its "
+                    f"`version` still says {str(answer.get('provision'))[:40]}")
+        else:
+            LOG.warning("Node %s: its ramdisk runs provision %s, older than this conductor's "
+                        "%s, and is not updated in place: %s", node_uuid,
+                        str(answer.get("provision"))[:40], ours, why)
+    if answer["protocol"] not in PROTOCOLS:
+        age = "older" if answer["protocol"] < min(PROTOCOLS) else "newer"
+        raise RuntimeError(
+            f"the ramdisk runs provision {str(answer.get('provision'))[:40]} (dispatcher "
+            f"protocol {answer['protocol']}), {age} than this conductor's provision {ours} "
+            f"(protocol {'/'.join(map(str, PROTOCOLS))}): "
+            + (f"not updated in place: {why}; " if why else "") + REBUILD)
+    return answer
+
+
+def _ask_version(session, ours):
     rc, out = session.request(["version"], limit=VERSION_BYTES)
     try:
         answer = json.loads(out) if rc == 0 else None
@@ -91,25 +127,22 @@ def check_version(session):
             f"{out[:200].decode(errors='replace').strip()}): it has no provision-dispatch, or "
             f"its key is not forced into it; this conductor runs provision {ours} and speaks "
             f"dispatcher protocol {'/'.join(map(str, PROTOCOLS))}: {REBUILD}")
-    if answer["protocol"] not in PROTOCOLS:
-        age = "older" if answer["protocol"] < min(PROTOCOLS) else "newer"
-        raise RuntimeError(
-            f"the ramdisk runs provision {str(answer.get('provision'))[:40]} (dispatcher "
-            f"protocol {answer['protocol']}), {age} than this conductor's provision {ours} "
-            f"(protocol {'/'.join(map(str, PROTOCOLS))}): {REBUILD}")
     return answer
 
 
 PROTOCOL_RE = re.compile(r"protocol=([0-9]{1,4})")
 
 
-def check_heartbeat_version(agent_version):
+def check_heartbeat_version(agent_version, updatable=False):
     """RuntimeError naming both versions when a heartbeat's agent_version (provision-ironic-
     agent's `VERSION protocol=N`) shows a ramdisk this conductor cannot speak to: the step
-    fails at the first heartbeat instead of at the first command."""
+    fails at the first heartbeat instead of at the first command. updatable (an update
+    configured): an older protocol waits for the start, which updates it in place or fails."""
     text = str(agent_version or "")[:100]
     match = PROTOCOL_RE.search(text)
     if match and int(match.group(1)) in PROTOCOLS:
+        return
+    if match and updatable and int(match.group(1)) < min(PROTOCOLS):
         return
     age = ("older" if not match or int(match.group(1)) < min(PROTOCOLS) else "newer")
     theirs = f"protocol {match.group(1)}" if match else "no dispatcher protocol"

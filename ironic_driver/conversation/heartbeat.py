@@ -72,7 +72,8 @@ def _handle(task, provision_input, callback_url, agent_version, agent_verify_ca,
     updates[P + "awaiting_heartbeat"] = None
     if job.opts().ramdisk_commands and job.waiting(node):
         try:
-            dispatched.check_heartbeat_version(agent_version)
+            dispatched.check_heartbeat_version(agent_version,
+                                               bool(job.opts().agent_update_wheel))
         except RuntimeError as exc:
             _refuse(task, str(exc))
             return

@@ -113,7 +113,9 @@ def _start(session, node, o, provision_input):
     what, command, text, keyring = job_for(node, o, provision_input)
     job = node.driver_internal_info.get(PREFIX + "job")
     if o.ramdisk_commands:
-        answer = dispatched.check_version(session)
+        update_from = ((o.agent_update_wheel, o.agent_update_signature)
+                       if o.agent_update_wheel else None)
+        answer = dispatched.check_version(session, update_from, node.uuid)
         LOG.info("Node %s: its ramdisk runs provision %s, dispatcher protocol %s", node.uuid,
                  str(answer.get("provision"))[:40], answer["protocol"])
         fresh = dispatched.start(session, what, node.uuid, job, text,

@@ -24,7 +24,7 @@ import sys
 import jsonschema
 
 from provision_agent import binding
-from provision_agent.agent import ramdisk_commands
+from provision_agent.agent import ramdisk_commands, update
 from provision_agent.agent.ramdisk_commands import Command  # noqa: F401  (plug-ins use it)
 
 REFUSED = 126
@@ -150,6 +150,14 @@ def options(argv):
     p.add_argument("--provision_arg", action="append", default=[],
                    help="An argument added to every provision run (a test's --dry_run).")
     p.add_argument("--log_file", default=LOG_FILE)
+    p.add_argument("--update_keys", default=update.KEYS,
+                   help="allowed_signers file of the keys an update's wheel must be signed "
+                        "with (ramdisk/build.sh --update-key); missing or empty: no update.")
+    p.add_argument("--update_root", default=update.ROOT,
+                   help="Where updates are unpacked (tmpfs); its `current` symlink is the code "
+                        "the ramdisk's console scripts run.")
+    p.add_argument("--cmdline_file", default="/proc/cmdline",
+                   help=f"The kernel command line: {update.DISABLE} there refuses updates.")
     return p.parse_args(argv)
 
 

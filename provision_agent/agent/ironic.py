@@ -213,10 +213,15 @@ def _check_url(name, url):
         raise AgentError(f"{name}: {redact.url(url)} is not an http(s) URL")
 
 
-def agent_version():
+def agent_version(update_root=None):
     """The heartbeat's agent_version: provision's version and the protocol of the commands
-    the conductor's key is forced into (ramdisk_commands.py), which the conductor checks."""
-    from provision_agent.agent import ramdisk_commands
+    the conductor's key is forced into (ramdisk_commands.py), which the conductor checks.
+    After an update in place (update.py), the updated code's: this agent keeps running the
+    code it started with (restarting it would lose the agent token Ironic hands out once)."""
+    from provision_agent.agent import ramdisk_commands, update
+    current = update.current_answer(update_root or update.ROOT)
+    if current:
+        return f"{current['provision']} protocol={current['protocol']}"
     return f"{_version()} protocol={ramdisk_commands.PROTOCOL}"
 
 

@@ -14,6 +14,13 @@ conversation/remote.py): the same job directory, the same files, the same wrappe
     cancel NODE                             SIGTERM to the running provision's process group
     inventory                               `provision inventory`'s output
     poweroff                                sync and power off
+    update SIGNATURE                        stdin: a signed wheel of a newer provision-agent,
+                                            made current in place (update.py); refused when
+                                            the ramdisk has no update key or says
+                                            provision.update=off ("update" in version's answer)
+
+`version` and `update` keep their arguments and answers in every protocol, so that a conductor
+can always tell what a ramdisk runs and update one that speaks an older protocol.
 """
 
 import dataclasses
@@ -25,6 +32,7 @@ import signal
 import subprocess
 
 from provision_agent import binding
+from provision_agent.agent import update
 
 PROTOCOL = 1
 # JSON schema patterns search, and `$` also matches before a final newline: the lengths close
@@ -69,7 +77,7 @@ def version():
 
 def _version(args, config, stdin, stdout):
     answer = {"provision": version(), "protocol": PROTOCOL,
-              "commands": getattr(config, "commands", [])}
+              "commands": getattr(config, "commands", []), "update": update.state(config)}
     stdout.write((json.dumps(answer) + "\n").encode())
     return 0
 
@@ -275,4 +283,5 @@ BUILT_IN = (
     Command("cancel", _cancel, _schema({"node": NODE}), ("node",)),
     Command("inventory", _inventory, _schema({})),
     Command("poweroff", _poweroff, _schema({})),
+    Command("update", update.run, _schema({"signature": update.SIGNATURE}), ("signature",)),
 )
