@@ -175,6 +175,10 @@ def main(argv=None, environ=None, stdin=None, stdout=None):
     log(config, request, "accepted")
     try:
         return command.run(args, config, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+    except update.Refused as exc:
+        log(config, request, "refused", f"{command.name}: {exc}")
+        print(f"provision-dispatch: {command.name} refused: {exc}", file=sys.stderr)
+        return REFUSED
     except OSError as exc:
         print(f"provision-dispatch: {command.name}: {exc}", file=sys.stderr)
         return 1

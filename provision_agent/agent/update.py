@@ -84,13 +84,9 @@ def state(config):
 
 
 def run(args, config, stdin, stdout):
-    """The registered command: refusals exit 126 with one line on stderr (as the
-    dispatcher's own), an applied update prints the new version's answer as JSON."""
-    try:
-        answer = apply(args["signature"], config, stdin)
-    except Refused as exc:
-        print(f"provision-dispatch: update refused: {exc}", file=sys.stderr)
-        return 126
+    """The registered command: an applied update prints the new version's answer as JSON;
+    Refused goes to the dispatcher, which logs it and exits 126 with one line saying why."""
+    answer = apply(args["signature"], config, stdin)
     stdout.write((json.dumps(answer) + "\n").encode())
     return 0
 

@@ -81,6 +81,8 @@ def assert_refused(rc, out, err, ramdisk, reason, before=None):
     assert rc == dispatch.REFUSED and out == b""
     assert err.count("\n") == 1 and err.startswith("provision-dispatch: update refused: ")
     assert reason in err, err
+    record = json.loads((ramdisk[0] / "dispatch.log").read_text().splitlines()[-1])
+    assert record["outcome"] == "refused" and reason in record["reason"]
     assert current(ramdisk) == before            # the running code is unchanged
     run = ramdisk[0] / "run"
     assert not run.exists() or not [p for p in os.listdir(run) if p.startswith("incoming-")]
