@@ -147,3 +147,15 @@ def test_every_registered_command_works(forced):
                     if '"accepted"' in line}
     assert accepted >= {"version", "binding", "keyring", "start", "read", "cancel",
                         "poweroff", "inventory"}
+
+
+def test_update_is_refused_by_a_ramdisk_without_update_key(forced):
+    """The stand-in has no allowed_signers file (no build.sh --update-key): `version` says so
+    and `update` refuses before it reads the wheel; tests/e2e/test_agent_update.py takes one."""
+    answer = json.loads(ssh(forced, "version").stdout)
+    assert "update" in answer["commands"]
+    assert answer["update"].startswith("disabled: updates are disabled: this ramdisk was built "
+                                       "without an update key")
+    done = ssh(forced, "update", "c2lnbmF0dXJl", stdin=b"PK not a wheel")
+    assert done.returncode == 126 and b"update refused: updates are disabled" in done.stderr
+    assert last_record(forced)["outcome"] == "refused"
