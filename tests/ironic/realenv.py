@@ -137,16 +137,27 @@ SetEnv HOME={self.dir}
         return self
 
     def force(self, job_root, binding_dir, provision_args=(), path=None, provision=None,
-              key_file=None):
+              key_file=None, update_root=None, pythonpath=()):
         """The client key (key_file's: another stand-in's) forced into provision-dispatch with
-        these directories (sshd reads authorized_keys at each login: no restart)."""
+        these directories (sshd reads authorized_keys at each login: no restart).
+        update_root: the dispatcher takes updates there (its --update_keys is
+        update_root/allowed_signers) and starts as the ramdisk's console script does, the
+        update's `current` first on its path; pythonpath: directories before this tree's."""
         self.forced_as = dict(job_root=job_root, binding_dir=binding_dir,
                               provision_args=provision_args, path=path, provision=provision)
-        argv = [sys.executable, "-m", "provision_agent.agent.dispatch", "--job_root", job_root,
-                "--binding_dir", binding_dir, "--provision", provision or bin_path("provision"),
-                "--log_file", self.dispatch_log]
+        argv = [sys.executable, "-m", "provision_agent.agent.dispatch"]
+        if update_root:
+            argv = [sys.executable, "-c", "import os, sys; sys.path.insert(0, os.path.realpath("
+                    "sys.argv.pop(1))); from provision_agent.agent.dispatch import main; "
+                    "sys.exit(main())", os.path.join(update_root, "current"),
+                    "--update_root", update_root,
+                    "--update_keys", os.path.join(update_root, "allowed_signers")]
+        argv += ["--job_root", job_root,
+                 "--binding_dir", binding_dir, "--provision", provision or bin_path("provision"),
+                 "--log_file", self.dispatch_log]
         argv += [f"--provision_arg={a}" for a in provision_args]
-        env = f"PYTHONPATH={shlex.quote(REPO)}" + (f" PATH={shlex.quote(path)}" if path else "")
+        env = (f"PYTHONPATH={shlex.quote(':'.join([*pythonpath, REPO]))}"
+               + (f" PATH={shlex.quote(path)}" if path else ""))
         command = f"env {env} " + " ".join(map(shlex.quote, argv))
         with open((key_file or self.client_key_file) + ".pub") as f:
             key = f.read().strip()
