@@ -92,6 +92,11 @@ def run(args, config, stdin, stdout):
 
 
 def apply(signature_b64, config, stdin):
+    # stdin first, whatever the answer: a client still sending when the channel closes would
+    # see a broken pipe instead of the reason
+    wheel = stdin.read(MAX_WHEEL + 1)
+    if len(wheel) > MAX_WHEEL:
+        raise Refused(f"the wheel on stdin is larger than {MAX_WHEEL} bytes")
     why = disabled(config)
     if why:
         raise Refused(why)
@@ -100,9 +105,6 @@ def apply(signature_b64, config, stdin):
     except (binascii.Error, ValueError):
         raise Refused("the signature is not base64") from None
     with _no_job_running(config.job_root):
-        wheel = stdin.read(MAX_WHEEL + 1)
-        if len(wheel) > MAX_WHEEL:
-            raise Refused(f"the wheel on stdin is larger than {MAX_WHEEL} bytes")
         os.makedirs(config.update_root, mode=0o700, exist_ok=True)
         work = tempfile.mkdtemp(prefix="incoming-", dir=config.update_root)
         try:
