@@ -4,6 +4,7 @@ deploy ramdisk. Shared by the integration test and benchmarks/ironic_scale.py.""
 import contextlib
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -47,6 +48,22 @@ def bin_path(name):
     """A console script of the venv running us (ironic, provision), else PATH."""
     here = os.path.join(os.path.dirname(sys.executable), name)
     return here if os.path.exists(here) else shutil.which(name)
+
+
+def all_in_one_starts():
+    """Whether the installed Ironic's all-in-one `ironic` command can start. Ironic 32.x
+    (2025.2; 32.0.0 to 32.1.0, its newest) constructs oslo.service's ServiceLauncher with
+    no_fork=, which no oslo.service release takes (4.2.1, its minimum, to 4.8.0, read): the
+    command dies with TypeError before it serves. 35 launches through its own
+    ironic.common.service.process_launcher, 29 passes no no_fork. Read from Ironic's source,
+    not imported: importing ironic.command picks oslo.service's backend in this process."""
+    import importlib.util
+    spec = importlib.util.find_spec("ironic.command.singleprocess")
+    if spec is None or not spec.origin:
+        return True
+    with open(spec.origin, encoding="utf-8") as f:
+        source = f.read(200_000)
+    return re.search(r"ServiceLauncher\([^)]{0,200}no_fork", source) is None
 
 
 def missing_prerequisites():
@@ -297,6 +314,9 @@ class Ironic:
         more of conductor N's own settings."""
         if conductors > 1 and not split_api:
             raise ValueError("several conductors talk to the API over JSON-RPC: split_api")
+        # On an Ironic whose `ironic` cannot start (all_in_one_starts), ironic-api and
+        # ironic-conductor, as its operators run it
+        split_api = split_api or not all_in_one_starts()
         self.split_api = split_api
         self.api_proc = None
         # host name -> its ironic-conductor process (Popen), in start order
