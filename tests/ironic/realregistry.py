@@ -123,6 +123,26 @@ auth:
             self.log.close()
 
 
+def skip_on_an_ironic_without_plain_http():
+    """Skips the calling test on an Ironic that cannot reach this registry at all: before 35
+    (2026.1) there is no [oci]permit_fallback_to_http_transport, and Ironic's OCI client
+    builds https:// URLs only (ironic_compat.oci_speaks_plain_http), while this registry
+    speaks plain HTTP. Only in the series env (tox -e ironic-series sets IRONIC_VERSION) and
+    only below 35: anywhere else, or on 35 and later, the option missing fails the test."""
+    import pytest
+
+    from ironic_driver import ironic_compat
+    if ironic_compat.oci_speaks_plain_http():
+        return
+    version = ironic_compat.installed_version()
+    why = (f"Ironic {version} has no [oci]permit_fallback_to_http_transport (added in 35, "
+           f"OpenStack 2026.1): its OCI client reaches registries only over HTTPS, and "
+           f"this suite's registry (tests/ironic/realregistry.py) speaks plain HTTP")
+    if not os.environ.get("IRONIC_VERSION") or ironic_compat.release(version) >= (35, 0):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 def ironic_conf():
     """The registry speaks plain HTTP: Ironic's OCI client tries HTTPS first and falls back
     only when told to."""

@@ -31,6 +31,7 @@ BLOB = zstandard.ZstdCompressor().compress(DISK)
 def env(ramdisk, tmp_path_factory):
     require(not realregistry.missing(), f"missing: {realregistry.missing()} "
                                         "(scripts/host-packages.sh installs them)")
+    realregistry.skip_on_an_ironic_without_plain_http()
     workdir = str(tmp_path_factory.mktemp("oci-ironic"))
     registry = realregistry.Registry(workdir).start()
     blob_digest, _ = registry.push("images/disk", "v1", BLOB)
