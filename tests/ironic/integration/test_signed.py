@@ -72,4 +72,14 @@ def test_a_signed_image_deploys_with_the_keyring_beside_the_document(ironic, ram
     body = armour.splitlines()[2]
     node = ironic.node(uuid)
     shown = json.dumps([node["driver_internal_info"], node["last_error"]]) + plan
-    assert body not in shown and body not in ironic.log_text()
+    assert body not in shown and body not in _logged_but_rpc(ironic)
+
+
+def _logged_but_rpc(ironic):
+    """The conductor's log without Ironic's own JSON-RPC trace. Where ironic-api and the
+    conductor are two processes (Ironic 32: realenv.all_in_one_starts), Ironic's json_rpc
+    client and server log each call's arguments at DEBUG, among them the node with the
+    instance_info the operator set, signature and all; that is Ironic's, not this
+    interface's."""
+    return "\n".join(line for line in ironic.log_text().splitlines()
+                     if " ironic.common.json_rpc." not in line)
