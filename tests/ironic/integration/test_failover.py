@@ -51,9 +51,30 @@ def _count(node):
     return (node["driver_internal_info"] or {}).get("provision_events_count", 0)
 
 
+# Why a node was left out of the scenario on this Ironic (only ever in the series env)
+LEFT_OUT = {"erase_exited": (
+    "Ironic 29.x (2025.1) makes a conductor's RPC to itself a local call whenever the process "
+    "runs a conductor (rpcapi.ConductorAPI._prepare_call, GLOBAL_MANAGER), so the resume of "
+    "the cleaning never reaches the relay that holds it: the window between the erase's end "
+    "recorded and that resume, which this node needs X to die in, cannot be held there")}
+
+
+def left_out():
+    """The nodes this Ironic cannot put where the scenario needs them: on Ironic 29, whose
+    RPC to the conductor itself no relay can hold, erase_exited (conductors.
+    rpc_to_itself_is_local); none elsewhere. Outside the series env (IRONIC_VERSION), such an
+    Ironic fails the scenario instead."""
+    if not conductors.rpc_to_itself_is_local():
+        return {}
+    if not os.environ.get("IRONIC_VERSION"):
+        pytest.fail(LEFT_OUT["erase_exited"])
+    return LEFT_OUT
+
+
 class Failover:
-    def __init__(self, cluster, rpc_hold):
+    def __init__(self, cluster, rpc_hold, without=()):
         self.cluster, self.rpc_hold = cluster, rpc_hold
+        self.without = set(without)
         self.ironic = cluster.ironic
         self.jobs = cluster.jobs
         self.x, self.y = cluster.hosts
@@ -83,6 +104,8 @@ class Failover:
     def run(self):
         t0 = time.monotonic()
         for name, kind in KINDS.items():
+            if name in self.without:
+                continue
             uuid = self.cluster.create_on(
                 self.x, name, conductors.deploy_info() if name in DEPLOYS else None)
             self.nodes[name] = uuid
@@ -96,22 +119,24 @@ class Failover:
         self.seconds["enrolled"] = time.monotonic() - t0
         for name in DEPLOYS:
             self.ironic.set_state(self.nodes[name], "active")
-        for name in CLEANS:
+        for name in set(CLEANS) - self.without:
             self.ironic.request("PUT", f"/v1/nodes/{self.nodes[name]}/states/provision",
                                 {"target": "clean", "clean_steps": ERASE})
 
         # Every job where it should be while X still lives.
         self.wait("running jobs followed by X", lambda: all(
             _phase(self.node(n)) == "running" and _count(self.node(n)) >= 3
-            for n in ("running", "erasing", "exited", "rebooting", "erase_exited")))
+            for n in {"running", "erasing", "exited", "rebooting", "erase_exited"}
+            - self.without))
         self.wait("X held after starting the jobs of the started nodes", lambda: all(
             self.jobs.starts(self.nodes[n]) == 1 for n in HELD))
         with open(self.rpc_hold, "w"):
             pass
-        self.jobs.finish(self.nodes["erase_exited"])
-        self.wait("erase_exited's end recorded by X, the cleaning not resumed", lambda: (
-            lambda n: n["provision_state"] == "clean wait" and _phase(n) == "done")(
-                self.node("erase_exited")), timeout=30)
+        if "erase_exited" not in self.without:
+            self.jobs.finish(self.nodes["erase_exited"])
+            self.wait("erase_exited's end recorded by X, the cleaning not resumed", lambda: (
+                lambda n: n["provision_state"] == "clean wait" and _phase(n) == "done")(
+                    self.node("erase_exited")), timeout=30)
         self.jobs.finish(self.nodes["rebooting"])
         self.wait("rebooting in the deploy steps after provision", lambda: (
             lambda n: n["provision_state"] == "deploying" and _phase(n) == "done")(
@@ -161,7 +186,7 @@ def failover(tmp_path_factory):
                                  (behind, realenv.JSON_RPC_PORT), rpc_hold)
     try:
         cluster.start()
-        yield Failover(cluster, rpc_hold).run()
+        yield Failover(cluster, rpc_hold, left_out()).run()
     finally:
         cluster.stop()
         relay.stop()
@@ -231,6 +256,8 @@ def test_an_erase_whose_resume_was_lost_with_its_conductor_is_resumed(failover):
     """X recorded the erase's exit 0 and died before the cleaning moved on (its RPC to
     itself held): the node waits in clean wait with a job that is over. Y resumes it."""
     name = "erase_exited"
+    if name in failover.without:
+        pytest.skip(LEFT_OUT[name])
     at_kill, node = failover.at_kill[name], failover.final[name]
     assert (at_kill["provision_state"], _phase(at_kill)) == ("clean wait", "done")
     assert at_kill["driver_internal_info"]["provision_exit_code"] == 0
