@@ -269,14 +269,9 @@ def rpc_to_itself_is_local():
     which no relay can hold. Ironic 29.x (2025.1) makes it one whenever the process runs a
     conductor (rpcapi.ConductorAPI._prepare_call: `rpc.GLOBAL_MANAGER is not None and host
     == CONF.host`); from 32 only when there is no RPC client (rpc_transport none), so with
-    JSON-RPC it goes out over the network. Read from Ironic's source, not imported."""
-    import importlib.util
-    spec = importlib.util.find_spec("ironic.conductor.rpcapi")
-    if spec is None or not spec.origin:
-        return False
-    with open(spec.origin, encoding="utf-8") as f:
-        source = f.read(200_000)
-    return "rpc.GLOBAL_MANAGER is not None and host == CONF.host" in source
+    JSON-RPC it goes out over the network. Read from Ironic's source."""
+    return ("rpc.GLOBAL_MANAGER is not None and host == CONF.host"
+            in realenv.ironic_source("conductor/rpcapi.py"))
 
 
 def missing():

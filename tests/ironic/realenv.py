@@ -50,19 +50,27 @@ def bin_path(name):
     return here if os.path.exists(here) else shutil.which(name)
 
 
+def ironic_source(*names):
+    """The text of the first of Ironic's modules at these paths (relative to the ironic
+    package) that exists, read as a file: importing a package such as ironic.command would
+    run its __init__, which picks oslo.service's backend; "" when none is there."""
+    import importlib.util
+    spec = importlib.util.find_spec("ironic")
+    base = os.path.dirname(spec.origin) if spec and spec.origin else ""
+    for name in names:
+        with contextlib.suppress(OSError), open(os.path.join(base, name), encoding="utf-8") as f:
+            return f.read(200_000)
+    return ""
+
+
 def all_in_one_starts():
     """Whether the installed Ironic's all-in-one `ironic` command can start. Ironic 32.x
     (2025.2; 32.0.0 to 32.1.0, its newest) constructs oslo.service's ServiceLauncher with
     no_fork=, which no oslo.service release takes (4.2.1, its minimum, to 4.8.0, read): the
     command dies with TypeError before it serves. 35 launches through its own
-    ironic.common.service.process_launcher, 29 passes no no_fork. Read from Ironic's source,
-    not imported: importing ironic.command picks oslo.service's backend in this process."""
-    import importlib.util
-    spec = importlib.util.find_spec("ironic.command.singleprocess")
-    if spec is None or not spec.origin:
-        return True
-    with open(spec.origin, encoding="utf-8") as f:
-        source = f.read(200_000)
+    ironic.common.service.process_launcher; 29 (ironic/cmd/, not ironic/command/) passes no
+    no_fork."""
+    source = ironic_source("command/singleprocess.py", "cmd/singleprocess.py")
     return re.search(r"ServiceLauncher\([^)]{0,200}no_fork", source) is None
 
 
