@@ -95,9 +95,11 @@ def stall_watch(planned, conf, runner):
             f"finished for {seconds} s (--disk_stall_seconds); nothing more is written to it"),
             after_fault=seconds)
 
+    # their kernel names now: a by-id link is gone with its disk
+    knames = {d: faults.kernel_name(d) for d in planned.disk_names}
+
     def on_gone(disk):
-        runner.abort(errors.DiskGone(f"disk {disk} went away (removed from the machine, or "
-                                     "its controller lost it); nothing more is written to it"),
+        runner.abort(errors.DiskGone(faults.gone_text(disk, knames[disk])),
                      after_fault=seconds or GONE_CLEANUP_SECONDS)
     return disk_watch.DiskWatch(planned.disk_names, seconds, on_stall, on_gone=on_gone)
 

@@ -104,14 +104,14 @@ class Executor:
                 index += len(group)
             if self.faults:
                 self.faults.final(len(steps))
-        except DiskFault:
+        except (DiskFault, DiskGone):
             stopped = True
             raise
         finally:
             left = self.mounts.umount_all()
             if left:
                 LOG.error("still mounted after the run: %s", ", ".join(left))
-            if stopped:
+            if stopped and self.faults:
                 self.faults.teardown()
         report = {"status": "ok", "seconds": round(time.monotonic() - started, 2),
                   "steps": self.results, "filesystems": self.filesystems}
@@ -192,7 +192,13 @@ class Executor:
                 from provision_agent.plan import extensions  # only a plan with a plug-in kind
                 handler = self.handlers[step.kind] = extensions.handler(
                     step.kind, self._plugin_context(step.kind))
-            return handler(step), None, time.monotonic() - t0
+            result = handler(step)
+            # the disk watch's fault that came while the step ran fails it even when its tools
+            # said nothing: a removed disk's buffered writes, fsync and e2fsck "succeed"
+            fault = getattr(self.runner, "fault", None)
+            if isinstance(fault, (DiskGone, DiskStalled)):
+                return None, fault, time.monotonic() - t0
+            return result, None, time.monotonic() - t0
         except Exception as exc:
             return None, exc, time.monotonic() - t0
 

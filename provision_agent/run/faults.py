@@ -14,12 +14,15 @@ that nothing keeps writing to the failing disk or to any other.
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 
 from provision_agent.drivers import kernel_log, md_health
 from provision_agent.errors import (
     CommandError,
     DiskFault,
+    DiskGone,
+    DiskStalled,
 )
 
 LOG = logging.getLogger(__name__)
@@ -102,6 +105,36 @@ def disk_fault_message(disk, located, where, cause=None):
     return msg
 
 
+def gone_text(disk, kname):
+    """What a removed disk looks like to the OS (a virtio disk's removal logs nothing)."""
+    return (f"disk {disk} went away (removed from the machine, or its controller lost it): the "
+            f"kernel no longer lists it (no /sys/block/{kname})")
+
+
+def naming(entries, knames):
+    """The kernel's lines that name one of the disks `knames` or a partition of one."""
+    if not knames:
+        return []
+    names = "|".join(re.escape(k) for k in knames)
+    pattern = re.compile(rf"(?<![A-Za-z0-9])(?:{names})(?:p?[0-9]{{1,3}})?(?![A-Za-z0-9])")
+    return [e.message for e in entries if pattern.search(e.message)]
+
+
+def disk_gone_message(disk, kname, lines, where, cause=None):
+    """One line: the step, the disk, what the OS shows and the kernel said, the step's own
+    error when it had one (the watch's DiskGone already names the step and the disk)."""
+    head = str(cause) if isinstance(cause, DiskGone) else f"{where}: {gone_text(disk, kname)}"
+    shown = list(dict.fromkeys(lines))
+    more = f" (and {len(shown) - SHOWN_LINES} more lines)" if len(shown) > SHOWN_LINES else ""
+    said = (f"the kernel logged: {'; '.join(shown[:SHOWN_LINES])}{more}" if shown
+            else "the kernel logged nothing about it")
+    msg = f"{head}; {said}. {STOPPED}"
+    if cause is not None and not isinstance(cause, (DiskGone, DiskStalled)):
+        said = " ".join(str(cause).split()) or type(cause).__name__
+        msg += f" The step's own error: {said[:500]}"
+    return msg
+
+
 def member_fault_message(array, member, disk, why, where, refused=None):
     head = (f"RAID{array['level']} {array['device']}: member {member} (disk {disk}) failed: "
             f"{why}; found after {where}.")
@@ -123,6 +156,9 @@ class FaultWatch:
         self.runner, self.events = runner, events
         self.sys_class_block, self.sys_block = sys_class_block, sys_block
         self.disks = {kernel_name(d): d for d in disk_names}    # vdb -> the plan's name
+        # those the kernel had when the run began: one of them missing later went away
+        self.present = [k for k in self.disks if os.path.exists(
+            os.path.join(sys_class_block, k))]
         self.log = kernel_log.KernelLog(runner)
         self.arrays = {}        # device -> {"device", "level", "policy", "members": {kname: path}}
         self.vgs = []           # volume groups the run created or activated
@@ -148,13 +184,24 @@ class FaultWatch:
             self._bring_up(step)
         self._check(step_text(done), failure)
 
-    def _located(self):
+    def _located(self, entries):
         """The kernel's new device errors that are on the plan's disks."""
         return [loc for loc in (locate(e, self.disks, self.sys_class_block)
-                                for e in kernel_log.device_errors(self.log.new())) if loc]
+                                for e in kernel_log.device_errors(entries)) if loc]
+
+    def gone(self):
+        """The plan's disks (kernel names) that were there when the run began and are not."""
+        return [k for k in self.present
+                if not os.path.exists(os.path.join(self.sys_class_block, k))]
 
     def _check(self, where, failure):
-        found = self._located()
+        entries = self.log.new()
+        gone = self.gone()
+        if gone:
+            # removed mid-run: said as that, whatever the tools met (or did not) after it
+            raise DiskGone(disk_gone_message(self.disks[gone[0]], gone[0],
+                                             naming(entries, gone), where, failure)) from failure
+        found = self._located(entries)
         outside = [loc for loc in found if self._array_of(loc.device) is None]
         if failure is not None and found:
             outside = found     # the step failed and a disk said why: whatever it is under

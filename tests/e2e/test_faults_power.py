@@ -274,8 +274,17 @@ def test_a_disk_removed_mid_run_exits_4_naming_it_and_the_step(make_vm, tmp_path
                            echo=watch, timeout=900)
         assert watch.fired
         assert run.returncode == 4, run.stderr[-3000:] + run.log[-3000:]
-        assert re.search(r"step \d+/\d+ \([^)]*/dev/vda1[^)]*\): disk /dev/vda went away",
-                         run.stderr), run.stderr[-2000:]
+        index = watch.fired["index"]        # the image write's own step, not a later one
+        said = re.search(rf"provision: error: (step {index}/\d+ \(raw image [^)]*/dev/vda1\): "
+                         r"disk /dev/vda went away \(removed from the machine, or its "
+                         r"controller lost it\): the kernel no longer lists it \(no "
+                         r"/sys/block/vda\); the kernel logged [^\n]*)", run.stderr)
+        assert said, run.stderr[-2000:]
+        result = [e for e in watch.events if e.get("event") == "result"]
+        assert result and result[-1]["exit_code"] == 4
+        assert result[-1]["message"].startswith(said.group(1)[:200]), result[-1]
+        assert not [e for e in watch.started() if e["index"] > index]   # nothing ran after it
+        print("unplug:", said.group(1))
         assert not vm.exists("/sys/block/vda")
         assert vm.ssh("grep -c ' /tmp/provision-target' /proc/mounts", check=False
                       ).stdout.strip() == "0"

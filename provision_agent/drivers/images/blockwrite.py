@@ -233,6 +233,7 @@ class InFlight:
     def submit(self, block, n, done=None):
         """Write block[:n] at the writer's next offset; done(block) is called in this thread
         once that write is over, so the block can be refilled."""
+        self._raise_fault()     # a removed disk's writes may all succeed: look each block
         if n % ALIGN:
             self.drain()
             self.writer.write_block(block, n)
@@ -244,6 +245,15 @@ class InFlight:
         offset = self.writer.reserve(n)
         self._pending.append((self._pool.submit(self.writer.write_at, block, n, offset),
                               block, done))
+
+    def _raise_fault(self):
+        """The run's fault (the disk watch's), raised here: after device_del a removed virtio
+        disk's buffered writes and their fsync were seen to succeed, so a writer that only
+        looks while a write is slow would write the whole image into nothing."""
+        fault = self._fault()
+        if fault is not None:
+            self._abandoned = True      # the writes in flight may never end: leave them
+            raise fault
 
     def _reap(self):
         future, block, done = self._pending[0]
@@ -265,6 +275,7 @@ class InFlight:
         """Wait for every write submitted; the first that failed raises here."""
         while self._pending:
             self._reap()
+        self._raise_fault()
 
     def close(self):
         """Wait for the writes still running (after a failure, before the target is closed),

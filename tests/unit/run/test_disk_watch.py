@@ -170,3 +170,86 @@ def test_a_disk_removed_mid_run_fails_the_running_step_at_once(monkeypatch):
     assert time.monotonic() - started < 5
     assert str(exc.value).startswith("disk /dev/vda went away")
     assert runner.after_fault == apply.GONE_CLEANUP_SECONDS
+
+
+class PageCacheWriter:
+    """A BlockWriter onto a removed disk's page cache: every write "succeeds" (so in the VM
+    after device_del). The fourth write is where the disk goes: it waits (at most 5 s) for
+    the watch to have seen it, as the 20 s image write of the VM case gave the watch time."""
+
+    def __init__(self, present, runner):
+        self.present, self.runner = present, runner
+        self.offset, self.writes = 0, 0
+
+    def reserve(self, n):
+        self.offset += n
+        return self.offset - n
+
+    def write_at(self, block, n, offset):
+        self.writes += 1
+        if self.writes == 4:
+            self.present.pop("/dev/vda")
+            deadline = time.monotonic() + 5
+            while self.runner.fault is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return 0
+
+    def count_zeros(self, zeros):
+        pass
+
+
+def test_a_disk_removed_while_the_image_is_written_fails_the_write_step_not_a_later_one(
+        tmp_path, monkeypatch):
+    # the VM case of 2026-11-29 06:24: the watch saw /dev/vda go 3 s into the image write,
+    # but the writer (whose writes kept succeeding) wrote on, e2fsck and two mounts passed,
+    # and only the mount of /dev/vda2 (step 14/16) failed
+    monkeypatch.setattr(disk_watch, "TICK", 0.02)
+    present = {"/dev/vda": stat(1, 0), "/dev/vdb": stat(1, 0)}
+    monkeypatch.setattr(disk_watch, "sysfs_stat", lambda name: present.get(name))
+    runner = Runner()
+    writer = PageCacheWriter(present, runner)
+
+    def write_image(step):
+        writes = blockwrite.InFlight(writer, fault=lambda: runner.fault)
+        try:
+            for _ in range(64):
+                writes.submit(b"x", 4096)
+            writes.drain()
+        finally:
+            writes.close()
+
+    ran = []
+    ex = Executor(runner, Events(), str(tmp_path))
+    ex.handlers.update(write_image=write_image, mount=lambda step: ran.append(step.device))
+    steps = [Step("write_image", {"device": "/dev/vda1", "mount_point": None, "format": "raw",
+                                  "uri": "http://images/root.img"},
+                  description="raw image http://images/root.img to /dev/vda1"),
+             Step("mount", {"device": "/dev/vdb1", "mount_point": "/data", "fs_type": "ext4"})]
+    watch = apply.stall_watch(SimpleNamespace(disk_names=["/dev/vda", "/dev/vdb"]),
+                              SimpleNamespace(disk_stall_seconds=0), runner)
+    with watch, pytest.raises(DiskGone) as exc:
+        ex.execute(steps)
+    assert str(exc.value) == (
+        "step 1/2 (raw image http://images/root.img to /dev/vda1): disk /dev/vda went away "
+        "(removed from the machine, or its controller lost it): the kernel no longer lists "
+        "it (no /sys/block/vda)")
+    assert writer.writes < 8        # stopped within the writes in flight, not at the end
+    assert ran == []                # nothing after it ran
+
+
+def test_a_fault_that_came_while_a_step_ran_fails_that_step_though_its_tools_succeeded(
+        tmp_path):
+    runner = Runner()
+
+    def e2fsck(step):       # a removed disk's e2fsck "succeeded" in the VM
+        runner.abort(DiskGone("disk /dev/vda went away"))
+        return {"ok": True}
+
+    ex = Executor(runner, Events(), str(tmp_path))
+    ex.handlers["mkfs"] = e2fsck
+    ex.handlers["mount"] = lambda step: pytest.fail("a step ran after the fault")
+    with pytest.raises(DiskGone, match=r"^step 1/2 \(mkfs /dev/vda2\): disk /dev/vda went"):
+        ex.execute([Step("mkfs", {"device": "/dev/vda2", "fs_type": "ext4", "label": None,
+                                  "options": []}),
+                    Step("mount", {"device": "/dev/vda2", "mount_point": "/",
+                                   "fs_type": "ext4"})])

@@ -3,10 +3,11 @@
 import io
 import json
 import os
+import shutil
 
 import pytest
 
-from provision_agent.errors import CommandError, DiskFault
+from provision_agent.errors import CommandError, DiskFault, DiskGone
 from provision_agent.plan.steps import make as Step
 from provision_agent.run import faults
 from provision_agent.run.events import Events
@@ -165,3 +166,74 @@ def test_degrade_that_md_refuses_stops_the_run_naming_why(tmp_path):
     assert ("on_member_failure is degrade, but md would not run without it (command 'mdadm "
             "--manage /dev/md127 --fail /dev/vda1' exited with 1") in msg, msg
     assert w.lost == []
+
+
+def unplug(tmp_path, disk):
+    """The disk and its partitions gone from the fake /sys/class/block."""
+    cls = tmp_path / "class"
+    shutil.rmtree(cls / disk)
+    for link in cls.glob(f"{disk}*"):
+        link.unlink()
+
+
+WRITE = Step("write_image", {"device": "/dev/vdb1", "mount_point": None, "format": "raw",
+                             "uri": "http://images/root.img"},
+             description="raw image http://images/root.img to /dev/vdb1")
+
+
+def test_a_disk_gone_after_a_step_that_passed_fails_that_step_naming_what_the_os_shows(
+        tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner)
+    unplug(tmp_path, "vdb")
+    runner.answers["dmesg --raw"] = BOOT + ("<6>[ 70.1] virtio_net virtio0 ens2: link up\n"
+                                            "<3>[ 70.2] Buffer I/O error on dev vdb1, logical "
+                                            "block 9, lost async page write\n")
+    with pytest.raises(DiskGone) as exc:
+        w.after([(11, 16, WRITE)])
+    msg = str(exc.value)
+    assert msg.startswith("step 11/16 (write_image: raw image http://images/root.img to "
+                          "/dev/vdb1): disk /dev/vdb went away (removed from the machine, or "
+                          "its controller lost it): the kernel no longer lists it (no "
+                          "/sys/block/vdb); the kernel logged: Buffer I/O error on dev vdb1, "
+                          "logical block 9, lost async page write. Provision stopped there"), msg
+    assert "ens2" not in msg and "\n" not in msg and exc.value.exit_code == 4
+
+
+def test_the_watchs_disk_gone_gets_the_kernels_word_and_a_tools_error_is_told_as_its_own(
+        tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner, disks=("/dev/vda", "/dev/vdb", "/dev/vdc"))
+    unplug(tmp_path, "vda")
+    watched = DiskGone("step 3/9 (mkfs /dev/vda2): disk /dev/vda went away (...)")
+    with pytest.raises(DiskGone) as exc:
+        w.after([(3, 9, MKFS)], watched)
+    assert str(exc.value) == ("step 3/9 (mkfs /dev/vda2): disk /dev/vda went away (...); the "
+                              "kernel logged nothing about it. " + faults.STOPPED)
+    unplug(tmp_path, "vdc")
+    cause = CommandError(["mkfs.ext4", "/dev/vdc2"], 1, "", "mkfs.ext4: Input/output error")
+    with pytest.raises(DiskGone, match=r"^step 4/9 \(mkfs: ext4 on /dev/vdb2\): disk /dev/vda "
+                                       r"went away .* The step's own error: command "
+                                       r"'mkfs.ext4 /dev/vdc2' exited with 1"):
+        w.after([(4, 9, MKFS)], cause)
+
+
+def test_a_disk_absent_when_the_run_began_is_not_gone(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner, disks=("/dev/vdb", "/dev/disk/by-path/ip-lun-0"))
+    w.after([(1, 2, MKFS)])     # an iSCSI LUN the run logs in to comes later
+
+
+def test_after_a_disk_went_away_the_executor_unmounts_and_stops_what_it_brought_up(tmp_path):
+    runner = FakeRunner({"dmesg --raw": BOOT, "blkid": "1234-uuid\n"})
+    w = watch(tmp_path, runner)
+    steps = [Step("vg_create", {"name": "vg0", "pvs": ["/dev/vda2"]}),
+             Step("mount", {"device": "/dev/vda1", "mount_point": "/", "fs_type": "ext4",
+                            "options": "defaults"}), MKFS]
+    target = tmp_path / "t"
+    ex = Executor(runner, Events(), str(target), faults=w)
+    ex.handlers["mkfs"] = lambda step: unplug(tmp_path, "vdb")
+    with pytest.raises(DiskGone, match=r"^step 3/3 \(mkfs: ext4 on /dev/vdb2\): disk /dev/vdb"):
+        ex.execute(steps)
+    tail = [" ".join(c) for c in runner.calls if c[0] in ("umount", "vgchange")]
+    assert tail[-2:] == [f"umount {target}", "vgchange -an vg0"]
