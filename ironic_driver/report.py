@@ -21,6 +21,7 @@ TAIL_CHARS = 4000           # the output tail in last_error
 LINE_CHARS = 500            # one line of that tail
 ERROR_CHARS = 1000          # one error from a ramdisk, registry or BMC (provision_last_ssh_error)
 LOG_CHARS = 500             # one log line of paramiko's, which may quote what the server sent
+WHY_CHARS = 1500            # provision's reason, the first line of last_error
 MESSAGE_CHARS = TAIL_CHARS + 2000   # a whole last_error: the output tail and what says why
 
 # CSI and OSC sequences whole (so no stray "[31m" is left), then any other control character
@@ -60,6 +61,33 @@ def tail_for_error(text):
     if len(joined) > TAIL_CHARS:
         joined = "[...]\n" + joined[-TAIL_CHARS:]
     return joined
+
+
+def failed_text(code, events, tail, what="provision"):
+    """last_error for a provision that exited `code`: why, in one line, first (a disk's fault
+    names the disk, the step and the kernel's line in one line of provision's), then the
+    output's tail. Why is provision's own word: its `result` event, else its last
+    "provision: error:" line. `what` names the job (a vendor step names itself)."""
+    why = _why(events, tail)
+    head = f"{what} exited with {code}" + (f": {why}" if why else "")
+    return f"{head}\nlast output:\n{tail_for_error(tail)}"
+
+
+def _why(events, tail):
+    for event in reversed(list(events or [])):
+        if (isinstance(event, dict) and event.get("event") == "result"
+                and event.get("status") == "failed" and isinstance(event.get("message"), str)
+                and event["message"].strip()):
+            return _one_line(event["message"])
+    for line in reversed(clean_text(tail or "").splitlines()):
+        for prefix in ("provision: error: ", "provision: "):
+            if line.startswith(prefix) and "error" in line[:40]:
+                return _one_line(line[len(prefix):])
+    return ""
+
+
+def _one_line(text):
+    return bounded(" ".join(clean_text(text[:2 * WHY_CHARS]).split()), WHY_CHARS)
 
 
 def _size(value):

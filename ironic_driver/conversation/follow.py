@@ -219,8 +219,7 @@ def _record(task, spawn, updates, st):
         record.save(task, updates)
         # a vendor job names itself; an erase's and a deploy's text stays what it was
         what = _what(node) if job.listing(node) or "step " in _what(node) else "provision"
-        record.fail(task, f"{what} exited with {st['exit_code']}; last output:\n"
-                   f"{report.tail_for_error(st['tail'])}")
+        record.fail(task, report.failed_text(st["exit_code"], st["events"], st["tail"], what))
         return
     if st.get("recovery_keys"):
         # the one place they go (recovery.py); job.begin forgets them with the disks

@@ -121,3 +121,53 @@ def test_paramiko_logs_what_the_server_sent_cut_and_clean(name, caplog, monkeypa
     assert len(caplog.records) == 2
     for record in caplog.records:
         _clean_and_small(record.getMessage(), report.LOG_CHARS)
+
+
+# what provision printed and put in its `result` event when an image write met a disk's
+# I/O error (docs/reliability.md, the e2e-faults run): one line naming disk, step and kernel
+FAULT = ("I/O error on disk /dev/vdb during step 9/12 (write_image: raw image "
+         "http://10.0.2.2:8080/data.img to /dev/vdb1): the kernel logged: I/O error, dev vdb, "
+         "sector 20992 op 0x1:(WRITE) flags 0x8800 phys_seg 254 prio class 2. The disk fails "
+         "I/O: replace it, or leave it out of the layout. Provision stopped there: nothing "
+         "more was written to any disk, what it mounted was unmounted and the arrays and "
+         "volume groups it brought up were stopped. The step's own error: writing /dev/vdb1 "
+         "at byte 8388608 failed: Input/output error")
+TAIL = ("2026-11-29 05:10:01,123 ERROR provision_agent.run.executor: step 9/12 (write_image) "
+        "failed after 3.1s\nprovision: error: " + FAULT)
+
+
+def test_a_disk_fault_is_the_first_line_of_last_error_whole():
+    result = {"event": "result", "status": "failed", "exit_code": 4, "message": FAULT}
+    text = report.failed_text(4, [{"event": "step"}, result, {"event": "wrapper"}], TAIL)
+    first, rest = text.split("\n", 1)
+    assert first == "provision exited with 4: " + FAULT
+    assert rest.startswith("last output:\n2026-11-29")
+    # without the event (a look that read it before the exit code), the output's line says it
+    assert report.failed_text(4, [], TAIL).split("\n", 1)[0] == first
+    # a multi-line message is made one line; control characters are dropped; size bounded
+    odd = dict(result, message="invalid input (2):\n  - $.a: x\n  - $.b: \x1b[31my" + "z" * 9000)
+    first = report.failed_text(2, [odd], "").split("\n", 1)[0]
+    assert first.startswith("provision exited with 2: invalid input (2): - $.a: x - $.b: yzz")
+    assert "\x1b" not in first and len(first) < report.WHY_CHARS + 100
+    assert report.failed_text(1, [], "Traceback ...\nprovision: unexpected error: KeyError: 'x'"
+                              " (run with --debug for a traceback)").startswith(
+        "provision exited with 1: unexpected error: KeyError: 'x' (run with --debug")
+    assert report.failed_text(4, [], "nothing said").startswith(
+        "provision exited with 4\nlast output:\nnothing said")
+
+
+class TestExitReason(dbcase.NodeTestCase):
+    def setUp(self):
+        super().setUp()
+        self.node = self.make_bound_node(KEY)
+
+    def test_a_disk_fault_lands_in_last_error_as_one_line_naming_disk_step_and_kernel(self):
+        self.deploy_waiting(provision_phase="running")
+        result = {"event": "result", "status": "failed", "exit_code": 4, "message": FAULT}
+        self.follow_once(False, {"exit_code": 4, "events": [result], "events_offset": 900,
+                                 "tail": TAIL})
+        self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
+        first = self.node.last_error.split("\n")[0]
+        self.assertEqual("provision exited with 4: " + FAULT, first)
+        for said in ("disk /dev/vdb", "step 9/12 (write_image", "I/O error, dev vdb, sector"):
+            self.assertIn(said, first)
