@@ -134,6 +134,18 @@ def stop_device(device, sys_block=SYS_BLOCK, **timing):
     _wait(f"{device} did not stop", lambda: not os.path.exists(gone), **timing)
 
 
+def stop_backing(device, sys_block=SYS_BLOCK, **timing):
+    """Stop the bcache device registered on the backing `device`, if one is (a run that
+    stopped on a fault, before its step made the label's link): its data stays."""
+    here = os.path.join(sys_block, _kname(device), "bcache")
+    if not os.path.isdir(here):
+        return
+    LOG.info("bcache: stopping the bcache device on %s", device)
+    _write(os.path.join(here, "stop"), "1")
+    _wait(f"the bcache device on {device} did not stop", lambda: not os.path.exists(here),
+          **timing)
+
+
 def stop_set(device, sys_block=SYS_BLOCK, **timing):
     """Stop the cache set registered on device (a cache device), if one is."""
     link = os.path.join(sys_block, _kname(device), "bcache", "set")

@@ -8,8 +8,9 @@ the kernel's line. An error md absorbed on a member of a redundant array follows
 `on_member_failure`: "fail" (the default) stops the run the same way, naming the member;
 "degrade" takes the member out of the array (mdadm --fail, --remove), the run goes on, and
 the report and a `member_lost` event name it. After a stop, what the run mounted is unmounted
-(the executor) and the volume groups and arrays it brought up are stopped here (teardown), so
-that nothing keeps writing to the failing disk or to any other.
+(the executor) and the volume groups, bcache devices and arrays it brought up are stopped here
+(teardown), so that nothing keeps writing to the failing disk or to any other. A disk that
+went away mid-run is told as that (DiskGone), naming the step and what the OS shows.
 """
 
 import logging
@@ -17,12 +18,13 @@ import os
 import re
 from dataclasses import dataclass
 
-from provision_agent.drivers import kernel_log, md_health
+from provision_agent.drivers import bcache, kernel_log, md_health
 from provision_agent.errors import (
     CommandError,
     DiskFault,
     DiskGone,
     DiskStalled,
+    ProvisionError,
 )
 
 LOG = logging.getLogger(__name__)
@@ -91,7 +93,8 @@ def kernel_lines(located):
 
 
 STOPPED = ("Provision stopped there: nothing more was written to any disk, what it mounted "
-           "was unmounted and the arrays and volume groups it brought up were stopped.")
+           "was unmounted and the arrays, bcache devices and volume groups it brought up were "
+           "stopped.")
 
 
 def disk_fault_message(disk, located, where, cause=None):
@@ -163,6 +166,8 @@ class FaultWatch:
         self.arrays = {}        # device -> {"device", "level", "policy", "members": {kname: path}}
         self.vgs = []           # volume groups the run created or activated
         self.luks = []          # mappings the run opened
+        self.bcache = []        # backing devices the run registered
+        self.cache_sets = []    # cache devices whose set the run made
         self.lost = []          # members taken out under on_member_failure: degrade
         self.absorbed = []      # kernel lines on members of arrays (for the report)
 
@@ -176,6 +181,10 @@ class FaultWatch:
             self.vgs.append(step.name)
         elif step.kind == "luks_open":
             self.luks.append(step.name)
+        elif step.kind == "bcache_create":
+            self.bcache.append(step.backing)
+            if step.cache and step.format_cache:
+                self.cache_sets.append(step.cache)
 
     def after(self, done, failure=None):
         """After the steps `done` ([(index, count, step)]) ran: raise DiskFault when a disk
@@ -267,12 +276,21 @@ class FaultWatch:
                             health.sync_completed)
 
     def teardown(self):
-        """After a stop (the executor unmounted first): the volume groups, encrypted mappings
-        and arrays this run brought up, taken down in that order; best effort, each said."""
+        """After a stop (the executor unmounted first): the volume groups, encrypted mappings,
+        bcache devices and their cache sets (through sysfs, each waited for at most
+        bcache.WAIT) and arrays this run brought up, taken down in that order; best effort,
+        each said."""
         for name in reversed(self.vgs):
             self._quiet(["vgchange", "-an", name])
         for name in reversed(self.luks):
             self._quiet(["cryptsetup", "close", name])
+        for stop, devices in ((bcache.stop_backing, self.bcache),
+                              (bcache.stop_set, self.cache_sets)):
+            for device in reversed(devices):
+                try:
+                    stop(device, self.sys_class_block)
+                except (OSError, ProvisionError) as exc:
+                    LOG.error("after the stop: bcache on %s: %s", device, exc)
         for device in reversed(list(self.arrays)):
             self._quiet(["mdadm", "--stop", device])
 

@@ -237,3 +237,60 @@ def test_after_a_disk_went_away_the_executor_unmounts_and_stops_what_it_brought_
         ex.execute(steps)
     tail = [" ".join(c) for c in runner.calls if c[0] in ("umount", "vgchange")]
     assert tail[-2:] == [f"umount {target}", "vgchange -an vg0"]
+
+
+BCACHE = Step("bcache_create", {"device": "/dev/bcache/by-label/data", "name": "data",
+                                "backing": "/dev/vdb2", "cache": "/dev/vda2",
+                                "cache_mode": "writeback", "block_size": 4096,
+                                "format_cache": True}, description="bcache data")
+
+
+def test_after_a_stop_the_bcache_devices_and_cache_sets_it_registered_are_stopped(
+        tmp_path, monkeypatch):
+    from provision_agent.drivers import bcache
+    runner = FakeRunner({"dmesg --raw": BOOT, "blkid": "1234-uuid\n"}, fail=("mkfs.ext4",))
+    w = watch(tmp_path, runner, members={"vda1": ("in_sync", 0, ""), "vdb1": ("in_sync", 0, "")})
+    cls = tmp_path / "class"
+    cset = tmp_path / "fs" / "cset-uuid"
+    stopped = []
+
+    def register(step):     # what the kernel shows once bcache_create registered them
+        (cls / "vdb" / "vdb2" / "bcache").mkdir()
+        (cls / "vda" / "vda2" / "bcache").mkdir()
+        cset.mkdir(parents=True)
+        os.symlink(cset, cls / "vda" / "vda2" / "bcache" / "set")
+
+    def kernel(path, value):      # a stop written: the kernel unregisters it
+        stopped.append((os.path.relpath(path, tmp_path), value))
+        if os.path.basename(path) == "stop":
+            shutil.rmtree(os.path.dirname(path))
+
+    monkeypatch.setattr(bcache, "_write", kernel)
+    steps = [MD, BCACHE, MKFS]
+    ex = Executor(runner, Events(), str(tmp_path / "t"), faults=w)
+    ex.handlers.update(md_create=lambda step: None, bcache_create=register)
+    original = w.after
+
+    def with_error(done, failure=None):
+        if done[0][2] is MKFS:
+            runner.answers["dmesg --raw"] = BOOT + RESYNC_ERROR.replace("21888", "140000")
+        return original(done, failure)
+    w.after = with_error
+    with pytest.raises(DiskFault, match="during step 3/3"):
+        ex.execute(steps)
+    assert stopped == [("class/vdb2/bcache/stop", "1"), ("fs/cset-uuid/stop", "1")]
+    assert not (cls / "vdb2" / "bcache").exists() and not cset.exists()
+    assert runner.lines()[-1] == "mdadm --stop /dev/md127"      # the array under it, after
+
+
+def test_a_bcache_device_that_will_not_stop_is_said_and_the_rest_still_taken_down(
+        tmp_path, monkeypatch, caplog):
+    from provision_agent.drivers import bcache
+    monkeypatch.setattr(bcache, "WAIT", 0.2)
+    runner = FakeRunner({"dmesg --raw": BOOT})
+    w = watch(tmp_path, runner)
+    w.after([(1, 3, MD), (2, 3, BCACHE)])
+    (tmp_path / "class" / "vdb" / "vdb2" / "bcache").mkdir()    # never goes
+    w.teardown()
+    assert "bcache on /dev/vdb2: " in caplog.text and "did not stop" in caplog.text
+    assert runner.lines()[-1] == "mdadm --stop /dev/md127"
