@@ -6,7 +6,7 @@ erase` (ironic_driver/conversation/vendor_steps.py)."""
 import json
 
 from provision_agent import errors
-from provision_agent.cli import input_source
+from provision_agent.cli import input_source, outcome
 
 
 def own_inventory(conf):
@@ -48,15 +48,9 @@ def run_step(conf):
                                        ca_bundle=conf.input_data_ca_bundle,
                                        insecure=conf.input_data_insecure)
     events = Events.from_conf(conf)
-    try:
+    with outcome.reported(events):
         inventory = hardware.inventory(own_inventory(conf))
         report = hardware.run_step(document, inventory, Runner(), events,
                                    dry_run=conf.dry_run)
-        events.result("ok", errors.EXIT_OK)
-    except errors.ProvisionError as exc:
-        events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
-        raise
-    finally:
-        events.close()
     print(json.dumps(report, indent=1, default=str))
     return errors.EXIT_OK

@@ -22,7 +22,7 @@ from oslo_config import cfg
 
 from provision_agent import errors, redact
 from provision_agent.cli import args as cli_args
-from provision_agent.cli import input_source
+from provision_agent.cli import input_source, outcome
 from provision_agent.drivers import target
 from provision_agent.plan import existing, inventory, pipeline, render
 
@@ -148,14 +148,8 @@ def run_erase(conf):
                         + [f"leave {name} alone: {why}" for name, why in skipped]))
         return errors.EXIT_OK
     events = Events.from_conf(conf)
-    try:
+    with outcome.reported(events):
         report = erase.erase(document, Runner(), events)
-        events.result("ok", errors.EXIT_OK)
-    except errors.ProvisionError as exc:
-        events.result("failed", exc.exit_code, str(exc)[-4000:])   # redacted by Events
-        raise
-    finally:
-        events.close()
     print(json.dumps(report, indent=2) if conf.plan_format == "json" else
           f"erased the metadata of {len(report['erased'])} disk(s): "
           f"{', '.join(report['erased']) or 'none'}"

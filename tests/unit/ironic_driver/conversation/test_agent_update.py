@@ -13,17 +13,11 @@ import zipfile
 import pytest
 
 from ironic_driver.conversation import agent_update, dispatched
+from tests.unit.agent.test_update import keypair
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))))
 NEW = "99.0.0"
-
-
-def keypair(directory, name):
-    key = directory / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)],
-                   check=True)
-    return key
 
 
 @pytest.fixture(scope="module")
