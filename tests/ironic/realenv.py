@@ -99,6 +99,28 @@ def dry_run_options(ramdisk, workdir, inventory, provision=None):
             "remote_dir": os.path.join(workdir, "remote")}
 
 
+@contextlib.contextmanager
+def with_script_provision(ramdisk, workdir, script):
+    """A started Ironic whose stand-in ramdisk runs `script` (a shell or Python text with its
+    #! line) as provision: for tests of what the conductor does with provision's exit code,
+    events and output."""
+    fake = os.path.join(workdir, "script-provision")
+    with open(fake, "w") as f:
+        f.write(script)
+    os.chmod(fake, 0o755)
+    server = Ironic(workdir, {
+        "ssh_private_key_file": ramdisk.client_key_file,
+        "poll_interval": 1, "deploy_timeout": 120, "connect_timeout": 5,
+        "command_timeout": 20, "data_driver": "native", "provision_command": fake,
+        "remote_dir": os.path.join(workdir, "remote"),
+    })
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def wait_for(predicate, timeout, interval=0.2, what="condition"):
     deadline = time.monotonic() + timeout
     while True:

@@ -48,19 +48,8 @@ sys.exit(4)
 @pytest.fixture(scope="module")
 def ironic(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("ironic-disk-fault"))
-    fake = os.path.join(workdir, "failing-provision")
-    with open(fake, "w") as f:
-        f.write(FAILING)
-    os.chmod(fake, 0o755)
-    server = realenv.Ironic(workdir, {
-        "ssh_private_key_file": ramdisk.client_key_file,
-        "poll_interval": 1, "deploy_timeout": 120, "connect_timeout": 5,
-        "command_timeout": 20, "data_driver": "native", "provision_command": fake,
-        "remote_dir": os.path.join(workdir, "remote"),
-    })
-    server.start()
-    yield server
-    server.stop()
+    with realenv.with_script_provision(ramdisk, workdir, FAILING) as server:
+        yield server
 
 
 def test_a_disk_fault_is_one_line_of_last_error_naming_disk_step_and_kernel_line(

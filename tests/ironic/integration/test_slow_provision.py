@@ -31,19 +31,8 @@ exit 0
 @pytest.fixture(scope="module")
 def ironic(ramdisk, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("ironic-slow"))
-    fake = os.path.join(workdir, "fake-provision")
-    with open(fake, "w") as f:
-        f.write(FAKE)
-    os.chmod(fake, 0o755)
-    server = realenv.Ironic(workdir, {
-        "ssh_private_key_file": ramdisk.client_key_file,
-        "poll_interval": 1, "deploy_timeout": 120, "connect_timeout": 5,
-        "command_timeout": 20, "data_driver": "native", "provision_command": fake,
-        "remote_dir": os.path.join(workdir, "remote"),
-    })
-    server.start()
-    yield server
-    server.stop()
+    with realenv.with_script_provision(ramdisk, workdir, FAKE) as server:
+        yield server
 
 
 def _running_with_first_event(node):
