@@ -20,8 +20,10 @@ def installed(tmp_path, monkeypatch):
     assert 'acme_firmware = "acme_provision.firmware:FirmwareSettings"' in entry
     (dist / "entry_points.txt").write_text(
         "[provision_agent.step_kinds]\nacme_firmware = acme_provision.firmware:FirmwareSettings\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    # the package's own directory behind the metadata written here: a build of the example in
+    # place leaves an acme_provision.egg-info there, whose entry points would be read instead
     monkeypatch.syspath_prepend(str(REPO_ROOT / "examples" / "vendor-plugin"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
     yield
     extensions._LOADED.clear()
     steps.KINDS.pop("acme_firmware", None)
@@ -60,9 +62,11 @@ def hardware(tmp_path, monkeypatch):
     from tests.plugins.harness import install_plugins
     entry = (REPO_ROOT / "examples" / "vendor-plugin" / "pyproject.toml").read_text()
     assert 'acme = "acme_provision.hardware:AcmeHardware"' in entry
+    # the package's own directory first, so the metadata install_plugins writes comes before
+    # any acme_provision.egg-info a build of the example in place left there (stale entry points)
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "examples" / "vendor-plugin"))
     install_plugins(tmp_path, monkeypatch, {"acme": "acme_provision.hardware:AcmeHardware"},
                     package="acme-provision", namespace=hw.NAMESPACE)
-    monkeypatch.syspath_prepend(str(REPO_ROOT / "examples" / "vendor-plugin"))
     monkeypatch.setenv("PATH", f"{REPO_ROOT / 'examples' / 'vendor-plugin'}:/usr/bin:/bin")
     monkeypatch.setenv("ACME_FWCLI_STATE", str(tmp_path / "settings"))
     return tmp_path / "settings"
