@@ -66,10 +66,8 @@ class TestFragments(dbcase.NodeTestCase):
         with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
             validation.check_instance(task, "ironic")
 
-    def test_a_template_adds_the_vendor_step_to_the_raid_layout_another_one_builds(self):
-        self._templates(**{RAID: [{"interface": "raid", "step": "apply_configuration",
-                                   "priority": 150, "args": {"raid_config": IPA_EXAMPLE}}],
-                           ACME: _add()})
+    def _deploy(self):
+        """Validated, then deployed by Ironic's own do_node_deploy; the node read back."""
         self._validate()
         self.node.provision_state = states.DEPLOYING
         self.node.target_provision_state = states.ACTIVE
@@ -77,6 +75,12 @@ class TestFragments(dbcase.NodeTestCase):
         with task_manager.acquire(self.context, self.node.uuid) as task:
             deployments.do_node_deploy(task)
         self.node.refresh()
+
+    def test_a_template_adds_the_vendor_step_to_the_raid_layout_another_one_builds(self):
+        self._templates(**{RAID: [{"interface": "raid", "step": "apply_configuration",
+                                   "priority": 150, "args": {"raid_config": IPA_EXAMPLE}}],
+                           ACME: _add()})
+        self._deploy()
         self.assertEqual(states.DEPLOYWAIT, self.node.provision_state, self.node.last_error)
         doc = sent.payload(self.node, "ironic")     # what the ramdisk gets
         self.assertEqual(SECTION, doc["extensions"])
@@ -93,13 +97,7 @@ class TestFragments(dbcase.NodeTestCase):
 
     def test_the_classic_layout_gets_the_section_too(self):
         self._templates(**{ACME: _add()})
-        self._validate()
-        self.node.provision_state = states.DEPLOYING
-        self.node.target_provision_state = states.ACTIVE
-        self.node.save()
-        with task_manager.acquire(self.context, self.node.uuid) as task:
-            deployments.do_node_deploy(task)
-        self.node.refresh()
+        self._deploy()
         doc = sent.payload(self.node, "ironic")
         self.assertNotIn("layout", doc)
         layout = api.load_layout(json.loads(json.dumps(doc)), "ironic")
