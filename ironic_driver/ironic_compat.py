@@ -19,12 +19,14 @@ as used here (deploy_step's `abortable`, new in 35, is not used). The difference
 
 import functools
 import importlib.metadata
+import inspect
 import logging
 import re
 import types
 
 from ironic.common import image_service
 from ironic.conductor import periodics
+from ironic.conductor import steps as conductor_steps
 from ironic.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -147,3 +149,20 @@ def image_pull_auth(node, permit_user_auth=True):
         user, password = auth["password"].split(":", 1)
         return {"username": user, "password": password}
     return auth
+
+
+def set_node_cleaning_steps(task):
+    """Ironic's set_node_cleaning_steps as its own agent_base calls it once the ramdisk's steps
+    are known: the steps of the cleaning that is running, checked against the driver's.
+
+    Ironic 32 (2025.2) added runbooks' declarative automated cleaning and with it the argument
+    use_existing_steps, which agent_base sets from driver_internal_info's
+    declarative_cleaning; manual cleaning sets that flag too. 29.x (2025.1) has no such
+    argument (passing it raised TypeError at the first listing of a cleaning) and tells a
+    manual cleaning itself, by its target state MANAGEABLE; it has no declarative one."""
+    takes = inspect.signature(conductor_steps.set_node_cleaning_steps).parameters
+    if "use_existing_steps" in takes:
+        conductor_steps.set_node_cleaning_steps(task, use_existing_steps=bool(
+            task.node.driver_internal_info.get("declarative_cleaning")))
+    else:
+        conductor_steps.set_node_cleaning_steps(task)

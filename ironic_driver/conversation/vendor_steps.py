@@ -20,7 +20,7 @@ from ironic.common import exception, states
 from ironic.conductor import steps as conductor_steps
 from ironic.conductor import utils as manager_utils
 
-from ironic_driver import report
+from ironic_driver import ironic_compat, report
 from ironic_driver.conversation import job, record
 
 LOG = logging.getLogger(__name__)
@@ -147,8 +147,7 @@ def resume_after_listing(task, updates):
     kind = job.STEP_TYPE[node.provision_state]
     try:
         if kind == "clean":
-            conductor_steps.set_node_cleaning_steps(task, use_existing_steps=bool(
-                node.driver_internal_info.get("declarative_cleaning")))
+            ironic_compat.set_node_cleaning_steps(task)
         else:
             conductor_steps.set_node_service_steps(task)
     except (exception.InvalidParameterValue, exception.NodeCleaningFailure,

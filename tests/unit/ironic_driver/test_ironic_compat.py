@@ -195,3 +195,38 @@ def test_the_tls_advice_names_the_options_this_ironic_has(monkeypatch):
         assert "REQUESTS_CA_BUNDLE" in advice and "only over TLS" in advice
     monkeypatch.setattr(ironic_compat, "oci_speaks_plain_http", lambda: False)
     assert "[oci]" not in ironic_compat.oci_tls_advice()
+
+
+# --- set_node_cleaning_steps (Ironic 32, 2025.2, added use_existing_steps) ---------------------
+
+def _task(**internal):
+    return types.SimpleNamespace(node=types.SimpleNamespace(driver_internal_info=internal))
+
+
+def test_on_ironic_29_the_cleaning_steps_are_set_without_use_existing_steps(monkeypatch):
+    """CI's ironic-driver-oldest (29.1.0) failed the vendor clean step tests with `TypeError:
+    set_node_cleaning_steps() got an unexpected keyword argument 'use_existing_steps'`."""
+    from ironic.conductor import steps
+    calls = []
+
+    def ironic_29(task, disable_ramdisk=False):
+        calls.append((task, disable_ramdisk))
+    monkeypatch.setattr(steps, "set_node_cleaning_steps", ironic_29)
+    task = _task(declarative_cleaning=True)
+    ironic_compat.set_node_cleaning_steps(task)
+    assert calls == [(task, False)]
+
+
+@pytest.mark.parametrize("internal, existing",
+                         [({"declarative_cleaning": True}, True), ({}, False)])
+def test_from_ironic_32_a_manual_or_runbook_cleaning_checks_the_steps_it_was_given(
+        monkeypatch, internal, existing):
+    from ironic.conductor import steps
+    calls = []
+
+    def ironic_32(task, disable_ramdisk=False, use_existing_steps=False):
+        calls.append(use_existing_steps)
+    monkeypatch.setattr(steps, "set_node_cleaning_steps", ironic_32)
+    ironic_compat.set_node_cleaning_steps(_task(**internal))
+    assert calls == [existing]
+
