@@ -5,7 +5,7 @@
 # (ipa/wheels.txt) in their own venv /opt/ipa, and a shell /init (ipa/init) that brings up DHCP
 # and starts ironic-python-agent, which reads ipa-api-url etc. from /proc/cmdline itself.
 #
-#   base   $CACHE/ipa-ramdisk/base-<key>/   keyed by build-base.sh, both package lists, apt
+#   base   $CACHE/ipa-ramdisk/base-<key>/   keyed by build-base.sh, the package and firmware lists, apt
 #          sources and suite (~1 min cold)
 #   ipa    /opt/ipa, /init, poweroff/reboot: one cpio after the base one, keyed by ipa/*, this
 #          script and the Python that precompiles
@@ -54,18 +54,19 @@ for py in python3.11 python3; do
 done
 
 sha() { sha256sum | cut -c1-16; }
-base_key=$( { cat "$here/build-base.sh" "$here/packages.txt" "$ipa/packages.txt"; echo "$mirror_id" "$suite"; } | sha)
+base_key=$( { cat "$here/build-base.sh" "$here/packages.txt" "$here/firmware-packages.txt" "$ipa/packages.txt"; echo "$mirror_id" "$suite"; } | sha)
 key=$( { echo "$base_key"; cat "$here/build-ipa.sh"; find "$ipa" -type f ! -name '*.pyc' ! -name '*.md' | LC_ALL=C sort | xargs cat; echo "${pyc:+precompiled}"; } | sha)
 base=$cache/base-$base_key
 out=$cache/$key
 
 t0=$(date +%s.%N)
 if [ "$rebuild" = 1 ] || [ ! -f "$base/base.cpio.zst" ]; then
-  # build-base.sh reads the package list beside itself: run it from a directory holding it and
-  # the union of both lists, so the recipe (mmdebstrap options, kernel, module trim) is ours.
+  # build-base.sh reads its package lists beside itself: run it from a directory holding it,
+  # ours' firmware list and the union of both package lists, so the recipe (mmdebstrap options,
+  # kernel, module trim, NIC firmware) is ours.
   recipe=$(mktemp -d "${TMPDIR:-/tmp}/ipa-ramdisk-recipe.XXXXXX")
   trap 'rm -rf "$recipe"' EXIT
-  cp "$here/build-base.sh" "$recipe/"
+  cp "$here/build-base.sh" "$here/firmware-packages.txt" "$recipe/"
   cat "$here/packages.txt" "$ipa/packages.txt" > "$recipe/packages.txt"
   rm -rf "$base.tmp" && mkdir -p "$base.tmp"
   ( while sleep 20; do echo "ipa base: still building ($(( $(date +%s) - ${t0%.*} )) s)" >&2; done ) &
