@@ -69,8 +69,11 @@ if [ "$rebuild" = 1 ] || [ ! -f "$base/base.cpio.zst" ]; then
   cp "$here/build-base.sh" "$here/firmware-packages.txt" "$recipe/"
   cat "$here/packages.txt" "$ipa/packages.txt" > "$recipe/packages.txt"
   rm -rf "$base.tmp" && mkdir -p "$base.tmp"
-  ( while sleep 20; do echo "ipa base: still building ($(( $(date +%s) - ${t0%.*} )) s)" >&2; done ) &
+  # fd 9 (the cache's lock) closed in the ticker, and the ticker killed when a failed base
+  # build exits through set -e: else it outlives the script and the next build waits for ever
+  ( while sleep 20; do echo "ipa base: still building ($(( $(date +%s) - ${t0%.*} )) s)" >&2; done ) 9>&- &
   ticker=$!
+  trap 'kill "$ticker" 2>/dev/null || true; rm -rf "$recipe"' EXIT
   "$recipe/build-base.sh" "$base.tmp" "$mirror" "$suite" 2>&1 | grep -v 'filename containing newline' >&2
   kill "$ticker" 2>/dev/null || true
   echo "$(date +%s.%N) - $t0" > "$base.tmp/build-time"
