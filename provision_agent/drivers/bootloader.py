@@ -180,16 +180,31 @@ def _debian_way(runner, ch, root, args, mode, targets, signed, modules, cmdline)
     if signed and not in_chroot:
         raise SecureBootError("Secure Boot was asked for, but the image has no "
                               "grub-install: the ramdisk's grub is not signed")
+    _unconfigured(root)
     if _rebuild_initramfs(args, root):
         initramfs.regenerate(ch, _kernel_versions(root), modules)
     LOG.info("bootloader: grub-install from the %s%s", "image" if in_chroot else "ramdisk",
              ", signed chain (shim, signed grub)" if signed else "")
     for argv in install_commands(mode, targets, root, in_chroot, signed):
         (ch.run if in_chroot else runner.run)(argv)
+    # what the run wrote is on the disks before the configuration that makes them boot it
+    runner.run(["sync"])
     if ch.has("grub-mkconfig"):
         ch.run(["grub-mkconfig", "-o", "/boot/grub/grub.cfg"])
     else:
         grub_config.write(runner, root, cmdline)
+
+
+def _unconfigured(root):
+    """Remove a grub.cfg the target has (the image's own, a kept /boot's old one) before grub
+    is installed: until this step writes its own last, grub finds no configuration, so a power
+    cut in the middle leaves a disk that stops at grub's prompt instead of one that boots a
+    system this run has not finished (or the one it replaced) by another configuration."""
+    where = os.path.join(target.resolve(root, "/boot/grub"), "grub.cfg")
+    if os.path.lexists(where) and not os.path.isdir(where):
+        os.unlink(where)
+        LOG.info("bootloader: removed the grub.cfg the target had; the one written at the end "
+                 "of this step replaces it")
 
 
 def _rhel_way(runner, ch, root, args, family, mode, targets, signed, modules, cmdline):

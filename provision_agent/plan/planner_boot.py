@@ -85,7 +85,10 @@ def around_configdrive(res, copies, wwids, configdrive):
         # its entry names the ESP by partition number: the table is read once the
         # configdrive's partition, which re-reads it, is there
         return configdrive + image_steps(res)
-    return grub_steps(res, copies, wwids) + configdrive
+    # grub last: the disk boots the new system only once everything else of it is written
+    # (a power cut before that leaves a disk that does not boot, never one that boots a
+    # system without its configdrive; docs/reliability.md)
+    return configdrive + grub_steps(res, copies, wwids)
 
 
 def grub_steps(res, copies, wwids):

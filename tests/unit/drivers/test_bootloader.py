@@ -235,3 +235,27 @@ def test_on_md_and_lvm_kept_only_when_its_initramfs_carries_mdadm_and_lvm(tmp_pa
                                           "initramfs_needs": ["mdadm", "lvm"]})
     tools = [c[c.index(chroot.ENTER) + 2] for c in r.calls if chroot.ENTER in c]
     assert ("update-initramfs" in tools) == rebuilt
+
+
+def test_the_targets_grub_cfg_is_gone_until_the_step_writes_its_own_after_a_sync(tmp_path):
+    """Issue 57: the image's own grub.cfg (or a kept /boot's old one) stayed while grub was
+    installed, so a power cut before grub-mkconfig left a disk that booted by it; and nothing
+    made sure the run's writes were on the disk before the configuration that boots them."""
+    _target_with_grub(tmp_path)
+    cfg = tmp_path / "boot/grub/grub.cfg"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("menuentry 'the image's own' {}\n")
+    seen = []
+
+    class Watching(FakeRunner):
+        def run(self, argv, **kw):
+            seen.append((" ".join(str(a) for a in argv), cfg.exists()))
+            return super().run(argv, **kw)
+
+    bootloader.install(Watching(), str(tmp_path), {"boot_mode": "bios", "targets": ["/dev/vda"],
+                                                   "initramfs": "rebuild"})
+    order = [c for c, _ in seen]
+    grub = [i for i, c in enumerate(order) if "grub-install" in c or "update-initramfs" in c]
+    mkconfig = next(i for i, c in enumerate(order) if "grub-mkconfig" in c)
+    assert grub and not any(there for c, there in seen[min(grub):mkconfig + 1])
+    assert order.index("sync") > max(grub) and order.index("sync") < mkconfig

@@ -76,6 +76,17 @@ def test_configdrive_gets_an_implied_partition_at_the_end():
     assert parts[2].args["offset"] + parts[2].args["size"] <= parts[3].args["offset"]
 
 
+def test_grub_is_the_last_step_that_writes_so_a_power_cut_leaves_nothing_that_boots():
+    """Issue 57: a cut after grub but before the configdrive booted the new system without its
+    configdrive; grub now comes after everything else the run writes (only the unmount
+    follows)."""
+    doc = mutate(sample("single-disk"), lambda d: d.update(
+        configdrive={"meta_data": {"uuid": "x"}}, bootloader={"boot_mode": "bios"},
+        images=sample("uefi")["images"]))
+    kinds = [s.kind for s in steps(doc)]
+    assert kinds[-3:] == ["configdrive", "bootloader", "umount"], kinds
+
+
 def test_images_raw_before_mount_and_tar_after_and_no_mkfs_under_raw_image():
     doc = mutate(sample("two-disk-raid-lvm"), lambda d: d.__setitem__("images", [
         {"uri": "http://h/root.img.gz", "format": "raw", "target": "lv-root",
