@@ -34,7 +34,7 @@ def fuel_document(image_url, keep):
     the gzip'd test OS on a partition, a `partition` volume at /srv/data and the `image` VG's
     pv volume with its glance LV; `keep` puts Fuel's keep_data on both."""
     kept = {"keep_data": True} if keep else {}
-    disk = {"type": "disk", "id": "vda", "name": "vda", "extra": ["disk/by-id/virtio-disk0"],
+    disk = {"type": "disk", "id": "vda", "name": "vda", "extra": ["disk/by-id/virtio-PA-DISK0"],
             "size": 3072, "volumes": [
                 {"type": "boot", "size": 300},
                 {"type": "lvm_meta_pool", "size": 0},
