@@ -16,6 +16,8 @@ from provision_agent.plan.devnames import partition_number
 LOG = logging.getLogger(__name__)
 
 EDGE = 1 << 20    # zeroed at each end: MBR/GPT header, GPT backup, md 1.0 superblocks
+# what lsblk shows of an msdos extended partition: its EBR, which chains the logical ones
+EXTENDED_STUB = 1024
 
 
 def _volume_groups_on(runner, devices):
@@ -114,7 +116,11 @@ def wipe(runner, disk, keep=(), reread=True, cleared=None):
         # 512 KiB. Not an extended partition (lsblk: 1 KiB, the EBR chain of the logicals).
         # Before the wipefs below: erasing the disk's table has the kernel re-read it and the
         # partitions' nodes go (FileNotFoundError on /dev/vda1 in the VM, 2026-11-29).
-        if node.get("type") == "part" and (node.get("size") or 0) >= 2 * EDGE:
+        # A partition smaller than two edges is zeroed whole: an old bios_grub (1 MiB) holds
+        # the earlier install's grub core, which the disk's boot code (left when partitions
+        # are kept) would still load after a power cut, and boot whatever /boot/grub/grub.cfg
+        # the new image brings before this run's bootloader is there (issue 57).
+        if node.get("type") == "part" and (node.get("size") or 0) > EXTENDED_STUB:
             zero_edges(node["path"])
     # one wipefs for the old partitions and then the disk itself
     if cleared:

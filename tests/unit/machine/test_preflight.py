@@ -552,6 +552,20 @@ def test_the_old_partitions_edges_are_zeroed_where_zfs_keeps_its_labels(monkeypa
         + ([] if keep else ["/dev/vda"])
 
 
+def test_an_old_bios_grub_partition_is_zeroed_whole_beside_a_kept_one(monkeypatch):
+    """Issue 57: with a kept partition the disk's boot code stays, and the old 1 MiB bios_grub
+    was never zeroed (only partitions of two edges or more were): the earlier install's grub
+    core would boot a grub.cfg the new image brings after a power cut before the bootloader."""
+    parts = [("vda1", 1 << 20, None), ("vda2", 1536 << 20, "ext4"), ("vda3", 1 << 30, "ext4")]
+    tree = {"blockdevices": [{"name": "vda", "path": "/dev/vda", "type": "disk", "children": [
+        {"name": n, "path": f"/dev/{n}", "type": "part", "fstype": f, "size": size}
+        for n, size, f in parts]}]}
+    zeroed = []
+    monkeypatch.setattr(wipe, "zero_edges", zeroed.append)
+    wipe.wipe(FakeRunner({"lsblk --json": json.dumps(tree)}), "/dev/vda", keep=[3])
+    assert zeroed == ["/dev/vda1", "/dev/vda2"]
+
+
 def test_the_partitions_of_an_array_on_a_kept_member_are_not_the_disks_to_clear(monkeypatch):
     # lsblk under /dev/vda with partition 2 kept: the kept array on it and that array's own
     # partition table (curtin's partition-existing-raid); md127p1 was taken for the disk's
