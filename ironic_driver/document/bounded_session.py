@@ -34,7 +34,8 @@ class Overdue(Exception):
 
 class BoundedSession(requests.Session):
     def __init__(self, like, deadline, max_answer, max_redirects, gate=None):
-        """like: the session the client made (its TLS verification and adapters are kept)."""
+        """like: the session the client made (its TLS verification and adapters are kept: a CA
+        it was given is used even when the environment names another bundle)."""
         super().__init__()
         self.gate = gate
         self.deadline, self.max_answer = deadline, max_answer
@@ -59,6 +60,11 @@ class BoundedSession(requests.Session):
         timeout = kwargs.get("timeout") or left
         kwargs["timeout"] = tuple(min(t, left) for t in timeout) \
             if isinstance(timeout, tuple) else min(timeout, left)
+        if kwargs.get("verify") is None:
+            # requests takes REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE from the environment over the
+            # session's own verify when a request names none (Ironic's client names none):
+            # the CA Ironic set ([oci]verify_ca) must win. `True` still takes the environment's.
+            kwargs["verify"] = self.verify
         streamed = kwargs.get("stream")
         kwargs["stream"] = True
         resp = super().request(method, url, **kwargs)
