@@ -13,8 +13,6 @@ ROOT = REPO_ROOT
 DOC = os.path.join(ROOT, "docs", "ironic.md")
 MARKED = re.compile(r"^<!-- run: ([a-z0-9-]+) -->\n```bash\n(.*?)^```$", re.M | re.S)
 RAN = set()
-# block name -> why its test skipped it (only where realregistry allows a skip)
-SKIPPED = {}
 
 
 def blocks():

@@ -485,8 +485,9 @@ certificates_path = {self.dir}/certificates-{index}
         if sig == signal.SIGKILL:
             proc.wait(10)
 
-    def start(self, timeout=60):
-        self.launch()
+    def start(self, timeout=60, env=None):
+        """env: the processes' environment (default: ours), e.g. with a REQUESTS_CA_BUNDLE."""
+        self.launch(env)
         wait_for(self._up, timeout, what="the Ironic API")
         # The API answers before the conductor has registered its drivers.
         wait_for(lambda: self.get("/v1/drivers").get("drivers"), timeout,

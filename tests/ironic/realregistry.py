@@ -1,6 +1,10 @@
 """A real OCI registry for the oci:// image tests: Debian's `docker-registry` (distribution
 2.8) on 127.0.0.1 only, its filesystem store under the test's directory, htpasswd (basic)
-authentication, plain HTTP (Ironic then needs [oci]permit_fallback_to_http_transport).
+authentication, HTTPS with a certificate of a CA made in the test (testca.py), as a private
+registry on a provisioning network has. Every supported Ironic reaches it: from 35 (2026.1)
+[oci]verify_ca names the CA; 29.x and 32.x have no such option and verify against the
+conductor's CA bundle, REQUESTS_CA_BUNDLE in its environment (ironic_compat.oci_tls_advice,
+docs/ironic.md section 6). So ironic_conf() and ironic_env() give Ironic the CA each way.
 Artifacts are pushed with `skopeo` from an OCI image layout written here, in the shape
 Ironic's OciImageService looks for: an image index whose manifest descriptors carry a
 `disktype` annotation, each manifest with an empty config and one layer, the disk image
@@ -15,6 +19,7 @@ import subprocess
 
 import requests
 
+from tests import testca
 from tests.ironic import realenv
 from tests.vmbench import procs
 
@@ -29,14 +34,27 @@ def missing():
     return [p for p in (REGISTRY, SKOPEO) if not os.path.exists(p)]
 
 
+def make_ca(workdir):
+    """The CA the registries of a test sign with: give it to Ironic before it starts."""
+    return testca.CA(os.path.join(workdir, "registry-ca"))
+
+
 class Registry:
-    def __init__(self, workdir, user="puller", password="pull-s3cret-Xq7"):
+    def __init__(self, workdir, ca, user="puller", password="pull-s3cret-Xq7"):
+        """ca: a testca.CA; the registry's certificate, signed by it, names 127.0.0.1 and
+        localhost."""
         self.dir = os.path.join(workdir, "registry")
         os.makedirs(self.dir, exist_ok=True)
         self.user, self.password = user, password
         self.port = realenv.free_port()
         self.host = f"127.0.0.1:{self.port}"
-        self.url = f"http://{self.host}"
+        self.url = f"https://{self.host}"
+        self.ca = ca.bundle
+        self.cert, self.key = ca.server(f"registry-{self.port}")
+        # skopeo's --dest-cert-dir: the CAs to trust are its *.crt files
+        self.cert_dir = os.path.join(self.dir, "certs.d")
+        os.makedirs(self.cert_dir, exist_ok=True)
+        shutil.copyfile(self.ca, os.path.join(self.cert_dir, "ca.crt"))
         self.proc = None
 
     def start(self, timeout=30):
@@ -53,6 +71,9 @@ storage:
     rootdirectory: {self.dir}/data
 http:
   addr: {self.host}
+  tls:
+    certificate: {self.cert}
+    key: {self.key}
 auth:
   htpasswd:
     realm: provision-tests
@@ -71,7 +92,7 @@ auth:
             raise RuntimeError(f"docker-registry exited with {self.proc.returncode}; see "
                                f"{self.dir}/registry.log")
         try:
-            return requests.get(self.url + "/v2/", timeout=1).status_code == 401
+            return requests.get(self.url + "/v2/", timeout=1, verify=self.ca).status_code == 401
         except requests.RequestException:
             return False
 
@@ -111,11 +132,19 @@ auth:
         with open(os.path.join(layout, "oci-layout"), "w") as f:
             json.dump({"imageLayoutVersion": "1.0.0"}, f)
         subprocess.run([SKOPEO, "copy", "--quiet", "--all", "--preserve-digests",
-                        "--dest-tls-verify=false", "--authfile",
+                        "--dest-cert-dir", self.cert_dir, "--authfile",
                         os.path.join(self.dir, "auth.json"), f"oci:{layout}:{tag}",
                         f"docker://{self.host}/{repo}:{tag}"],
                        check=True, capture_output=True, timeout=120)
         return layer["digest"], described["digest"]
+
+    def authorized(self, uri, agent="python-requests/"):
+        """The registry's log lines of requests for uri (a part of the path) it authorized
+        (the credentials were good), made by agent (Ironic's client: python-requests)."""
+        with open(os.path.join(self.dir, "registry.log")) as f:
+            return [line for line in f.read().splitlines()
+                    if 'msg="authorized request"' in line and uri in line
+                    and f"http.request.useragent={agent}" in line]
 
     def stop(self):
         procs.stop(self.proc)
@@ -123,27 +152,19 @@ auth:
             self.log.close()
 
 
-def skip_on_an_ironic_without_plain_http():
-    """Skips the calling test on an Ironic that cannot reach this registry at all: before 35
-    (2026.1) there is no [oci]permit_fallback_to_http_transport, and Ironic's OCI client
-    builds https:// URLs only (ironic_compat.oci_speaks_plain_http), while this registry
-    speaks plain HTTP. Only in the series env (tox -e ironic-series sets IRONIC_VERSION) and
-    only below 35: anywhere else, or on 35 and later, the option missing fails the test."""
-    import pytest
-
-    from ironic_driver import ironic_compat
-    if ironic_compat.oci_speaks_plain_http():
-        return
-    version = ironic_compat.installed_version()
-    why = (f"Ironic {version} has no [oci]permit_fallback_to_http_transport (added in 35, "
-           f"OpenStack 2026.1): its OCI client reaches registries only over HTTPS, and "
-           f"this suite's registry (tests/ironic/realregistry.py) speaks plain HTTP")
-    if not os.environ.get("IRONIC_VERSION") or ironic_compat.release(version) >= (35, 0):
-        pytest.fail(why)
-    pytest.skip(why)
+def _has_verify_ca():
+    from ironic.conf import CONF
+    return "verify_ca" in CONF.oci
 
 
-def ironic_conf():
-    """The registry speaks plain HTTP: Ironic's OCI client tries HTTPS first and falls back
-    only when told to."""
-    return "[oci]\npermit_fallback_to_http_transport = true\n"
+def ironic_conf(ca):
+    """Ironic's settings for registries signed by ca: from 35 (2026.1), [oci]verify_ca.
+    Before it there is no [oci] option for it (ironic_env)."""
+    return f"[oci]\nverify_ca = {ca.bundle}\n" if _has_verify_ca() else ""
+
+
+def ironic_env(ca):
+    """The environment Ironic runs in, for registries signed by ca: before 35, its OCI client
+    verifies against the CA bundle requests is told of (REQUESTS_CA_BUNDLE), as
+    docs/ironic.md tells operators of those releases; from 35 None (ironic_conf)."""
+    return None if _has_verify_ca() else dict(os.environ, REQUESTS_CA_BUNDLE=ca.bundle)

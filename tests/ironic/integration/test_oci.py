@@ -1,6 +1,8 @@
 """instance_info/image_source as an oci:// reference with a pull secret, against a real
-registry (tests/ironic/realregistry.py: docker-registry with htpasswd on 127.0.0.1, the
-artifact pushed by skopeo) and a real Ironic resolving it with its own OCI code. The
+registry (tests/ironic/realregistry.py: docker-registry with htpasswd and TLS from a CA made
+here on 127.0.0.1, the artifact pushed by skopeo) and a real Ironic resolving it with its own
+OCI code, given the CA the way its release takes it ([oci]verify_ca from 35, the conductor's
+REQUESTS_CA_BUNDLE before). The
 "ramdisk" is the local sshd running the real `provision --dry_run`; then provision's real
 image step downloads the blob the document names from the registry onto a file."""
 
@@ -31,17 +33,17 @@ BLOB = zstandard.ZstdCompressor().compress(DISK)
 def env(ramdisk, tmp_path_factory):
     require(not realregistry.missing(), f"missing: {realregistry.missing()} "
                                         "(scripts/host-packages.sh installs them)")
-    realregistry.skip_on_an_ironic_without_plain_http()
     workdir = str(tmp_path_factory.mktemp("oci-ironic"))
-    registry = realregistry.Registry(workdir).start()
+    ca = realregistry.make_ca(workdir)
+    registry = realregistry.Registry(workdir, ca).start()
     blob_digest, _ = registry.push("images/disk", "v1", BLOB)
     # The operator's credentials (driver_info/image_pull_secret) are for this registry when
     # named 127.0.0.1:PORT, and the same registry named localhost:PORT is another host.
     opts = dict(realenv.dry_run_options(ramdisk, workdir, INVENTORY),
                 oci_secret_registries=registry.host)
-    ironic = realenv.Ironic(workdir, opts, extra_conf=realregistry.ironic_conf())
+    ironic = realenv.Ironic(workdir, opts, extra_conf=realregistry.ironic_conf(ca))
     try:
-        ironic.start()
+        ironic.start(env=realregistry.ironic_env(ca))
         ironic.remote_dir = os.path.join(workdir, "remote")
         yield registry, ironic, blob_digest
     finally:
@@ -112,20 +114,26 @@ def test_the_secret_shows_nowhere_in_the_api_or_the_conductors_log(env, deployed
     logs = ironic.log_text()
     with open(os.path.join(ironic.dir, "ironic.out")) as f:
         logs += f.read()
-    assert "Obtained OCI credential from node" in logs      # Ironic did sign in
+    # Ironic did sign in: the registry authorized its manifest requests (every release; 35
+    # and later also log "Obtained OCI credential from node"); its log is the node's
+    assert registry.authorized("/v2/images/disk/manifests/")
+    assert uuid in logs
     for text in (json.dumps(node), json.dumps(listed), logs):
         assert _shows_none(registry, text) == []
 
 
-def test_provision_downloads_the_blob_with_the_header_and_checks_the_digest(deployed,
+def test_provision_downloads_the_blob_with_the_header_and_checks_the_digest(env, deployed,
                                                                           tmp_path):
-    """What the ramdisk does with the document it got, on a file instead of a disk."""
+    """What the ramdisk does with the document it got, on a file instead of a disk, given
+    the registry's CA as an operator gives it (--image_ca_bundle)."""
+    registry, _, _ = env
     _, _, sent, _ = deployed
     step = _image_step(sent)
     assert step.args["checksum"] == "sha256:" + hashlib.sha256(BLOB).hexdigest()
     target = tmp_path / "disk"
     result = write_step.write_image(dict(step.args, device=str(target)), runner=Runner(),
-                                events=None, target_root=str(tmp_path), options={})
+                                events=None, target_root=str(tmp_path),
+                                options={"image_ca_bundle": registry.ca})
     assert result["compression"] == "zstd" and result["bytes_in"] == len(BLOB)
     assert target.read_bytes() == DISK
 
@@ -137,7 +145,8 @@ def test_a_wrong_secret_fails_the_download_with_exit_5_and_no_secret(env, deploy
     doc = json.loads(json.dumps(sent))
     wrong = registry.basic()[:-4] + "AAA="
     doc["instance_info"]["image_request_authorization_secret"] = wrong
-    shown = refused_download(_image_step(doc).args, tmp_path, caplog)
+    shown = refused_download(_image_step(doc).args, tmp_path, caplog,
+                             options={"image_ca_bundle": registry.ca})
     assert _shows_none(registry, shown) == [] and wrong.split()[1] not in shown
 
 

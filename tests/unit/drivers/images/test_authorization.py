@@ -105,16 +105,17 @@ def test_a_redirect_to_another_host_does_not_carry_it(http_server, tmp_path):
     assert sent == [("/v2/blob", SECRET), ("/cdn/blob", None)]
 
 
-def refused_download(args, tmp_path, caplog):
+def refused_download(args, tmp_path, caplog, options=None):
     """Runs an image step whose Authorization the server refuses: exit 5, saying so. Returns
     all it showed (the error, the events with the run's result, the log) to look for
-    secrets in; tests/ironic/integration/test_oci.py does the same against the real registry."""
+    secrets in; tests/ironic/integration/test_oci.py does the same against the real registry
+    (options: its CA, --image_ca_bundle)."""
     stream = io.StringIO()
     events = Events([stream])
     caplog.set_level(logging.DEBUG)
     with pytest.raises(ImageError) as exc:
         write_step.write_image(dict(args, device=str(tmp_path / "disk")), runner=Runner(),
-                           events=events, target_root=str(tmp_path), options={})
+                           events=events, target_root=str(tmp_path), options=options or {})
     assert exc.value.exit_code == EXIT_IMAGE_ERROR
     assert "HTTP 401 Unauthorized, expected 200 (the server refused the image's " \
            "Authorization header)" in str(exc.value)
