@@ -14,6 +14,7 @@ for an image with dracut on software RAID.
 import json
 import logging
 import os
+import re
 
 from provision_agent.drivers import target
 from provision_agent.errors import ImageError
@@ -26,6 +27,19 @@ MODULE_DIRS = ("/usr/lib/dracut/modules.d", "/lib/dracut/modules.d")
 PACKAGES = {"mdraid": "mdadm", "lvm": "lvm2", "crypt": "cryptsetup",
             "multipath": "device-mapper-multipath"}
 MAX_NODES = 256
+UDEV_DIRS = ("/usr/lib/udev", "/lib/udev")
+# The image's udev rules of multipath-tools and kpartx, and the programs they call that the
+# multipath module does not install itself. dracut 059's module installs those rules by the
+# names RHEL's packages give them (40-, 56-, 62-, 65-multipath.rules, 66-kpartx.rules,
+# 11-dm-mpath.rules, ...); Debian's ship 60-multipath.rules, 60-kpartx.rules,
+# 56-dm-mpath.rules, 56-dm-parts.rules and 68-del-part-nodes.rules, so none reached a Debian
+# image's initramfs: no rule marked the paths as the map's members nor made the map's
+# partitions, and / on them was never found. Installed by name with --install (on RHEL the
+# same files again, which changes nothing).
+MULTIPATH_RULES = re.compile(r"[0-9]{2}-(multipath|kpartx|dm-mpath|dm-parts|del-part-nodes)"
+                             r"\.rules")
+MULTIPATH_HELPERS = ("/usr/lib/udev/kpartx_id", "/lib/udev/kpartx_id", "/usr/bin/partx",
+                     "/usr/sbin/partx")
 
 
 def _nodes(tree):
@@ -95,10 +109,34 @@ def module_present(root, module):
     return False
 
 
-def argv(version, modules):
-    """The image's dracut for one kernel, with the modules the layout needs added."""
+def multipath_files(root):
+    """The image's multipath udev rules and their helper programs (MULTIPATH_RULES), each
+    once (a merged-/usr image shows them under /lib/udev too), in the target's terms."""
+    found, seen = [], set()
+    for base in UDEV_DIRS:
+        try:
+            names = sorted(os.listdir(target.resolve(root, base + "/rules.d")))[:1024]
+        except OSError:
+            continue
+        found += [f"{base}/rules.d/{n}" for n in names if MULTIPATH_RULES.fullmatch(n)]
+    found += [p for p in MULTIPATH_HELPERS if os.path.isfile(target.resolve(root, p))]
+    unique = []
+    for path in found:
+        real = os.path.realpath(target.resolve(root, path))
+        if real not in seen:
+            seen.add(real)
+            unique.append(path)
+    return unique
+
+
+def argv(version, modules, install=()):
+    """The image's dracut for one kernel (None: every installed one), with the modules the
+    layout needs added (and the files they need that the image's modules leave out:
+    multipath_files)."""
     add = ["--add", " ".join(modules)] if modules else []
-    return ["dracut", "--force", *add, "--kver", version]
+    files = ["--install", " ".join(install)] if install else []
+    which = ["--kver", version] if version else ["--regenerate-all"]
+    return ["dracut", "--force", *add, *files, *which]
 
 
 def rebuild(chroot, versions, modules, timeout):
@@ -109,9 +147,11 @@ def rebuild(chroot, versions, modules, timeout):
         raise ImageError(f"the image's dracut has no {', '.join(lacking)} module, which / "
                          f"needs to be found at boot: install "
                          f"{', '.join(PACKAGES.get(m, m) for m in lacking)} in the image")
+    install = multipath_files(chroot.root) if "multipath" in modules else []
+    if install:
+        LOG.info("dracut: the image's multipath udev rules and helpers installed by name: %s",
+                 " ".join(install))
     if not versions:
         LOG.info("dracut: no kernel found in /boot; every installed kernel regenerated")
-        return [chroot.run(["dracut", "--force", "--regenerate-all",
-                            *(["--add", " ".join(modules)] if modules else [])],
-                           timeout=timeout)]
-    return [chroot.run(argv(v, modules), timeout=timeout) for v in versions]
+        return [chroot.run(argv(None, modules, install), timeout=timeout)]
+    return [chroot.run(argv(v, modules, install), timeout=timeout) for v in versions]
