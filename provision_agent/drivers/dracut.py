@@ -40,6 +40,11 @@ MULTIPATH_RULES = re.compile(r"[0-9]{2}-(multipath|kpartx|dm-mpath|dm-parts|del-
                              r"\.rules")
 MULTIPATH_HELPERS = ("/usr/lib/udev/kpartx_id", "/lib/udev/kpartx_id", "/usr/bin/partx",
                      "/usr/sbin/partx")
+# multipathd's path checkers and prioritizers (libchecktur.so, ...): the module looks for them
+# under the library directories (/usr/lib64/multipath on RHEL), Debian keeps them in
+# /usr/lib/multipath, and without them multipathd stops at start ("Checker 'tur' not found in
+# /lib/multipath": the dracut test OS's boot, 2026-11-29).
+MULTIPATH_PLUGIN_DIRS = ("/usr/lib/multipath", "/lib/multipath")
 
 
 def _nodes(tree):
@@ -110,8 +115,9 @@ def module_present(root, module):
 
 
 def multipath_files(root):
-    """The image's multipath udev rules and their helper programs (MULTIPATH_RULES), each
-    once (a merged-/usr image shows them under /lib/udev too), in the target's terms."""
+    """The image's multipath udev rules, their helper programs and multipathd's plug-ins
+    (MULTIPATH_RULES, MULTIPATH_PLUGIN_DIRS), each once (a merged-/usr image shows them under
+    /lib too), in the target's terms."""
     found, seen = [], set()
     for base in UDEV_DIRS:
         try:
@@ -120,6 +126,12 @@ def multipath_files(root):
             continue
         found += [f"{base}/rules.d/{n}" for n in names if MULTIPATH_RULES.fullmatch(n)]
     found += [p for p in MULTIPATH_HELPERS if os.path.isfile(target.resolve(root, p))]
+    for base in MULTIPATH_PLUGIN_DIRS:
+        try:
+            names = sorted(os.listdir(target.resolve(root, base)))[:256]
+        except OSError:
+            continue
+        found += [f"{base}/{n}" for n in names if n.endswith(".so")]
     unique = []
     for path in found:
         real = os.path.realpath(target.resolve(root, path))

@@ -11,6 +11,7 @@ from tests.unit.fakes import FakeRunner
 # Debian 12: multipath-tools, kpartx, util-linux (partx)
 DEBIAN_RULES = ("56-dm-mpath.rules", "56-dm-parts.rules", "60-kpartx.rules",
                 "60-multipath.rules", "68-del-part-nodes.rules")
+PLUGINS = ("libcheckdirectio.so", "libchecktur.so", "libprioalua.so", "libprioconst.so")
 OTHER_RULES = ("55-dm.rules", "56-lvm.rules", "60-persistent-storage-dm.rules",
                "64-md-raid-assembly.rules", "69-lvm.rules")
 
@@ -28,6 +29,8 @@ def _debian_dracut_image(root):
     _file(root, "usr/lib/udev/kpartx_id", 0o755)
     _file(root, "usr/bin/partx", 0o755)
     _file(root, "usr/bin/dracut", 0o755)
+    for plugin in PLUGINS:
+        _file(root, f"usr/lib/multipath/{plugin}")
     for module in ("90multipath", "90lvm", "90mdraid", "90dm"):
         (root / "usr/lib/dracut/modules.d" / module).mkdir(parents=True)
     for top in ("lib", "bin", "sbin"):       # merged /usr, as bookworm installs
@@ -49,7 +52,7 @@ def test_a_multipath_root_gets_the_images_own_rules_and_helpers_once(tmp_path):
     assert run[4] == "--install" and run[-2:] == ["--kver", "6.1.0-56-amd64"]
     # each once, under /usr/lib (not again through the /lib link); no other package's rules
     assert run[5].split() == [f"/usr/lib/udev/rules.d/{n}" for n in DEBIAN_RULES] + [
-        "/usr/lib/udev/kpartx_id", "/usr/bin/partx"]
+        "/usr/lib/udev/kpartx_id", "/usr/bin/partx"] + [f"/usr/lib/multipath/{p}" for p in PLUGINS]
 
 
 def test_every_kernel_regenerated_gets_them_too(tmp_path):
@@ -58,7 +61,8 @@ def test_every_kernel_regenerated_gets_them_too(tmp_path):
     dracut.rebuild(chroot.Chroot(r, str(tmp_path)), [], ["multipath"], 600)
     (run,) = _dracut_runs(r)
     assert run[:5] == ["dracut", "--force", "--add", "multipath", "--install"]
-    assert "/usr/lib/udev/rules.d/60-multipath.rules" in run[5].split()
+    assert {"/usr/lib/udev/rules.d/60-multipath.rules", "/usr/lib/multipath/libchecktur.so"} \
+        <= set(run[5].split())
     assert run[-1] == "--regenerate-all"
 
 
