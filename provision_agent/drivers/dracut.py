@@ -114,24 +114,26 @@ def module_present(root, module):
     return False
 
 
+def _sorted_names(root, path, most):
+    """The first `most` names, sorted, in the target's directory `path`; none if it is not
+    there."""
+    try:
+        return sorted(os.listdir(target.resolve(root, path)))[:most]
+    except OSError:
+        return []
+
+
 def multipath_files(root):
     """The image's multipath udev rules, their helper programs and multipathd's plug-ins
     (MULTIPATH_RULES, MULTIPATH_PLUGIN_DIRS), each once (a merged-/usr image shows them under
     /lib too), in the target's terms."""
     found, seen = [], set()
     for base in UDEV_DIRS:
-        try:
-            names = sorted(os.listdir(target.resolve(root, base + "/rules.d")))[:1024]
-        except OSError:
-            continue
-        found += [f"{base}/rules.d/{n}" for n in names if MULTIPATH_RULES.fullmatch(n)]
+        found += [f"{base}/rules.d/{n}" for n in _sorted_names(root, base + "/rules.d", 1024)
+                  if MULTIPATH_RULES.fullmatch(n)]
     found += [p for p in MULTIPATH_HELPERS if os.path.isfile(target.resolve(root, p))]
     for base in MULTIPATH_PLUGIN_DIRS:
-        try:
-            names = sorted(os.listdir(target.resolve(root, base)))[:256]
-        except OSError:
-            continue
-        found += [f"{base}/{n}" for n in names if n.endswith(".so")]
+        found += [f"{base}/{n}" for n in _sorted_names(root, base, 256) if n.endswith(".so")]
     unique = []
     for path in found:
         real = os.path.realpath(target.resolve(root, path))
