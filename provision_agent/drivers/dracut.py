@@ -45,6 +45,19 @@ MULTIPATH_HELPERS = ("/usr/lib/udev/kpartx_id", "/lib/udev/kpartx_id", "/usr/bin
 # /usr/lib/multipath, and without them multipathd stops at start ("Checker 'tur' not found in
 # /lib/multipath": the dracut test OS's boot, 2026-11-29).
 MULTIPATH_PLUGIN_DIRS = ("/usr/lib/multipath", "/lib/multipath")
+# dracut 059's multipath module enables multipathd.socket in the initramfs (its commit 02e646f;
+# 060 disables it again: dracut issues 2175, 2289). multipathd.service conflicts with
+# initrd-cleanup.service, so initrd-parse-etc stops it; then the cleanup hook's
+# `multipath -l -v1` connects to the socket, systemd starts multipathd again, and that start
+# cancels the queued initrd-cleanup: no switch root, the boot waits for ever after
+# dracut-pre-pivot (the dracut test OS's boot, Debian 12's dracut 059-4, 2026-11-29). The
+# socket is masked in the initramfs (a link to /dev/null, as `systemctl mask` makes it): the
+# daemon is still started by its own enabled service and opens the socket itself. The link is
+# made in the target's /run, the chroot's own tmpfs (drivers/chroot.py), so nothing of it
+# stays in the image; dracut --include copies it into the initramfs' /etc/systemd/system.
+INITRD_MASKED_UNITS = ("multipathd.socket",)
+INITRD_MASK_DIR = "/run/provision-agent-dracut/units"
+INITRD_UNIT_DIR = "/etc/systemd/system"
 
 
 def _nodes(tree):
@@ -143,14 +156,26 @@ def multipath_files(root):
     return unique
 
 
-def argv(version, modules, install=()):
+def masked_units(root):
+    """INITRD_MASKED_UNITS as links to /dev/null in the target's INITRD_MASK_DIR; dracut's
+    arguments that put them into the initramfs."""
+    where = target.makedirs(root, INITRD_MASK_DIR)
+    for unit in INITRD_MASKED_UNITS:
+        link = os.path.join(where, unit)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink("/dev/null", link)
+    return ["--include", INITRD_MASK_DIR, INITRD_UNIT_DIR]
+
+
+def argv(version, modules, install=(), include=()):
     """The image's dracut for one kernel (None: every installed one), with the modules the
     layout needs added (and the files they need that the image's modules leave out:
-    multipath_files)."""
+    multipath_files; include: dracut's --include arguments, masked_units)."""
     add = ["--add", " ".join(modules)] if modules else []
     files = ["--install", " ".join(install)] if install else []
     which = ["--kver", version] if version else ["--regenerate-all"]
-    return ["dracut", "--force", *add, *files, *which]
+    return ["dracut", "--force", *add, *files, *include, *which]
 
 
 def rebuild(chroot, versions, modules, timeout):
@@ -161,11 +186,14 @@ def rebuild(chroot, versions, modules, timeout):
         raise ImageError(f"the image's dracut has no {', '.join(lacking)} module, which / "
                          f"needs to be found at boot: install "
                          f"{', '.join(PACKAGES.get(m, m) for m in lacking)} in the image")
-    install = multipath_files(chroot.root) if "multipath" in modules else []
-    if install:
-        LOG.info("dracut: the image's multipath udev rules and helpers installed by name: %s",
-                 " ".join(install))
+    install, include = [], []
+    if "multipath" in modules:
+        install = multipath_files(chroot.root)
+        include = masked_units(chroot.root)
+        LOG.info("dracut: the image's multipath udev rules and helpers installed by name: %s; "
+                 "masked in the initramfs: %s", " ".join(install) or "none",
+                 " ".join(INITRD_MASKED_UNITS))
     if not versions:
         LOG.info("dracut: no kernel found in /boot; every installed kernel regenerated")
-        return [chroot.run(argv(None, modules, install), timeout=timeout)]
-    return [chroot.run(argv(v, modules, install), timeout=timeout) for v in versions]
+        return [chroot.run(argv(None, modules, install, include), timeout=timeout)]
+    return [chroot.run(argv(v, modules, install, include), timeout=timeout) for v in versions]
