@@ -115,6 +115,8 @@ def test_lvm_root_on_multipath_boots_through_the_images_dracut_with_one_path(mak
                                         disks=1, bus=["multipath"], serials=["mpath0"])
     ran = _dracut_ran(log)
     assert "multipath" in ran and "lvm" in ran, ran
+    # multipathd.socket masked in the initramfs (drivers/dracut.py: else no switch root)
+    assert "--include /run/provision-agent-dracut/units /etc/systemd/system" in ran, ran
     assert "rd.lvm.lv=os/root" in written, written
     assert re.search(r"^/\S+/$", written, re.M), f"no WWID in /etc/multipath/wwids: {written}"
     # the disk image alone, behind one SCSI path (the second HBA's is gone)
