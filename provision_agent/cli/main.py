@@ -190,7 +190,9 @@ def run(command, conf):
         return errors.EXIT_OK
     LOG.info("plan:\n%s", render.plan_text(planned))
     from provision_agent.run import apply  # needs the drivers; a dry run does not
-    report = apply.provision(planned, conf)
+    # the disks the plan was made against, discovered live moments ago (not an inventory)
+    report = apply.provision(planned, conf,
+                             live_disks=None if conf.inventory_file else disks)
     keys = report.pop("recovery_keys", None)
     if keys:
         apply.save_recovery_keys(conf.recovery_key_file, keys)

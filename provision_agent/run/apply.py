@@ -39,11 +39,13 @@ def provision(planned, conf, runner=None, live_disks=None, events=None):
                 "$.encrypted", "encrypted volumes need --recovery_key_file: where their "
                 "recovery keys (encrypted to recovery.age_recipients) are written")])
         mount.check_target_root(runner, conf.target_root, planned.disk_names)
-        mount.release_stale(runner, conf.target_root)
+        released = mount.release_stale(runner, conf.target_root)
         loops = [n for n in planned.disk_names if n.startswith("/dev/loop")
                  and getattr(conf, "allow_loop_devices", False)]
+        # live_disks: what the planning discovered seconds ago, unless mounts were released
+        # since (their disks were in use then); a second discovery cost 0.7-0.9 s (issue 58)
         preflight.check(planned, disks.discover(runner, loops) if live_disks is None
-                        else live_disks, runner)
+                        or released else live_disks, runner)
         # the images' tables against their disks' sectors: read from the images' heads
         image_tables.check(planned.steps, image_options(conf), runner)
         report = _execute(planned, conf, runner, events)
