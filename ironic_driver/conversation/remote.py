@@ -24,7 +24,7 @@ import json
 import re
 import shlex
 
-from ironic_driver.conversation import recovery, ssh
+from ironic_driver.conversation import recovery, ssh, ssh_after
 from provision_agent import binding
 
 INPUT = "input.json"
@@ -36,6 +36,8 @@ EXIT_CODE = "exit_code"
 LOCK = "lock"
 JOB = "job"
 RUNNING = "provision-already-running"
+BINDING_END = "provision-binding-end"   # after the binding file, before the document
+GO = "go"
 FINISHED = "provision-already-finished"
 
 # provision's debug log of a real deploy runs to megabytes; last_error needs a few lines, and
@@ -133,12 +135,49 @@ def start_with_input_command(directory, command, job=None):
             f"{start_command(directory, command, job)}")
 
 
-def start(session, directory, document_text, command, job=None, keyring=None):
+def bound_start_command(binding_path, directory, command, job=None):
+    """The ramdisk's binding file printed (bounded), then BINDING_END; then, only after the
+    line GO on stdin, start_with_input_command with the rest of stdin as the document.
+    Anything else, or an end of file, ends it with nothing done."""
+    q = shlex.quote
+    return (f"head -c {binding.MAX_BYTES + 1} {q(binding_path)} 2>/dev/null; "
+            f"printf '\\n%s\\n' {q(BINDING_END)}; "
+            f"IFS= read -r go && [ \"$go\" = {GO} ] || exit 3; "
+            + start_with_input_command(directory, command, job))
+
+
+def start_bound(session, binding_dir, node_uuid, token, directory, document_text, command,
+                job=None):
+    """verify_binding and start (without a keyring) in one command: the binding is read and
+    checked here before the document is sent (BadRamdisk then, and nothing was sent or
+    started). True when provision was started, False as start()."""
+    def decide(head):
+        data = head[:-1] if head.endswith(b"\n") else head   # the newline before the marker
+        try:
+            binding.check(data or None, node_uuid, token)
+        except binding.Mismatch as exc:
+            raise BadRamdisk(f"it is not the ramdisk that looked up node {node_uuid}: {exc}") \
+                from None
+        return f"{GO}\n{document_text}".encode()
+    text = bound_start_command(binding.path(binding_dir, node_uuid), directory, command, job)
+    rc, out = ssh_after.run_after(session, text, binding.MAX_BYTES + 1, BINDING_END, decide)
+    if rc != 0:
+        raise RuntimeError(f"cannot start provision in the ramdisk: {out.strip()[:500]}")
+    return out.strip() not in (RUNNING, FINISHED)
+
+
+def start(session, directory, document_text, command, job=None, keyring=None, bound=None):
     """True when provision (command: provision_argv(...)) was started; False when one was
     already running there, or the same job (job: its identity) had already finished.
     keyring: the bytes of the image keyring, uploaded beside the document for
     --image_keyring (then the start takes three steps; without one, a single command that
-    reads the document on its stdin)."""
+    reads the document on its stdin). bound: (binding_dir, node_uuid, token): the ramdisk's
+    binding checked first (verify_binding; BadRamdisk, nothing sent), without a keyring in
+    the same command as the start (start_bound)."""
+    if bound is not None and keyring is None:
+        return start_bound(session, *bound, directory, document_text, command, job)
+    if bound is not None:
+        verify_binding(session, *bound)
     if keyring is None:
         rc, out = session.run(start_with_input_command(directory, command, job),
                               stdin=document_text.encode())

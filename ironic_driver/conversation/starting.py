@@ -69,7 +69,8 @@ def erase_input(node):
 class Timings:
     """Where the seconds between a heartbeat and the job's start went, for the node's
     provision_start_timings and the conductor's log: waiting for the look (a worker, the
-    node's lock), the SSH connection, the binding's check, the upload and the start."""
+    node's lock), the SSH connection, the document's making, and the start (the binding's
+    check, the upload and the start: one command over the session)."""
 
     def __init__(self, heard, began):
         self.last = heard
@@ -88,14 +89,16 @@ class Timings:
 def start_checked(session, node, target, o, provision_input, clock):
     """The binding checked (for a ramdisk a heartbeat named: target.reported), then the job
     started; True when it started now, False when that job was running or done there
-    already. remote.BadRamdisk, and the session's errors, before anything was sent."""
+    already. remote.BadRamdisk, and the session's errors, before anything was sent. The
+    check and the start are one command over the session unless a keyring goes with the
+    document or the ramdisk serves registered commands (remote.start_bound)."""
     clock.mark("connect")
-    if target.reported:
-        remote.verify_binding(session, o.binding_dir, node.uuid,
-                              node.driver_internal_info.get("agent_secret_token") or "")
-    clock.mark("binding")
-    fresh = _start(session, node, o, provision_input)
-    clock.mark("upload_and_start")
+    job_spec = job_for(node, o, provision_input)
+    clock.mark("document")
+    bound = ((o.binding_dir, node.uuid, node.driver_internal_info.get("agent_secret_token")
+              or "") if target.reported else None)
+    fresh = _start(session, node, o, job_spec, bound)
+    clock.mark("start")
     return fresh
 
 
@@ -109,10 +112,12 @@ def started(node, clock, since="the heartbeat"):
             PREFIX + "start_timings": timings}
 
 
-def _start(session, node, o, provision_input):
-    what, command, text, keyring = job_for(node, o, provision_input)
+def _start(session, node, o, job_spec, bound):
+    what, command, text, keyring = job_spec
     job = node.driver_internal_info.get(PREFIX + "job")
     if o.ramdisk_commands:
+        if bound:
+            remote.verify_binding(session, *bound)
         update_from = ((o.agent_update_wheel, o.agent_update_signature)
                        if o.agent_update_wheel else None)
         answer = dispatched.check_version(session, update_from, node.uuid)
@@ -122,7 +127,7 @@ def _start(session, node, o, provision_input):
                                  o.data_driver, o.provision_extra_args, keyring)
     else:
         fresh = remote.start(session, remote_dir(node, o), text, command, job=job,
-                             keyring=keyring)
+                             keyring=keyring, bound=bound)
     if fresh:
         LOG.info("%s started on node %s", what, node.uuid)
         return True

@@ -44,7 +44,17 @@ class FastTrackCase(dbcase.NodeTestCase):
     def run_steps(self, state, *calls, binding=None, connect=None):
         """calls: functions of (task) run in order under one exclusive lock with the BMC,
         the boot interface and the ramdisk's SSH faked. Returns (power, prepare_ramdisk,
-        remote.start, verify_binding) mocks and what the calls returned."""
+        remote.start, verify_binding) mocks and what the calls returned. remote.start checks
+        the binding it is given before it sends anything (tested on a shell in
+        test_one_command_start.py); self.sent: the commands it sent."""
+        self.sent = []
+
+        def start(session, directory, text, command, job=None, keyring=None, bound=None):
+            if bound is not None:
+                remote.verify_binding(session, *bound)
+            self.sent.append(command)
+            return True
+
         self.node.provision_state = state
         self.node.target_provision_state = (states.ACTIVE if state == states.DEPLOYING
                                             else states.AVAILABLE)
@@ -61,7 +71,7 @@ class FastTrackCase(dbcase.NodeTestCase):
                 mock.patch.object(follow, "connect",
                                   side_effect=connect or (lambda *a: mock.Mock())), \
                 mock.patch.object(remote, "verify_binding", side_effect=binding) as bound, \
-                mock.patch.object(remote, "start", return_value=True) as start:
+                mock.patch.object(remote, "start", side_effect=start) as start:
             results = [call(task) for call in calls]
         self.node.refresh()
         return power, prepare, start, bound, results
@@ -89,7 +99,7 @@ class TestDeploy(FastTrackCase):
         info = self.info()
         self.assertEqual("running", info["provision_phase"])
         self.assertEqual("192.0.2.20", info["provision_ssh_address"])    # the same ramdisk
-        self.assertEqual({"to_look", "connect", "binding", "upload_and_start", "total"},
+        self.assertEqual({"to_look", "connect", "document", "start", "total"},
                          set(info["provision_start_timings"]))
         self.assertNotIn("provision_ramdisk_boot_skipped", info)
 
@@ -135,7 +145,7 @@ class TestDeploy(FastTrackCase):
         self.alive()
         power, prepare, start, _bound, _ = self.deploy(binding=remote.BadRamdisk(
             "it is not the ramdisk that looked up node X: made with another agent token"))
-        start.assert_not_called()               # nothing was sent to it
+        self.assertEqual([], self.sent)         # nothing was sent to it
         power.assert_called_once_with(mock.ANY, states.REBOOT)
         prepare.assert_called_once()
         self.assertEqual("wait_ramdisk", self.info()["provision_phase"])

@@ -25,9 +25,18 @@ class TestBinding(dbcase.NodeTestCase):
                                    instance_info={"image_source": "http://x/img"})
 
     def _follow(self, verify):
+        """remote.start checks the binding it is given before it sends anything (on a shell:
+        test_one_command_start.py); self.sent: the commands it sent."""
+        self.sent = []
+
+        def start(session, directory, text, command, job=None, keyring=None, bound=None):
+            if bound is not None:
+                remote.verify_binding(session, *bound)
+            self.sent.append(command)
+            return True
         with mock.patch.object(follow, "connect", return_value=mock.Mock()), \
                 mock.patch.object(remote, "verify_binding", side_effect=verify) as check, \
-                mock.patch.object(remote, "start", return_value=True) as start, \
+                mock.patch.object(remote, "start", side_effect=start) as start, \
                 mock.patch.object(remote, "status", return_value=RUNNING):
             with task_manager.acquire(self.context, self.node.uuid, shared=True) as task:
                 follow.follow(task, sent.for_ramdisk)
@@ -41,7 +50,7 @@ class TestBinding(dbcase.NodeTestCase):
             "it is not the ramdisk that looked up node X: its binding file names another node"))
         check.assert_called_once_with(mock.ANY, "/run/provision-ironic-agent",
                                       self.node.uuid, "token-of-a")
-        start.assert_not_called()
+        self.assertEqual([], self.sent)
         self.assertEqual(states.DEPLOYFAIL, self.node.provision_state)
         self.assertIn("refusing the ramdisk at 192.0.2.66 port 22", self.node.last_error)
         self.assertIn("names another node", self.node.last_error)
@@ -53,6 +62,7 @@ class TestBinding(dbcase.NodeTestCase):
         check, start = self._follow(None)
         check.assert_called_once()
         start.assert_called_once()
+        self.assertEqual(1, len(self.sent))
         self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
 
     def test_a_static_address_is_the_operators_binding(self):
@@ -63,6 +73,7 @@ class TestBinding(dbcase.NodeTestCase):
         check, start = self._follow(AssertionError("not to be asked"))
         check.assert_not_called()
         start.assert_called_once()
+        self.assertIsNone(start.call_args.kwargs["bound"])
 
 
 class TestHostileOutput(dbcase.NodeTestCase):

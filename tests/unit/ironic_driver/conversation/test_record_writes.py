@@ -212,7 +212,7 @@ class TestSlowRamdisks(dbcase.NodeTestCase):
         self.node.refresh()
         self.assertEqual("running", self.node.driver_internal_info["provision_phase"])
         # what the start recorded (its first events are the next look's: follow.py)
-        self.assertIn("upload_and_start",
+        self.assertIn("start",
                       self.node.driver_internal_info["provision_start_timings"])
         self.assertTrue(_free(record.WRITER))
 
