@@ -246,8 +246,11 @@ def test_killed_midway_then_rerun_succeeds(vm):
     clear_third_disk(vm)
     doc = SAMPLES / "two-disk-raid-lvm.json"
     vm.write_text("/tmp/kill.json", doc.read_text())
-    vm.ssh("rm -f /tmp/kill.log; setsid provision --input_data_file /tmp/kill.json "
-           "--log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null & echo $! > /tmp/kill.pid")
+    # in its own process (PROVISION_WARM=off): through the warm server, the command killed
+    # stops its run with SIGTERM, which unwinds; this is the run that gets no cleanup at all
+    vm.ssh("rm -f /tmp/kill.log; PROVISION_WARM=off setsid provision --input_data_file "
+           "/tmp/kill.json --log_file /tmp/kill.log >/dev/null 2>&1 < /dev/null & "
+           "echo $! > /tmp/kill.pid")
     # kill -9 (no cleanup at all) once the arrays exist and a filesystem is mounted. A shell loop
     # with `sleep 0.2` let the run go on for a few more steps (CI once saw it reach fstab), so the
     # watcher polls every 10 ms and kills from the same process that saw the mount.
