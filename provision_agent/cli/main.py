@@ -83,8 +83,12 @@ def version():
 
 
 def parse_args(argv, conf):
+    # The installed version is looked up (a scan of every installed package's metadata,
+    # 0.2-0.4 s in the emulated ramdisk) only when an argument could be --version or an
+    # abbreviation of it, not on every run (issue 58).
+    asked = any(a.startswith("--v") for a in argv)
     return cli_args.parse(argv, conf, description=DESCRIPTION, epilog=EPILOG,
-                          version=version())
+                          version=version() if asked else "unknown (not looked up)")
 
 
 def machine_disks(conf, layout=None):

@@ -293,3 +293,16 @@ def test_a_live_run_reads_where_the_partition_kept_if_present_is(monkeypatch, ca
     assert [s["args"]["keep"] for s in steps if s["kind"] == "wipe"] == [[1]]
     assert not [s for s in steps if s["kind"] == "mkfs"]
     assert fake.writes() == []
+
+
+def test_a_run_does_not_look_its_version_up(monkeypatch, tmp_path):
+    """The version's lookup scans every installed package's metadata (seconds under
+    emulation); only --version, or what could abbreviate it, asks for it (issue 58)."""
+    asked = []
+    monkeypatch.setattr(cli, "version", lambda: asked.append(1) or "9.9")
+    assert cli.main(["--input_data_file", str(tmp_path / "absent.json")]) == 2
+    assert asked == []
+    for argv in (["--version"], ["--vers"]):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+    assert len(asked) == 2
