@@ -8,6 +8,7 @@ Runner so unit tests can hand them a fake one.
 import json
 import logging
 import os
+import select
 import subprocess
 import threading
 import time
@@ -126,7 +127,12 @@ class Runner:
         """Run argv with feed(write) streaming its stdin (e.g. an image into tar); like run().
 
         Output goes to temporary files so a chatty program cannot block on a full pipe while
-        we are still writing to it.
+        we are still writing to it. The feed's writes and the wait for the exit look for
+        abort() every TICK: a program that stops reading because it waits in the kernel on a
+        disk that does not answer (tar writing into it) would otherwise hold the feed on a
+        full pipe for ever; the fault is raised instead and the program left behind. timeout
+        bounds the wait once the feed has ended (the feed lasts as long as its source, which
+        has its own deadlines).
         """
         import tempfile
         argv = [str(a) for a in argv]
@@ -138,26 +144,15 @@ class Runner:
                                         env=self.env)
             except FileNotFoundError:
                 raise CommandError(argv, 127, reason="could not start: program not found")
-            broken = False
+            with self._live_lock:
+                self._live.add(proc)
             try:
-                feed(proc.stdin.write)
-            except BrokenPipeError:
-                broken = True       # the program quit early; its exit code and stderr say why
-            except BaseException:
-                _kill(proc)
-                _reap(proc, argv, "was stopped: its input failed")
-                raise
+                broken = self._feed(proc, argv, feed)
+                self._wait_fed(proc, argv, timeout)
             finally:
-                try:
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    broken = True
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-                _reap(proc, argv, f"timed out after {timeout}s")
-                raise CommandError(argv, None, reason=f"timed out after {timeout}s")
+                with self._live_lock:
+                    self._live.discard(proc)
+                    self._aborted.discard(proc)
             out.seek(0)
             err.seek(0)
             stdout = out.read().decode(errors="replace")
@@ -168,6 +163,82 @@ class Runner:
             raise CommandError(argv, proc.returncode, stdout, stderr,
                                reason=None if proc.returncode else "stopped reading its input")
         return Result(tuple(argv), proc.returncode, stdout, stderr, took)
+
+    def _feed(self, proc, argv, feed):
+        """feed(write) into proc's stdin; True when the program stopped reading (a broken
+        pipe: its exit code and stderr say why)."""
+        pipe = _Pipe(proc.stdin, lambda: self._raise_if_aborted(proc, argv))
+        broken = False
+        try:
+            feed(pipe.write)
+        except BrokenPipeError:
+            broken = True
+        except BaseException:
+            if not pipe.aborted:        # an abort's program was killed and given its grace
+                _kill(proc)
+                _reap(proc, argv, "was stopped: its input failed")
+            raise
+        finally:
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                broken = True
+        return broken
+
+    def _raise_if_aborted(self, proc, argv):
+        """The run's fault, once abort() killed proc (given KILL_GRACE to go, then left)."""
+        if proc in self._aborted:
+            _reap(proc, argv, "was killed: a disk stopped answering")
+            raise self.fault
+
+    def _wait_fed(self, proc, argv, timeout):
+        """Wait for proc's exit in TICK steps: timeout seconds at most, and no longer than an
+        abort() once it came."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = TICK if deadline is None else max(0.0, min(TICK, deadline -
+                                                              time.monotonic()))
+            try:
+                proc.wait(timeout=wait)
+                if proc in self._aborted:       # killed by abort() before this look
+                    raise self.fault
+                return
+            except subprocess.TimeoutExpired:
+                pass
+            self._raise_if_aborted(proc, argv)
+            if deadline is not None and time.monotonic() >= deadline:
+                _kill(proc)
+                _reap(proc, argv, f"timed out after {timeout}s")
+                raise CommandError(argv, None, reason=f"timed out after {timeout}s")
+
+
+class _Pipe:
+    """A program's stdin written without blocking: each write waits for room with poll() in
+    TICK steps and calls look() between them (which raises the run's fault), so a reader
+    that stopped reading never holds the writer past an abort()."""
+
+    def __init__(self, stream, look):
+        self.fd = stream.fileno()
+        os.set_blocking(self.fd, False)
+        self._look = look
+        self.aborted = False
+        self._poll = select.poll()
+        self._poll.register(self.fd, select.POLLOUT)
+
+    def write(self, data):
+        view = memoryview(data).cast("B")
+        while view:
+            try:
+                self._look()
+            except BaseException:
+                self.aborted = True
+                raise
+            if not self._poll.poll(TICK * 1000):
+                continue
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                continue    # the room went to no one else; poll again
 
 
 def _kill(proc):

@@ -61,3 +61,92 @@ def test_abort_fails_the_running_command_with_the_fault_and_bounds_the_next(monk
     assert time.monotonic() - started < 5
     # a command that is quick still runs and succeeds after the fault
     assert run.run(["echo", "ok"]).stdout == "ok\n"
+
+
+class _Endless:
+    """An image stream that never ends (the feed only stops by the fault)."""
+
+    def read(self, n):
+        return b"\0" * n
+
+
+def _fake_tar(tmp_path, body):
+    """A `tar` first on the runner's PATH: body is its shell script."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tar = bindir / "tar"
+    tar.write_text("#!/bin/sh\n" + body + "\n")
+    tar.chmod(0o755)
+    return Runner(env={"PATH": f"{bindir}:/usr/bin:/bin"})
+
+
+def _in_thread(call, seconds):
+    """call() in a thread, given `seconds`: (returned or raised, how long), or AssertionError
+    naming a call still blocked (before issue 57's fix the feed blocked for ever)."""
+    got = {}
+
+    def run():
+        t0 = time.monotonic()
+        try:
+            got["value"] = call()
+        except BaseException as exc:    # noqa: BLE001 - handed to the test
+            got["value"] = exc
+        got["took"] = time.monotonic() - t0
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still blocked after {seconds} s"
+    return got["value"], got["took"]
+
+
+def test_a_tar_that_stops_reading_its_feed_fails_the_feed_at_the_abort(monkeypatch, tmp_path):
+    """tar waiting in the kernel on a stalled disk reads no more of its pipe and outlives
+    SIGKILL: the feeder's write on the full pipe must give up at the stall watch's abort."""
+    from provision_agent.drivers.images import formats
+    _unkillable(monkeypatch)
+    run = _fake_tar(tmp_path, "exec sleep 30")      # never reads its stdin
+    stalled = DiskStalled("disk /dev/vdb stopped answering")
+    threading.Timer(1.0, run.abort, (stalled, 2)).start()
+    raised, took = _in_thread(lambda: formats.extract_tar(run, _Endless(), str(tmp_path),
+                                                          1 << 20), 15)
+    assert raised is stalled, raised
+    # the abort at 1 s, the tick, the killed program's grace (1 s here), slack
+    assert took < 5, took
+
+
+def test_a_tar_stuck_after_its_feed_ended_fails_at_the_abort(monkeypatch, tmp_path):
+    """The wait for tar's exit after the last byte is bounded by the abort too (tar
+    flushing into a stalled disk), whatever the command's own timeout (none for tar)."""
+    from provision_agent.drivers.images import formats
+    _unkillable(monkeypatch)
+    run = _fake_tar(tmp_path, "cat >/dev/null; exec sleep 30")
+
+    class Short:
+        left = 3
+
+        def read(self, n):
+            self.left -= 1
+            return b"\0" * n if self.left > 0 else b""
+
+    stalled = DiskStalled("disk /dev/vdb stopped answering")
+    threading.Timer(1.0, run.abort, (stalled, 2)).start()
+    raised, took = _in_thread(lambda: formats.extract_tar(run, Short(), str(tmp_path), 4096),
+                              15)
+    assert raised is stalled, raised
+    assert took < 5, took
+
+
+def test_a_fed_program_still_gets_all_its_input_and_a_quitter_still_fails():
+    data = bytes(range(256)) * 4096     # 1 MiB, more than a pipe holds
+    chunks = [data[i:i + 65536] for i in range(0, len(data), 65536)]
+
+    def feed(write):
+        for chunk in chunks:
+            write(chunk)
+
+    got = Runner().run_feeding(["sha256sum"], feed)
+    import hashlib
+    assert got.stdout.split()[0] == hashlib.sha256(data).hexdigest()
+    with pytest.raises(CommandError, match="stopped reading its input"):
+        Runner().run_feeding(["true"], feed)
