@@ -207,48 +207,91 @@ def stall_layout(image_url, checksum):
 THROTTLE = {"bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 0, "iops_rd": 0, "iops_wr": 0}
 
 
+def _stalls(make_vm, srv, doc, name, before=None):
+    """Provision doc with vda throttled to 512 bytes/s 1 s into the image write (the throttle
+    lifted once the failure was reported); asserts exit 4 within the deadline, nothing left
+    mounted, the bystander disk unchanged; returns (stderr, the image step's index, seconds
+    from the stall to the report)."""
+    vm = make_vm(disks=2, disk_size="1G", qmp=True, name=name)
+    bystander = seed_bystander(vm)
+    if before:
+        before(vm)
+    stalled_at, reported_at = [], []
+
+    def stall():        # a few bytes a second: each request of the image write waits
+        vm.qmp("block_set_io_throttle", device="d0", **dict(THROTTLE, bps_wr=512))
+        stalled_at.append(time.monotonic())
+
+    watch = Watcher("write_image", 1.0, stall)
+    lifted = threading.Event()
+
+    def lift_when_reported(line):
+        watch(line)
+        if "provision: error:" in line and not lifted.is_set():
+            lifted.set()
+            reported_at.append(time.monotonic())
+            # the disk answers again: the writes stuck in the kernel end, and so the process
+            vm.qmp("block_set_io_throttle", device="d0", **THROTTLE)
+
+    run = vm.provision(doc, ["--debug", "--events_fd", "1", "--disk_stall_seconds", "20"],
+                       echo=lift_when_reported, timeout=900)
+    if not lifted.is_set():
+        vm.qmp("block_set_io_throttle", device="d0", **THROTTLE)
+    assert run.returncode == 4, run.stderr[-3000:] + run.log[-3000:]
+    took = reported_at[0] - stalled_at[0]
+    assert 20 <= took < 60, took
+    result = [e for e in watch.events if e.get("event") == "result"]
+    assert result and result[-1]["exit_code"] == 4
+    assert vm.ssh("grep -c ' /tmp/provision-target' /proc/mounts", check=False
+                  ).stdout.strip() == "0"
+    vm.stop()
+    assert bystander_sha(vm.disk_images[BYSTANDER]) == bystander
+    return run.stderr, watch.fired["index"], took
+
+
 def test_a_disk_that_stops_answering_fails_the_step_naming_it_and_the_disk(make_vm, tmp_path):
     img, checksum = make_image(tmp_path, 64)
     srv = ImageServer(img.parent, rate=4 * MiB).start()     # the write spans ~16 s
     try:
-        vm = make_vm(disks=2, disk_size="1G", qmp=True, name="stall")
-        bystander = seed_bystander(vm)
-        stalled_at = []
-
-        def stall():        # a few bytes a second: each request of the image write waits
-            vm.qmp("block_set_io_throttle", device="d0", **dict(THROTTLE, bps_wr=512))
-            stalled_at.append(time.monotonic())
-
-        watch = Watcher("write_image", 1.0, stall)
-        lifted = threading.Event()
-
-        def lift_when_reported(line):
-            watch(line)
-            if "provision: error:" in line and not lifted.is_set():
-                lifted.set()
-                reported_at.append(time.monotonic())
-                # the disk answers again: the writes stuck in the kernel end, and so the process
-                vm.qmp("block_set_io_throttle", device="d0", **THROTTLE)
-
-        reported_at = []
-        run = vm.provision(stall_layout(srv.guest_url(img.name), checksum),
-                           ["--debug", "--events_fd", "1", "--disk_stall_seconds", "20"],
-                           echo=lift_when_reported, timeout=900)
-        if not lifted.is_set():
-            vm.qmp("block_set_io_throttle", device="d0", **THROTTLE)
-        assert run.returncode == 4, run.stderr[-3000:] + run.log[-3000:]
-        index = watch.fired["index"]
+        stderr, index, _ = _stalls(make_vm, srv, stall_layout(srv.guest_url(img.name),
+                                                              checksum), "stall")
         assert re.search(rf"step {index}/\d+ \([^)]*/dev/vda1[^)]*\): disk /dev/vda stopped "
                          r"answering: \d+ requests in flight and none finished for 20 s",
-                         run.stderr), run.stderr[-2000:]
-        took = reported_at[0] - stalled_at[0]
-        assert 20 <= took < 60, took
-        result = [e for e in watch.events if e.get("event") == "result"]
-        assert result and result[-1]["exit_code"] == 4
-        assert vm.ssh("grep -c ' /tmp/provision-target' /proc/mounts", check=False
-                      ).stdout.strip() == "0"
-        vm.stop()
-        assert bystander_sha(vm.disk_images[BYSTANDER]) == bystander
+                         stderr), stderr[-2000:]
+    finally:
+        srv.stop()
+
+
+def make_tar(tmp_path, size_mib=48):
+    """A tar of a random file of size_mib (it does not compress), served as it is."""
+    tree = tmp_path / "tree"
+    (tree / "etc").mkdir(parents=True)
+    (tree / "blob").write_bytes(os.urandom(size_mib * MiB))
+    served = tmp_path / "srv"
+    served.mkdir()
+    tar = served / "root.tar"
+    subprocess.run(["tar", "-cf", str(tar), "-C", str(tree), "."], check=True)
+    return tar, "sha256:" + hashlib.sha256(tar.read_bytes()).hexdigest()
+
+
+def test_a_disk_that_stops_answering_under_a_tar_image_fails_the_step(make_vm, tmp_path):
+    """A tar image is fed to tar through a pipe: once tar waits in the kernel on the stalled
+    disk it reads no more, and the feed's write on the full pipe waited with it for ever
+    (before issue 57's fix the run hung here). The guest's dirty-page limit is set to 4 MiB,
+    as an image of gigabytes on a real machine exceeds its own: tar's writes then wait for
+    the disk within seconds instead of filling the page cache."""
+    tar, checksum = make_tar(tmp_path)
+    srv = ImageServer(tar.parent, rate=4 * MiB).start()     # the feed spans ~12 s
+    doc = stall_layout(srv.guest_url(tar.name), checksum)
+    doc["images"][0]["format"] = "tar"
+    try:
+        stderr, index, took = _stalls(
+            make_vm, srv, doc, "stall-tar", before=lambda vm: vm.ssh(
+                "sysctl -q -w vm.dirty_bytes=4194304 vm.dirty_background_bytes=1048576"))
+        assert re.search(rf"step {index}/\d+ \(tar image [^)]*\): disk /dev/vda "
+                         r"stopped answering: \d+ requests in flight and none finished for "
+                         r"20 s", stderr), stderr[-2000:]
+        print(f"tar image: the stall reported {took:.0f} s after the throttle")
     finally:
         srv.stop()
 
