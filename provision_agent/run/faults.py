@@ -80,6 +80,14 @@ def locate(error, disks, sys_class_block=SYS_CLASS_BLOCK):
     return None
 
 
+def on_disks(device, knames, sys_class_block=None):
+    """Whether device (a disk or a partition, any /dev path to it) is one of the disks
+    `knames` (kernel names) or on one of them."""
+    where = locate(kernel_log.DeviceError(kernel_name(device), None, None, ""), knames,
+                   sys_class_block or SYS_CLASS_BLOCK)
+    return where is not None
+
+
 def step_text(steps):
     """"step 7/15 (mkfs: ext4 on /dev/vdb1)" for [(index, count, step)]."""
     return ", ".join(f"step {i}/{n} ({s.kind}: {s.description or s.kind})"

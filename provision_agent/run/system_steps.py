@@ -1,8 +1,12 @@
 """The executor's steps for the image and the installed system: the image written, the target
 mounted, the bootloader, the configdrive, the unmount."""
 
+import logging
+
 from provision_agent.drivers import blockinfo, partitions, udev
 from provision_agent.plan.devnames import partition_device
+
+LOG = logging.getLogger(__name__)
 
 # where the installed system's kernels and boot loaders live (see mount_step)
 BOOT_MOUNTS = ("/boot", "/boot/efi")
@@ -41,7 +45,38 @@ def mount_step(executor, step):
 
 def bootloader(executor, step):
     from provision_agent.drivers import bootloader as loader
-    return loader.install_report(executor.runner, executor.root, step.args)
+    return loader.install_report(executor.runner, executor.root,
+                                 without_lost_disks(step.args, executor.faults))
+
+
+# the bootloader step's disk lists: where grub goes, and the partitions an ESP is copied to
+BOOT_DISK_LISTS = ("targets", "uefi_targets", "esp_copies")
+
+
+def without_lost_disks(args, faults):
+    """The bootloader step's args without the disks that lost an array member during the run
+    (on_member_failure: degrade, run/faults.py): such a disk fails writes, and boot code on it
+    would let the firmware start from the disk whose copy of the system is stale (its old
+    member still says it is in the array); a bad spot where grub goes would fail the run the
+    policy let go on. When every target lost one, the args stay as they are."""
+    lost = [x["disk"] for x in getattr(faults, "lost", None) or []]
+    if not lost:
+        return args
+    from provision_agent.run import faults as fault_watch
+    knames = {fault_watch.kernel_name(d) for d in lost}
+    out = dict(args)
+    for key in BOOT_DISK_LISTS:
+        devices = args.get(key)
+        if not devices:
+            continue
+        kept = [d for d in devices if not fault_watch.on_disks(d, knames)]
+        if kept or key == "esp_copies":
+            out[key] = kept
+        if len(kept) < len(devices):
+            LOG.warning("bootloader: leaving out %s (%s): %s lost an array member during this "
+                        "run and fails writes; the machine boots from the other disks",
+                        ", ".join(d for d in devices if d not in kept), key, ", ".join(lost))
+    return out
 
 
 def configdrive(executor, step):

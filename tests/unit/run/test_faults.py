@@ -294,3 +294,34 @@ def test_a_bcache_device_that_will_not_stop_is_said_and_the_rest_still_taken_dow
     w.teardown()
     assert "bcache on /dev/vdb2: " in caplog.text and "did not stop" in caplog.text
     assert runner.lines()[-1] == "mdadm --stop /dev/md127"
+
+
+def test_the_bootloader_leaves_out_the_disk_that_lost_a_member(tmp_path, monkeypatch):
+    """Under on_member_failure degrade the run goes on without vdb2: grub must not go onto
+    vdb (its disk fails writes: a bad spot where grub goes failed the run the policy let go
+    on, 2026-11-29) nor an ESP copy onto vdb1; the machine boots from vda."""
+    from provision_agent.drivers import bootloader as loader
+    from provision_agent.run import system_steps
+    monkeypatch.setattr(faults, "SYS_CLASS_BLOCK", fake_sysfs(tmp_path))
+    seen = []
+    monkeypatch.setattr(loader, "install_report",
+                        lambda runner, root, args: seen.append(args) or {"boot_mode": "bios"})
+    lost = {"array": "/dev/md/root", "member": "/dev/vdb2", "disk": "/dev/vdb",
+            "reason": "md state faulty", "found_after": "step 10/16"}
+    executor = type("E", (), {"runner": None, "root": "/t",
+                              "faults": type("W", (), {"lost": [lost]})()})()
+    step = Step("bootloader", {"type": "grub2", "boot_mode": "auto",
+                               "targets": ["/dev/vda", "/dev/vdb"],
+                               "uefi_targets": ["/dev/vda1", "/dev/vdb1"],
+                               "esp_copies": ["/dev/vdb1"]})
+    system_steps.bootloader(executor, step)
+    assert seen[-1]["targets"] == ["/dev/vda"], seen[-1]
+    assert seen[-1]["uefi_targets"] == ["/dev/vda1"] and seen[-1]["esp_copies"] == []
+    assert step.args["targets"] == ["/dev/vda", "/dev/vdb"]     # the plan stays as it was
+    # nothing lost: the step's own args; every target lost: those too (nothing else boots)
+    executor.faults.lost = []
+    system_steps.bootloader(executor, step)
+    assert seen[-1] == step.args
+    executor.faults.lost = [lost, dict(lost, disk="/dev/vda", member="/dev/vda2")]
+    system_steps.bootloader(executor, step)
+    assert seen[-1]["targets"] == ["/dev/vda", "/dev/vdb"]
