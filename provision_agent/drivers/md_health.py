@@ -8,9 +8,16 @@ bad_blocks; md/degraded, sync_action).
 """
 
 import os
+import time
 from dataclasses import dataclass, field
 
+from provision_agent.errors import CommandError
+
 SYS_BLOCK = "/sys/block"
+# a failed member md still holds ("Device or resource busy" from mdadm --remove): asked again
+# every REMOVE_TICK seconds for REMOVE_WAIT (seen on 2026-11-29: busy at once after --fail)
+REMOVE_WAIT = 30
+REMOVE_TICK = 0.5
 MAX_READ = 64 * 1024
 # member states that mean md met an error on it ("in_sync" and "spare" alone are healthy)
 BAD_STATES = ("faulty", "write_error", "blocked", "want_replacement")
@@ -94,9 +101,19 @@ def member_problems(health):
     return problems
 
 
-def remove_member(runner, array, member):
+def remove_member(runner, array, member, wait=REMOVE_WAIT, sleep=time.sleep,
+                  clock=time.monotonic):
     """Mark `member` (a /dev path) failed and take it out of `array`: md stops writing to it,
     the array runs degraded. mdadm refuses when the array would not survive it (the last
-    mirror, a third RAID6 member): its error then stands."""
+    mirror, a third RAID6 member): its error then stands. A member just failed can still be
+    busy in md (its writes in flight, its bad blocks not yet recorded in the superblocks):
+    the removal is asked again every REMOVE_TICK for `wait` seconds while mdadm says so."""
     runner.run(["mdadm", "--manage", array, "--fail", member])
-    runner.run(["mdadm", "--manage", array, "--remove", member])
+    deadline = clock() + wait
+    while True:
+        res = runner.run(["mdadm", "--manage", array, "--remove", member], check=False)
+        if res.returncode == 0:
+            return
+        if "busy" not in res.stderr.lower() or clock() >= deadline:
+            raise CommandError(list(res.argv), res.returncode, res.stdout, res.stderr)
+        sleep(REMOVE_TICK)

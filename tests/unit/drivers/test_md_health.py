@@ -1,6 +1,12 @@
 """What md absorbed, read from sysfs."""
 
+import time
+
+import pytest
+
 from provision_agent.drivers import md_health
+from provision_agent.errors import CommandError
+from provision_agent.run.runner import Result
 from tests.unit.fakes import FakeRunner
 
 
@@ -53,3 +59,44 @@ def test_remove_member_fails_then_removes():
     md_health.remove_member(runner, "/dev/md/root", "/dev/vdb1")
     assert runner.calls == [["mdadm", "--manage", "/dev/md/root", "--fail", "/dev/vdb1"],
                             ["mdadm", "--manage", "/dev/md/root", "--remove", "/dev/vdb1"]]
+
+
+class _BusyThenGone(FakeRunner):
+    """mdadm --remove answers "busy" `busy` times (md still holds the member just failed)."""
+
+    def __init__(self, busy, stderr="mdadm: hot remove failed for /dev/vdb2: Device or "
+                 "resource busy\n"):
+        super().__init__()
+        self.busy, self.stderr = busy, stderr
+
+    def run(self, argv, check=True, **kwargs):
+        result = super().run(argv, check=check, **kwargs)
+        if "--remove" in argv and self.busy:
+            self.busy -= 1
+            if check:
+                raise CommandError(argv, 1, "", self.stderr)
+            return Result(tuple(argv), 1, "", self.stderr, 0.0)
+        return result
+
+
+def test_remove_member_asks_again_while_md_still_holds_it():
+    """In the VM (2026-11-29 15:23) mdadm --remove right after --fail said "Device or resource
+    busy" and the run failed (exit 4) although the array's policy was degrade."""
+    runner = _BusyThenGone(3)
+    t0 = time.monotonic()
+    md_health.remove_member(runner, "/dev/md/root", "/dev/vdb2")
+    assert [c[3] for c in runner.calls] == ["--fail"] + ["--remove"] * 4
+    assert 3 * md_health.REMOVE_TICK <= time.monotonic() - t0 < 10
+
+
+def test_remove_member_gives_up_after_its_wait_or_on_another_error():
+    clock = iter(range(0, 1000, 10)).__next__
+    runner = _BusyThenGone(100)
+    with pytest.raises(CommandError, match="resource busy"):
+        md_health.remove_member(runner, "/dev/md/root", "/dev/vdb2", wait=30,
+                                sleep=lambda s: None, clock=clock)
+    assert len(runner.calls) == 1 + 3      # busy at 10 and 20 s on its clock, given up at 30
+    runner = _BusyThenGone(1, stderr="mdadm: cannot remove: it is the last mirror\n")
+    with pytest.raises(CommandError, match="last mirror"):
+        md_health.remove_member(runner, "/dev/md/root", "/dev/vdb2", sleep=lambda s: None)
+    assert len(runner.calls) == 2
