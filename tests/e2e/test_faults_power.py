@@ -283,7 +283,7 @@ def test_a_disk_that_stops_answering_under_a_tar_image_fails_the_step(make_vm, t
     tar, checksum = make_tar(tmp_path)
     srv = ImageServer(tar.parent, rate=4 * MiB).start()     # the feed spans ~12 s
     doc = stall_layout(srv.guest_url(tar.name), checksum)
-    doc["images"][0]["format"] = "tar"
+    doc["images"][0].update(format="tar", target="/")     # tar goes into a mount point
     try:
         stderr, index, took = _stalls(
             make_vm, srv, doc, "stall-tar", before=lambda vm: vm.ssh(
