@@ -173,10 +173,15 @@ class Runner:
             feed(pipe.write)
         except BrokenPipeError:
             broken = True
-        except BaseException:
-            if not pipe.aborted:        # an abort's program was killed and given its grace
-                _kill(proc)
-                _reap(proc, argv, "was stopped: its input failed")
+        except BaseException as exc:
+            if pipe.aborted:            # an abort's program was killed and given its grace
+                raise
+            _kill(proc)
+            _reap(proc, argv, "was stopped: its input failed")
+            if proc in self._aborted:
+                # abort() killed the program and the feed met that first (a broken pipe, the
+                # rest of the stream judged without it, 2026-11-29): the fault is the cause
+                raise self.fault from exc
             raise
         finally:
             try:

@@ -113,11 +113,15 @@ def write_to(uri, target_path=None, *, fmt, compression="auto", checksum=None,
                 taken.held.release(target_path)
         _fit(runner, fmt, head, target_path, fs_type, grow, table_follows)
     except BaseException as exc:
-        if guarded and not isinstance(exc, (DiskStalled, DiskGone)):
+        # a disk that does not answer takes nothing back, whatever the image's error was (a
+        # take-back's unlink waits in the kernel on it for ever)
+        faulted = isinstance(exc, (DiskStalled, DiskGone)) or isinstance(
+            getattr(runner, "fault", None), (DiskStalled, DiskGone))
+        if guarded and not faulted:
             holdback.take_back(runner, fmt, target_path, mount_dir, taken, zero_policy)
-        elif guarded:   # a disk that does not answer takes nothing back; it failed the run
+        elif guarded:
             LOG.error("%s stopped answering or went away: what of the image reached it stays "
-                      "there", target_path)
+                      "there", target_path or mount_dir)
         raise
     finally:
         top.close()

@@ -150,3 +150,24 @@ def test_a_fed_program_still_gets_all_its_input_and_a_quitter_still_fails():
     assert got.stdout.split()[0] == hashlib.sha256(data).hexdigest()
     with pytest.raises(CommandError, match="stopped reading its input"):
         Runner().run_feeding(["true"], feed)
+
+
+def test_a_killed_tar_whose_pipe_broke_still_fails_with_the_fault(tmp_path):
+    """In the VM the abort killed tar (waiting on dirty pages, which SIGKILL ends): the feed
+    met the broken pipe first, judged the rest of the stream as trailing data and raised an
+    image error, and the run went on to take the image back on the dead disk. The fault the
+    abort came with is what the feed must raise."""
+    from provision_agent.drivers.images import formats
+    run = _fake_tar(tmp_path, "exec sleep 30")
+
+    class Data:
+        def read(self, n):
+            time.sleep(0.01)
+            return b"x" * n         # not tar padding: data after tar's end of archive
+
+    stalled = DiskStalled("disk /dev/vda stopped answering")
+    threading.Timer(1.0, run.abort, (stalled, 2)).start()
+    raised, took = _in_thread(lambda: formats.extract_tar(run, Data(), str(tmp_path), 65536),
+                              15)
+    assert raised is stalled, raised
+    assert took < 5, took

@@ -269,3 +269,27 @@ def test_a_gpt_disk_image_is_fitted_unless_a_partition_is_added_next(table_follo
     head = bytes(512) + b"EFI PART" + bytes(100)
     writer._fit(runner, "disk", head, "/dev/vdc", None, True, table_follows)
     assert runner.lines() == expected
+
+
+def test_a_failed_tar_image_takes_nothing_back_once_a_disk_stalled(tmp_path):
+    """After the stall watch's abort the take-back's unlinks would wait in the kernel on the
+    disk that does not answer (seen in the VM, 2026-11-29: provision in D state in unlink,
+    the run hung): whatever the image's own error, nothing is taken back then."""
+    from provision_agent.errors import DiskStalled
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f").write_bytes(b"hello")
+    subprocess.run(["tar", "-cf", str(tmp_path / "t.tar"), "-C", str(tree), "."], check=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    run = Runner()
+    run.fault = DiskStalled("disk /dev/vda stopped answering")
+    with pytest.raises(ImageError, match="checksum"):
+        writer.write_to(str(tmp_path / "t.tar"), None, fmt="tar", mount_dir=str(out),
+                        checksum="sha256:" + "0" * 64, runner=run)
+    assert (out / "f").read_bytes() == b"hello"
+    # without the fault, the unverified files are taken back as before
+    with pytest.raises(ImageError, match="checksum"):
+        writer.write_to(str(tmp_path / "t.tar"), None, fmt="tar", mount_dir=str(out),
+                        checksum="sha256:" + "0" * 64, runner=Runner())
+    assert not os.listdir(out)
