@@ -5,6 +5,7 @@ import os
 import tempfile
 
 from provision_agent.drivers import blockinfo, target
+from provision_agent.errors import CommandError
 
 LOG = logging.getLogger(__name__)
 
@@ -50,16 +51,34 @@ class Mounts:
             self.runner.run(["umount", where])
             self.stack.remove(where)
 
-    def umount_all(self):
-        """Best effort, deepest first; returns the paths that could not be unmounted."""
+    def umount_all(self, mountinfo="/proc/self/mountinfo"):
+        """Best effort, deepest first; returns the paths that could not be unmounted. An
+        umount that times out (after a fault the runner bounds it: its filesystem's last
+        writes wait on a disk that stopped answering) does not stop the others: the path is
+        detached (umount --lazy, which waits for no write) and counts as failed only if it is
+        still mounted."""
         failed = []
         while self.stack:
             where = self.stack.pop()
-            res = self.runner.run(["umount", where], check=False)
+            try:
+                res = self.runner.run(["umount", where], check=False)
+            except CommandError as exc:
+                LOG.error("could not unmount %s: %s; detaching it (umount --lazy)", where, exc)
+                if self._detach(where, mountinfo):
+                    failed.append(where)
+                continue
             if res.returncode != 0:
                 LOG.error("could not unmount %s: %s", where, res.stderr.strip())
                 failed.append(where)
         return failed
+
+    def _detach(self, where, mountinfo):
+        """umount --lazy where; True when it is still mounted after it."""
+        try:
+            self.runner.run(["umount", "--lazy", where], check=False)
+        except CommandError as exc:
+            LOG.error("umount --lazy %s: %s", where, exc)
+        return any(point == where for _, point in blockinfo.mounts(mountinfo))
 
 
 def copy_into(runner, source_dir, device, fs_type):

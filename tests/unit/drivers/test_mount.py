@@ -34,3 +34,29 @@ def test_target_root_check_reads_the_machines_mounts(tmp_path):
                                    ["/dev/vda"], str(info)) == str(root)
     with pytest.raises(target.TargetPathError, match="never / or a top-level"):
         mount.check_target_root(FakeRunner(), "/", ["/dev/vda"], str(info))
+
+
+def test_an_umount_that_times_out_does_not_stop_the_others(tmp_path):
+    """After a disk stalled under a tar image (VM, 2026-11-29) the clean-up's umount of /srv
+    timed out: its CommandError ended umount_all, / stayed mounted and the timeout replaced
+    the stall's message. Now the path is detached lazily and the next one unmounted."""
+    from provision_agent.errors import CommandError
+
+    class Slow(FakeRunner):
+        def run(self, argv, check=True, **kwargs):
+            if list(argv) == ["umount", "/t/srv"]:
+                self.calls.append(list(argv))
+                raise CommandError(list(argv), None, reason="timed out after 20s")
+            return super().run(argv, check=check, **kwargs)
+
+    runner = Slow()
+    mounts = mount.Mounts(runner, "/t")
+    mounts.stack = ["/t", "/t/srv"]
+    assert mounts.umount_all() == []        # this machine's mounts: /t/srv is not among them
+    assert runner.lines() == ["umount /t/srv", "umount --lazy /t/srv", "umount /t"]
+    # still listed after --lazy: reported as not unmounted
+    info = tmp_path / "mountinfo"
+    info.write_text("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n2 1 254:2 / /t/srv rw - ext4 "
+                    "/dev/vda2 rw\n")
+    mounts.stack = ["/t", "/t/srv"]
+    assert mounts.umount_all(str(info)) == ["/t/srv"]
