@@ -34,6 +34,19 @@ class NodeTestCase(db_base.DbTestCase):
         fanout.FOLLOWERS.keep_only([])
         self.addCleanup(fanout.FOLLOWERS.keep_only, [])
 
+    def recording_start(self):
+        """A stand-in for remote.start that checks the binding it is given before it sends
+        anything, as the real one does (tested on a shell in test_one_command_start.py), and
+        records each command it would send in self.sent."""
+        self.sent = []
+
+        def start(session, directory, text, command, job=None, keyring=None, bound=None):
+            if bound is not None:
+                remote.verify_binding(session, *bound)
+            self.sent.append(command)
+            return True
+        return start
+
     def make_node(self, **fields):
         fields.setdefault("network_interface", "noop")
         return obj_utils.create_test_node(self.context, driver="fake-hardware",

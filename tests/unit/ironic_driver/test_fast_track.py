@@ -44,16 +44,9 @@ class FastTrackCase(dbcase.NodeTestCase):
     def run_steps(self, state, *calls, binding=None, connect=None):
         """calls: functions of (task) run in order under one exclusive lock with the BMC,
         the boot interface and the ramdisk's SSH faked. Returns (power, prepare_ramdisk,
-        remote.start, verify_binding) mocks and what the calls returned. remote.start checks
-        the binding it is given before it sends anything (tested on a shell in
-        test_one_command_start.py); self.sent: the commands it sent."""
-        self.sent = []
-
-        def start(session, directory, text, command, job=None, keyring=None, bound=None):
-            if bound is not None:
-                remote.verify_binding(session, *bound)
-            self.sent.append(command)
-            return True
+        remote.start, verify_binding) mocks and what the calls returned. remote.start is
+        recording_start's (self.sent: the commands it sent)."""
+        start = self.recording_start()
 
         self.node.provision_state = state
         self.node.target_provision_state = (states.ACTIVE if state == states.DEPLOYING

@@ -25,15 +25,8 @@ class TestBinding(dbcase.NodeTestCase):
                                    instance_info={"image_source": "http://x/img"})
 
     def _follow(self, verify):
-        """remote.start checks the binding it is given before it sends anything (on a shell:
-        test_one_command_start.py); self.sent: the commands it sent."""
-        self.sent = []
-
-        def start(session, directory, text, command, job=None, keyring=None, bound=None):
-            if bound is not None:
-                remote.verify_binding(session, *bound)
-            self.sent.append(command)
-            return True
+        """remote.start as recording_start (self.sent: the commands it sent)."""
+        start = self.recording_start()
         with mock.patch.object(follow, "connect", return_value=mock.Mock()), \
                 mock.patch.object(remote, "verify_binding", side_effect=verify) as check, \
                 mock.patch.object(remote, "start", side_effect=start) as start, \
