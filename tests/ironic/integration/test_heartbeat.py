@@ -9,6 +9,7 @@ driver_info/provision_ssh_address: the address, port and host key come from the 
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import requests
@@ -62,6 +63,9 @@ class AgentProcess:
 
     def text(self):
         return self.log.read_text()
+
+
+HEARTBEAT_EVERY = 10   # seconds between the hand-made heartbeats (Ironic's agents: 5-300)
 
 
 def _enroll(ironic, name, mac, driver_info=None):
@@ -170,6 +174,24 @@ def test_token_is_handed_out_once_and_required(ironic, ramdisk, tmp_path):
     ironic.wait_state(uuid, ["available", "deploy failed", "error"], 60)
 
 
+def _heartbeat_until_heard(ironic, uuid, headers, body, states, timeout):
+    """Heartbeat as a ramdisk does, every few seconds, until the node reaches one of states
+    (the node then, once its timeout ran out TimeoutError): a heartbeat that comes while the
+    conductor holds the node's lock is not recorded ("the next one will be"), and one post
+    alone lost that race beside the e2e suite's VMs (2026-11-29)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sent = requests.post(f"{ironic.url}/v1/heartbeat/{uuid}", headers=headers,
+                             timeout=10, json=body)
+        assert sent.status_code == 202, sent.text     # Ironic takes it: the token is right
+        try:
+            return ironic.wait_state(uuid, states,
+                                     min(HEARTBEAT_EVERY, deadline - time.monotonic()))
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                raise
+
+
 def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic, ramdisk,
                                                                           tmp_path):
     """Whoever won node A's agent token (a lookup by A's MAC while A boots) heartbeats for A
@@ -188,14 +210,12 @@ def test_a_heartbeat_naming_another_nodes_ramdisk_gets_nothing_sent_there(ironic
         ironic.wait_state(node_a, ["wait call-back"], 30)
         headers = {"X-OpenStack-Ironic-API-Version": "1.68"}
         token_a = _lookup(ironic, mac_a, headers).json()["config"]["agent_token"]
-        sent = requests.post(f"{ironic.url}/v1/heartbeat/{node_a}", headers=headers,
-                             timeout=10, json={"callback_url": f"https://127.0.0.1:{ramdisk.port}",
-                                               "agent_token": token_a,
-                                               "agent_version": agent_version(),
-                                               "agent_verify_ca": ramdisk.host_key})
-        assert sent.status_code == 202, sent.text     # Ironic takes it: the token is right
         # a ceiling, not a speed: 25 s alone, over 60 s beside the e2e suite's two VMs
-        node = ironic.wait_state(node_a, ["active", "deploy failed"], 180)
+        node = _heartbeat_until_heard(
+            ironic, node_a, headers,
+            {"callback_url": f"https://127.0.0.1:{ramdisk.port}", "agent_token": token_a,
+             "agent_version": agent_version(), "agent_verify_ca": ramdisk.host_key},
+            ["active", "deploy failed"], 180)
     assert node["provision_state"] == "deploy failed"
     assert "refusing the ramdisk at 127.0.0.1" in node["last_error"], node["last_error"]
     assert f"not the ramdisk that looked up node {node_a}" in node["last_error"]
@@ -217,12 +237,11 @@ def test_a_ramdisk_too_old_for_the_conductor(ironic, ramdisk, tmp_path):
     ironic.wait_state(uuid, ["wait call-back"], 30)
     headers = {"X-OpenStack-Ironic-API-Version": "1.68"}
     token = _lookup(ironic, mac, headers).json()["config"]["agent_token"]
-    sent = requests.post(f"{ironic.url}/v1/heartbeat/{uuid}", headers=headers, timeout=10,
-                         json={"callback_url": f"https://127.0.0.1:{ramdisk.port}",
-                               "agent_token": token, "agent_version": "0.1.0",
-                               "agent_verify_ca": ramdisk.host_key})
-    assert sent.status_code == 202, sent.text
-    node = ironic.wait_state(uuid, ["active", "deploy failed"], 60)
+    node = _heartbeat_until_heard(
+        ironic, uuid, headers,
+        {"callback_url": f"https://127.0.0.1:{ramdisk.port}", "agent_token": token,
+         "agent_version": "0.1.0", "agent_verify_ca": ramdisk.host_key},
+        ["active", "deploy failed"], 120)
     assert node["provision_state"] == "deploy failed"
     if ramdisk.forced:
         assert node["last_error"].startswith(
