@@ -75,9 +75,11 @@ def start_command(directory, command, job=None):
         argv += ["--recovery_key_file", ssh.join(directory, recovery.FILE)]
     # The wrapper's own two events bracket provision's, so the conductor sees the start and
     # the exit even when provision emits nothing (a --dry_run, or a crash before its first).
-    started = q('{"event": "wrapper", "status": "started", "pid": %d}')
+    # The start's time by the ramdisk's clock: provision's start-up, input and planning are
+    # what lies between it and the first step's event (the conductor's log and benchmarks).
+    started = q('{"event": "wrapper", "status": "started", "pid": %d, "time": %s}')
     exited = q('{"event": "wrapper", "status": "exited", "exit_code": %d}')
-    inner = (f"printf {started}'\\n' $$ >>{path(EVENTS)}; "
+    inner = (f"printf {started}'\\n' $$ \"$(date +%s.%N)\" >>{path(EVENTS)}; "
              f"{' '.join(q(a) for a in argv)} >{path(OUTPUT)} 2>&1; rc=$?; "
              f"printf {exited}'\\n' $rc >>{path(EVENTS)}; "
              f"echo $rc >{path(EXIT_CODE)}.tmp && mv {path(EXIT_CODE)}.tmp {path(EXIT_CODE)}")

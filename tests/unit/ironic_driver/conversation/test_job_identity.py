@@ -82,3 +82,15 @@ class TestJobIdentity(dbcase.NodeTestCase):
         assert start.call_args.kwargs["job"] == second
         # the job it found is followed as if this conductor had started it
         assert self.node.driver_internal_info["provision_phase"] == "running"
+
+
+def test_the_wrapper_says_when_it_started_provision_by_the_ramdisks_clock(tmp_path):
+    """The wrapper's start event carries the time it started provision (the ramdisk's clock),
+    so provision's own start-up and planning can be told from the SSH start before it."""
+    directory, runs = tmp_path / "d", tmp_path / "runs"
+    before = time.time()
+    _run_to_its_end(directory, runs, "job-1")
+    first, *_, last = remote.parse_events((directory / remote.EVENTS).read_bytes())[0]
+    assert first["event"] == "wrapper" and first["status"] == "started"
+    assert before - 1 <= first["time"] <= time.time()
+    assert last == {"event": "wrapper", "status": "exited", "exit_code": 0}
