@@ -50,7 +50,7 @@ from tests.ironic import realenv  # noqa: E402
 from tests.ironic.lab import env as lablib  # noqa: E402
 from tests.vmbench import testos  # noqa: E402
 from tests.vmbench.ipa import IpaRamdisk  # noqa: E402
-from tests.vmbench.ramdisk import Ramdisk, cache_dir  # noqa: E402
+from tests.vmbench.ramdisk import Ramdisk, cache_dir, ensure_ramdisk  # noqa: E402
 
 DEPLOY_TIMEOUT = 1500
 DEPLOY_INTERFACE = {"ipa": "direct", "ours": "provision"}
@@ -211,6 +211,7 @@ def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3, firm
     active = time.time()
     marker = dom.wait_console(lablib.MARKER, 900, since=console_at)
     booted = time.time()
+    console = dom.console_text()[console_at:]
     undeploy = time.time()
     lab.ironic.set_state(uuid, "deleted")
     lablib.wait_state(lab.ironic, uuid, ["available"], DEPLOY_TIMEOUT)
@@ -218,7 +219,13 @@ def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3, firm
     deploy = hp.deploy_phases([e for e in events if e[0] >= started - 1], side,
                               node["driver_internal_info"].get("provision_events", []),
                               fast_track=fast_track)
+    dii = node["driver_internal_info"]
+    first = hp.first_byte([e for e in events if e[0] >= started - 1], side, fast_track,
+                          dii.get("provision_events", []), console)
     return {"deploy": deploy, "deploy_total": active - started,
+            "first_byte": first,
+            # ours: the conductor's seconds from the heartbeat (or the step) to the job's start
+            "start_timings": dii.get("provision_start_timings"),
             "power_on_to_active": sum(list(deploy.values())[1:]),
             "request_to_active": sum(deploy.values()),
             "cleaning that booted the kept ramdisk": kept,
@@ -263,7 +270,20 @@ def report(results):
     rows += [(k, pick("cleaning", k), ours["cleaning"][k]) for k in ours["cleaning"]]
     rows.append(("**undeploy + cleaning → available**", pick("cleaning_total"),
                  ours["cleaning_total"]))
-    return hp.table(rows)
+    out = hp.table(rows)
+    if ours.get("first_byte") and ipa and ipa.get("first_byte"):
+        begin = "request" if results.get("fast_track") else "heartbeat"
+        out += "\n\n" + hp.table([
+            (f"{begin} → the agent is handed the image (conductor)",
+             ipa["first_byte"]["handed over"], ours["first_byte"]["handed over"]),
+            ("→ the agent opens the image's download (its own clock)",
+             ipa["first_byte"]["agent"], ours["first_byte"]["agent"]),
+            (f"**{begin} → first byte**", ipa["first_byte"]["total"],
+             ours["first_byte"]["total"])])
+    if ours.get("start_timings"):
+        out += "\n\nours' start (the conductor, s): " + ", ".join(
+            f"{k} {v:.3f}" for k, v in ours["start_timings"].items())
+    return out
 
 
 def _dig(side, keys):
@@ -286,8 +306,9 @@ def main():
     ap.add_argument("--root-gb", type=int, default=3,
                     help="rows 2-4's root_gb; IPA on UEFI software RAID puts a 550 MiB ESP "
                          "inside the array too, and 3 does not fit its 4 GiB disks then")
-    ap.add_argument("--ramdisk", default=os.environ.get("PROVISION_RAMDISK_DIR")
-                    or str(cache_dir() / "ramdisk" / "current"))
+    ap.add_argument("--ramdisk", default=os.environ.get("PROVISION_RAMDISK_DIR"),
+                    help="ours' ramdisk, built with the bench's --authorized-key (default: "
+                         "built, or reused, from the working tree as the lab's tests do)")
     ap.add_argument("--ipa-ramdisk", default=os.environ.get("IPA_RAMDISK_DIR")
                     or str(cache_dir() / "ipa-ramdisk" / "current"))
     ap.add_argument("--fast-track", action="store_true",
@@ -309,6 +330,10 @@ def main():
     results = {"uptime_before": uptime(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                "row": args.row, "format": args.format, "firmware": args.firmware, "order": order,
                "root_gb": args.root_gb, "fast_track": args.fast_track, "sides": {}}
+    if args.ramdisk is None:
+        # ensure_ramdisk bakes the bench's key in: the conductor's SSH. A ramdisk built by a
+        # plain ramdisk/build.sh boots and never heartbeats to Ironic (no key to offer)
+        args.ramdisk = str(ensure_ramdisk().directory)
     test_os = testos.build_dir()
     image = row_image(args.row, Ramdisk(Path(args.ramdisk)), test_os, args.firmware)
     if args.row == 1 and args.format == "qcow2":

@@ -48,6 +48,7 @@ def node_events(log_text, node):
         ("heartbeat", re.compile(rf"POST /v1/heartbeat/{node} - 202()")),
         ("step", re.compile(rf"Executing \{{.*?'step': '(\w+)'.*\}} on node {node}$")),
         ("provision_done", re.compile(rf"provision (?:erase )?finished on node {node}()")),
+        ("job_started", re.compile(rf"Node {node}: job started \d+\.\d+ s after()")),
     )
     found = []
     for line in log_text.splitlines():
@@ -104,6 +105,73 @@ def deploy_phases(events, side, provision_events=(), fast_track=False):
                               "request: the deploy was not fast-tracked")
         return _cut(b, FAST_DEPLOY_PHASES, active)
     return _cut(b, DEPLOY_PHASES, active)
+
+
+# The issue's own measure, "the seconds between the heartbeat and the first byte", cut alike
+# on both sides: from the heartbeat (with fast track, the request) to the moment the agent
+# opens the image's download, whose bytes it writes as they come. The phase table above cuts
+# IPA's side where the conductor sends write_image, before IPA finds its install disk, and
+# ours' where provision's write_image step starts, after the wipe and the partitioning: not
+# alike. Each agent's part is timed by its own clock and added to the conductor's moment the
+# agent was handed the job (host clock), so a skew between the clocks (the RTC gives a booted
+# ramdisk whole seconds; IPA's was 0.7 s behind the host's on 2026-11-29) cancels: IPA, from
+# its "Executing command: deploy.execute_deploy_step" of write_image (or prepare_image's own
+# lines) to its "Attempting to download image from", on its console;
+# ours, from the wrapper's start event to provision's write_image step. The hand-over's own
+# network time is left out on both sides.
+IPA_TAKEN = ("Executing command: standby.prepare_image",
+             "Asynchronous command prepare_image started execution")
+# Ironic 39 sends write_image as an agent deploy step, which runs prepare_image
+IPA_STEP = "Executing command: deploy.execute_deploy_step"
+IPA_DOWNLOAD = "Attempting to download image from"
+
+
+def ipa_taken_to_download(console_text):
+    """IPA's seconds, by its own log clock, from taking prepare_image to opening the image's
+    download; None when its console does not show both."""
+    taken = None
+    for raw in console_text.splitlines():
+        m = LINE.match(raw.strip())
+        if not m:
+            continue
+        text = m.group(2)
+        if taken is None and (text.startswith(IPA_TAKEN) or (
+                text.startswith(IPA_STEP) and "'write_image'" in text[:200])):
+            taken = seconds(m.group(1))
+        elif taken is not None and text.startswith(IPA_DOWNLOAD):
+            return seconds(m.group(1)) - taken
+    return None
+
+
+def ours_started_to_write(provision_events):
+    """ours' seconds, by the ramdisk's clock, from the wrapper starting provision to its
+    write_image step; None when the wrapper's event has no time (before 2026-11-29)."""
+    started = next((e.get("time") for e in provision_events if e.get("event") == "wrapper"
+                    and e.get("status") == "started"), None)
+    write = next((e["time"] for e in provision_events if e.get("event") == "step"
+                  and e.get("kind") == "write_image" and e.get("status") == "start"), None)
+    if not isinstance(started, (int, float)) or write is None:
+        return None
+    return write - started
+
+
+def first_byte(events, side, fast_track=False, provision_events=(), ipa_console=""):
+    """Heartbeat (fast track: request) → the agent opens the image's download, cut alike on
+    both sides: {"handed over": seconds to the conductor's hand-over, "agent": the agent's
+    own seconds after it, "total"}; None when a side's logs do not show it."""
+    begin = _first(events, "state", "deploying")
+    if not fast_track:
+        begin = _first(events, "heartbeat", None, _first(events, "power", "on", begin))
+    try:
+        handed = (_first(events, "step", "write_image", begin) if side == "ipa"
+                  else _first(events, "job_started", None, begin))
+    except LookupError:
+        return None
+    agent = (ipa_taken_to_download(ipa_console) if side == "ipa"
+             else ours_started_to_write(provision_events))
+    if agent is None:
+        return None
+    return {"handed over": handed - begin, "agent": agent, "total": handed - begin + agent}
 
 
 def clean_phases(events, after):

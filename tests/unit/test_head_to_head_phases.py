@@ -193,3 +193,47 @@ def test_each_row_asks_both_sides_for_the_same_instance(tmp_path, row):
     assert ("swap_mb" in info) == (row in (2, 4))
     assert ("provision_layout" in info) == (row == 4)
     assert head_to_head.ROW_SIDES[row] == (("ours",) if row == 4 else ("ipa", "ours"))
+
+
+def _ipa_console(taken, download):
+    """IPA's console as its log writes it (its own clock, here 2 s behind the host's)."""
+    return "\r\n".join([
+        "ipa-ramdisk: [12.3] starting ironic-python-agent",
+        "2026-11-26 22:00:10.000 412 DEBUG ironic_python_agent.extensions.base [-] Executing "
+        "command: deploy.get_deploy_steps with args: {'node': {}}",
+        f"2026-11-26 22:{taken} 412 DEBUG ironic_python_agent.extensions.base [-] Executing "
+        "command: deploy.execute_deploy_step with args: {'step': {'interface': 'deploy', "
+        "'step': 'write_image', 'args': {'image_info': {}}}}",
+        f"2026-11-26 22:{taken} 412 INFO ironic_python_agent.extensions.base [-] Asynchronous "
+        "command prepare_image started execution",
+        "a continuation line of a long argument",
+        f"2026-11-26 22:{download} 412 INFO ironic_python_agent.extensions.standby [-] "
+        "Attempting to download image from http://lab/disk.raw"])
+
+
+def test_the_first_byte_is_cut_alike_by_each_agents_own_clock():
+    """The conductor's hand-over by the host's clock, then the agent's own seconds by its
+    clock: a skewed ramdisk clock changes nothing."""
+    ipa = hp.first_byte(hp.node_events(IPA_FAST_LOG, NODE), "ipa", fast_track=True,
+                        ipa_console=_ipa_console("00:19.000", "00:20.250"))
+    assert ipa == pytest.approx({"handed over": 21, "agent": 1.25, "total": 22.25})
+    log = "\n".join([
+        state("00:00.000", "deploying", "available"), power("00:03.000", "on"),
+        heartbeat("00:40.000"),
+        line("00:42.500", "ironic_driver.conversation.starting",
+             f"Node {NODE}: job started 2.300 s after the heartbeat (to_look 0.2 s)"),
+        state("01:30.000", "active", "deploying")])
+    skewed = hp.seconds("2026-11-26 22:00:00.000") - 0.7
+    events = [{"event": "wrapper", "status": "started", "pid": 7, "time": skewed + 42},
+              {"event": "step", "kind": "wipe", "status": "start", "time": skewed + 43},
+              {"event": "step", "kind": "write_image", "status": "start", "time": skewed + 45}]
+    ours = hp.first_byte(hp.node_events(log, NODE), "ours", provision_events=events)
+    assert ours == pytest.approx({"handed over": 2.5, "agent": 3, "total": 5.5})
+
+
+def test_no_first_byte_without_the_agents_own_times():
+    assert hp.first_byte(hp.node_events(IPA_FAST_LOG, NODE), "ipa", fast_track=True,
+                         ipa_console="no log here") is None
+    old = [{"event": "wrapper", "status": "started", "pid": 7},
+           {"event": "step", "kind": "write_image", "status": "start", "time": 5.0}]
+    assert hp.ours_started_to_write(old) is None
