@@ -3,6 +3,8 @@
 cycle through a real Ironic is tests/ironic/integration/test_fast_track.py."""
 
 import datetime
+import threading
+import time
 from unittest import mock
 
 from ironic.common import states
@@ -95,6 +97,45 @@ class TestDeploy(FastTrackCase):
         self.assertEqual({"to_look", "connect", "document", "start", "total"},
                          set(info["provision_start_timings"]))
         self.assertNotIn("provision_ramdisk_boot_skipped", info)
+
+    def test_the_ssh_connection_is_made_while_the_bmc_is_asked(self):
+        """The deploy step's two waits overlap: the ramdisk's SSH connection and Ironic's
+        fast track rules (the BMC's power state). Only the step's own ask is looked at."""
+        self.alive(provision_ramdisk_boot_skipped=True)   # as prepare() leaves it
+        connected, seen = threading.Event(), []
+        real = manager_utils.is_fast_track
+
+        def connect(*_args):
+            connected.set()
+            return mock.Mock()
+
+        def ask_the_bmc(task):
+            seen.append(connected.wait(2))
+            return real(task)
+        with mock.patch.object(manager_utils, "is_fast_track", side_effect=ask_the_bmc):
+            power, _prepare, start, _bound, _ = self.run_steps(
+                states.DEPLOYING, lambda t: t.driver.deploy.deploy(t), connect=connect)
+        self.assertEqual([True], seen)
+        power.assert_not_called()
+        start.assert_called_once()
+        timings = self.info()["provision_start_timings"]
+        self.assertGreaterEqual(timings["total"], timings["to_look"])
+
+    def test_a_connection_made_for_a_ramdisk_the_rules_refuse_is_closed(self):
+        self.alive(provision_ramdisk_boot_skipped=True)
+        self.node.power_state = states.POWER_OFF
+        self.node.save()
+        session = mock.Mock()
+        power, _prepare, start, _bound, _ = self.run_steps(
+            states.DEPLOYING, lambda t: t.driver.deploy.deploy(t),
+            connect=lambda *_args: session)
+        power.assert_called_once_with(mock.ANY, states.REBOOT)
+        start.assert_not_called()
+        deadline = time.monotonic() + 5
+        while not session.close.called and time.monotonic() < deadline:
+            time.sleep(0.01)
+        session.close.assert_called_once_with()
+        session.run.assert_not_called()       # nothing was sent on it
 
     def test_fast_track_off_power_cycles(self):
         self.config(fast_track=False, group="deploy")
