@@ -22,6 +22,11 @@ except ImportError as exc:
                       "on the conductor with pip install 'provision-agent[ironic]'") from exc
 
 from ironic_driver import report
+from ironic_driver.conversation import channel as channels
+from ironic_driver.conversation.channel import (  # noqa: F401 (callers name ssh.TooLarge)
+    LimitExceeded,
+    TooLarge,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -120,14 +125,6 @@ def _known_name(host, port):
     return host if port == 22 else f"[{host}]:{port}"
 
 
-class LimitExceeded(Exception):
-    """The ramdisk took longer than one look may (it may be slow, or stalling on purpose)."""
-
-
-class TooLarge(Exception):
-    """The ramdisk answered with more than the conductor reads: not our ramdisk's answer."""
-
-
 class Unreachable(OSError):
     """No TCP connection to the ramdisk's SSH port (refused, or timed out): a machine still
     booting, not a ramdisk that holds the conductor."""
@@ -193,25 +190,9 @@ class Session:
             if stdin is not None:   # bounded by the session's deadline, as everything
                 channel.sendall(stdin)
                 channel.shutdown_write()
-            data = bytearray()
-            while True:
-                channel.settimeout(self.left())
-                chunk = channel.recv(min(32768, limit + 1 - len(data)))
-                if not chunk:
-                    break
-                data += chunk
-                if len(data) > limit:
-                    channel.close()
-                    raise TooLarge(f"the ramdisk answered a command with more than {limit} "
-                                   "bytes")
-                self.check()
-            if not channel.status_event.wait(self.left()):
-                self.check()
-                raise LimitExceeded("the ramdisk did not report a command's exit status")
-            status = channel.recv_exit_status()
-            # A connection shut down by the deadline ends the output like an exit would.
-            self.check()
-            return status, bytes(data) if raw else data.decode(errors="replace")
+            data = channels.receive(self, channel, limit)
+            status = channels.exit_status(self, channel)
+            return status, data if raw else data.decode(errors="replace")
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self.check(exc)
             raise

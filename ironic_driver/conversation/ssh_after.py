@@ -7,6 +7,7 @@ part of the output."""
 
 import paramiko
 
+from ironic_driver.conversation import channel as channels
 from ironic_driver.conversation import ssh
 
 
@@ -20,7 +21,7 @@ def run_after(session, command, head_limit, marker, decide, limit=ssh.RUN_OUTPUT
         channel = session.client.get_transport().open_session(timeout=session.left())
         channel.set_combine_stderr(True)
         channel.exec_command(command)
-        data = _receive(session, channel, head_limit + len(end), until=end)
+        data = channels.receive(session, channel, head_limit + len(end), until=end)
         if end not in data:
             channel.close()
             raise ssh.TooLarge(f"the ramdisk's command ended, or printed more than "
@@ -33,29 +34,9 @@ def run_after(session, command, head_limit, marker, decide, limit=ssh.RUN_OUTPUT
             raise
         channel.sendall(stdin)
         channel.shutdown_write()
-        rest += _receive(session, channel, limit - len(rest))
-        if not channel.status_event.wait(session.left()):
-            session.check()
-            raise ssh.LimitExceeded("the ramdisk did not report a command's exit status")
-        status = channel.recv_exit_status()
-        session.check()
-        return status, rest.decode(errors="replace")
+        rest += channels.receive(session, channel, limit - len(rest))
+        return channels.exit_status(session, channel), rest.decode(errors="replace")
     except (OSError, EOFError, paramiko.SSHException) as exc:
         session.check(exc)
         raise
 
-
-def _receive(session, channel, limit, until=None):
-    """Output to its end, or until the bytes until were seen; TooLarge past limit bytes."""
-    data = bytearray()
-    while until is None or until not in data:
-        channel.settimeout(session.left())
-        chunk = channel.recv(min(32768, max(1, limit + 1 - len(data))))
-        if not chunk:
-            break
-        data += chunk
-        if len(data) > limit:
-            channel.close()
-            raise ssh.TooLarge(f"the ramdisk answered a command with more than {limit} bytes")
-        session.check()
-    return bytes(data)
