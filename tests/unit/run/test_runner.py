@@ -100,25 +100,29 @@ def _in_thread(call, seconds):
     return got["value"], got["took"]
 
 
+def _extract_fails_at_the_abort(run, source, target, block):
+    """formats.extract_tar of source through run, aborted 1 s in with a disk stall: the
+    stall is what it raises, by the abort, the tick, the killed program's grace (1 s here)
+    and some slack, or _in_thread's AssertionError after 15 s."""
+    from provision_agent.drivers.images import formats
+    stalled = DiskStalled("disk /dev/vdb stopped answering")
+    threading.Timer(1.0, run.abort, (stalled, 2)).start()
+    raised, took = _in_thread(lambda: formats.extract_tar(run, source, str(target), block), 15)
+    assert raised is stalled, raised
+    assert took < 5, took
+
+
 def test_a_tar_that_stops_reading_its_feed_fails_the_feed_at_the_abort(monkeypatch, tmp_path):
     """tar waiting in the kernel on a stalled disk reads no more of its pipe and outlives
     SIGKILL: the feeder's write on the full pipe must give up at the stall watch's abort."""
-    from provision_agent.drivers.images import formats
     _unkillable(monkeypatch)
     run = _fake_tar(tmp_path, "exec sleep 30")      # never reads its stdin
-    stalled = DiskStalled("disk /dev/vdb stopped answering")
-    threading.Timer(1.0, run.abort, (stalled, 2)).start()
-    raised, took = _in_thread(lambda: formats.extract_tar(run, _Endless(), str(tmp_path),
-                                                          1 << 20), 15)
-    assert raised is stalled, raised
-    # the abort at 1 s, the tick, the killed program's grace (1 s here), slack
-    assert took < 5, took
+    _extract_fails_at_the_abort(run, _Endless(), tmp_path, 1 << 20)
 
 
 def test_a_tar_stuck_after_its_feed_ended_fails_at_the_abort(monkeypatch, tmp_path):
     """The wait for tar's exit after the last byte is bounded by the abort too (tar
     flushing into a stalled disk), whatever the command's own timeout (none for tar)."""
-    from provision_agent.drivers.images import formats
     _unkillable(monkeypatch)
     run = _fake_tar(tmp_path, "cat >/dev/null; exec sleep 30")
 
@@ -129,12 +133,7 @@ def test_a_tar_stuck_after_its_feed_ended_fails_at_the_abort(monkeypatch, tmp_pa
             self.left -= 1
             return b"\0" * n if self.left > 0 else b""
 
-    stalled = DiskStalled("disk /dev/vdb stopped answering")
-    threading.Timer(1.0, run.abort, (stalled, 2)).start()
-    raised, took = _in_thread(lambda: formats.extract_tar(run, Short(), str(tmp_path), 4096),
-                              15)
-    assert raised is stalled, raised
-    assert took < 5, took
+    _extract_fails_at_the_abort(run, Short(), tmp_path, 4096)
 
 
 def test_a_fed_program_still_gets_all_its_input_and_a_quitter_still_fails():
@@ -157,7 +156,6 @@ def test_a_killed_tar_whose_pipe_broke_still_fails_with_the_fault(tmp_path):
     met the broken pipe first, judged the rest of the stream as trailing data and raised an
     image error, and the run went on to take the image back on the dead disk. The fault the
     abort came with is what the feed must raise."""
-    from provision_agent.drivers.images import formats
     run = _fake_tar(tmp_path, "exec sleep 30")
 
     class Data:
@@ -165,9 +163,4 @@ def test_a_killed_tar_whose_pipe_broke_still_fails_with_the_fault(tmp_path):
             time.sleep(0.01)
             return b"x" * n         # not tar padding: data after tar's end of archive
 
-    stalled = DiskStalled("disk /dev/vda stopped answering")
-    threading.Timer(1.0, run.abort, (stalled, 2)).start()
-    raised, took = _in_thread(lambda: formats.extract_tar(run, Data(), str(tmp_path), 65536),
-                              15)
-    assert raised is stalled, raised
-    assert took < 5, took
+    _extract_fails_at_the_abort(run, Data(), tmp_path, 65536)
