@@ -152,6 +152,7 @@ class Agent:
     def run(self, stop=lambda: False, sleep=time.sleep):
         accepted_count = failures = 0
         while not stop():
+            ended = None
             try:
                 if self.node is None:
                     _retry_lookup(self, stop, sleep)
@@ -175,12 +176,13 @@ class Agent:
                 failures += 1
                 pause = min(2 ** failures, self.interval)
             # Jitter: a rack of machines booted at once should not heartbeat in lockstep.
-            self._pause(pause * random.uniform(0.8, 1.2), stop, sleep)
+            self._pause(pause * random.uniform(0.8, 1.2), stop, sleep,
+                        before=None if accepted else ended)
 
-    def _pause(self, seconds, stop, sleep):
+    def _pause(self, seconds, stop, sleep, before=None):
         """Sleeps seconds, or less when the job exits meanwhile: that heartbeat goes at once.
-        An exit already pending when the pause began (its heartbeat refused) waits it out."""
-        before = self.watch.pending(self.node)
+        before: an exit a refused heartbeat said, which waits the pause out (one that came
+        during an accepted heartbeat's POST is new: it waited a whole interval before)."""
         left = seconds
         while left > 0 and not stop():
             step = min(WATCH_EVERY, left)

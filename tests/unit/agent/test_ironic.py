@@ -38,7 +38,7 @@ def _run(agent, session, between=None):
     between(): what happens in the ramdisk during each pause."""
     pauses = []
 
-    def pause(seconds, stop, sleep):
+    def pause(seconds, stop, sleep, before=None):
         pauses.append(seconds)
         if between:
             between()
@@ -194,8 +194,34 @@ def test_a_pause_ends_when_the_job_exits_not_for_an_exit_already_pending(tmp_pat
     agent._pause(60, stop=lambda: False, sleep=sleep)
     assert slept == [agent_mod.WATCH_EVERY] * 3          # not 60 s: the exit goes at once
     slept.clear()
-    agent._pause(5, stop=lambda: False, sleep=sleep)    # its heartbeat refused: wait it out
+    # its heartbeat refused: wait it out
+    agent._pause(5, stop=lambda: False, sleep=sleep, before=agent.watch.pending(NODE))
     assert sum(slept) == 5
+
+
+def test_an_exit_while_a_heartbeat_was_on_its_way_is_said_at_the_next_watch_tick(tmp_path):
+    """The job exited while a heartbeat decided without it was being posted (accepted): the
+    pause after it must end at the exit, not treat it as one already said. In the lab's row 2
+    (2026-11-29) the exit came 1 s before such a heartbeat was accepted; the pause waited its
+    26 s out and the conductor learnt of the exit from its own poll 25 s late."""
+    job_dir = str(tmp_path / "job")
+    agent, session = _agent([
+        Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t"}}),
+        Resp(202), Resp(202)], job_dir=job_dir)
+    post, slept, paused = session.request, [], []
+
+    def request(method, url, **kwargs):
+        if method == "POST" and len(session.sent) == 1:    # the first heartbeat's POST
+            _exit_code(job_dir)
+        if method == "POST" and len(session.sent) == 2:    # the second: how long after
+            paused.append(sum(slept))
+        return post(method, url, **kwargs)
+    session.request = request
+    agent.run(stop=lambda: not session.script, sleep=slept.append)
+    statuses = [sent[2]["json"].get("agent_status") for sent in session.sent[1:]]
+    assert statuses == [None, "end"]
+    # one watch tick after the first heartbeat, not its whole pause (STARTUP_PAUSES[0] s)
+    assert paused == [agent_mod.WATCH_EVERY]
 
 
 def test_a_node_name_that_is_not_a_uuid_is_never_a_path(tmp_path):
