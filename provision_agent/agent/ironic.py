@@ -181,8 +181,7 @@ class Agent:
 
     def _pause(self, seconds, stop, sleep, before=None):
         """Sleeps seconds, or less when the job exits meanwhile: that heartbeat goes at once.
-        before: an exit a refused heartbeat said, which waits the pause out (one that came
-        during an accepted heartbeat's POST is new: it waited a whole interval before)."""
+        before: an exit a refused heartbeat said: it waits the pause out (no other does)."""
         left = seconds
         while left > 0 and not stop():
             step = min(WATCH_EVERY, left)
