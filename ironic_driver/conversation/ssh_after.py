@@ -39,4 +39,3 @@ def run_after(session, command, head_limit, marker, decide, limit=ssh.RUN_OUTPUT
     except (OSError, EOFError, paramiko.SSHException) as exc:
         session.check(exc)
         raise
-
