@@ -216,12 +216,11 @@ def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3, firm
     lab.ironic.set_state(uuid, "deleted")
     lablib.wait_state(lab.ironic, uuid, ["available"], DEPLOY_TIMEOUT)
     events = hp.node_events(lab.ironic.log_text(), uuid)
-    deploy = hp.deploy_phases([e for e in events if e[0] >= started - 1], side,
-                              node["driver_internal_info"].get("provision_events", []),
-                              fast_track=fast_track)
+    mine = [e for e in events if e[0] >= started - 1]      # this deploy's lines
     dii = node["driver_internal_info"]
-    first = hp.first_byte([e for e in events if e[0] >= started - 1], side, fast_track,
-                          dii.get("provision_events", []), console)
+    deploy = hp.deploy_phases(mine, side, dii.get("provision_events", []),
+                              fast_track=fast_track)
+    first = hp.first_byte(mine, side, fast_track, dii.get("provision_events", []), console)
     return {"deploy": deploy, "deploy_total": active - started,
             "first_byte": first,
             # ours: the conductor's seconds from the heartbeat (or the step) to the job's start
@@ -234,7 +233,7 @@ def cycle(lab, uuid, side, ramdisk, image, row, image_file=None, root_gb=3, firm
             "cleaning": hp.clean_phases(events, undeploy - 1),
             "cleaning_total": time.time() - undeploy,
             # ours: provision's own step events (where its seconds went, step by step)
-            "provision_events": node["driver_internal_info"].get("provision_events", [])}
+            "provision_events": dii.get("provision_events", [])}
 
 
 def recover(lab, uuid):

@@ -116,9 +116,9 @@ def deploy_phases(events, side, provision_events=(), fast_track=False):
 # agent was handed the job (host clock), so a skew between the clocks (the RTC gives a booted
 # ramdisk whole seconds; IPA's was 0.7 s behind the host's on 2026-11-29) cancels: IPA, from
 # its "Executing command: deploy.execute_deploy_step" of write_image (or prepare_image's own
-# lines) to its "Attempting to download image from", on its console;
-# ours, from the wrapper's start event to provision's write_image step. The hand-over's own
-# network time is left out on both sides.
+# lines) to its "Attempting to download image from", on its console; ours, from the
+# wrapper's start event to provision's write_image step. The hand-over's own network time is
+# left out on both sides.
 IPA_TAKEN = ("Executing command: standby.prepare_image",
              "Asynchronous command prepare_image started execution")
 # Ironic 39 sends write_image as an agent deploy step, which runs prepare_image
