@@ -55,14 +55,25 @@ def records_heartbeat(node):
 def reusable(task):
     """(True, why) when the ramdisk running on the node may be used again; (False, why)
     otherwise. Asks the node's BMC for its power state (Ironic's is_fast_track)."""
-    node = task.node
+    why = _not_recorded(task.node)
+    return (False, why) if why else _rules_allow(task)
+
+
+def _not_recorded(node):
+    """Why the node's records alone rule its ramdisk out; None when they do not."""
     if not enabled(node):
-        return False, "fast track is off"
+        return "fast track is off"
     info = node.driver_internal_info
     if not all(info.get(k) for k in job.RAMDISK_KEYS[:3]):
-        return False, "no heartbeat told where its ramdisk is"
+        return "no heartbeat told where its ramdisk is"
     if not info.get("agent_secret_token"):
-        return False, "the node holds no agent token its ramdisk could be bound with"
+        return "the node holds no agent token its ramdisk could be bound with"
+    return None
+
+
+def _rules_allow(task):
+    """reusable() for a node whose records allow it: Ironic's own rules, the BMC asked."""
+    info = task.node.driver_internal_info
     try:
         alive = manager_utils.is_fast_track(task)
     except ValueError:  # an agent_last_heartbeat Ironic cannot read (written by an older us)
@@ -123,10 +134,7 @@ class Ahead:
 
 
 def connect_ahead(node):
-    """An Ahead for the node's recorded ramdisk, None when none is recorded or fast track is
-    off (nothing to reuse: no connection is opened then)."""
-    if not enabled(node):
-        return None
+    """An Ahead for the node's recorded ramdisk, None when no address of it is recorded."""
     o = job.opts()
     target = follow.ssh_target(node, o)
     return Ahead(node, target, o) if target is not None else None
@@ -165,13 +173,16 @@ def start_or_power_cycle(task, provision_input, prepare_boot=False):
     prepare() skipped the boot interface's prepare_ramdisk, done now before that."""
     node = task.node
     asked = time.monotonic()
-    ahead = connect_ahead(node)
-    try:
-        reuse, why = reusable(task)
-    except BaseException:
-        if ahead is not None:
-            ahead.discard()
-        raise
+    reuse, why, ahead = False, _not_recorded(node), None
+    if why is None:
+        # the connection is made while Ironic's rules ask the BMC, not after (Ahead)
+        ahead = connect_ahead(node)
+        try:
+            reuse, why = _rules_allow(task)
+        except BaseException:
+            if ahead is not None:
+                ahead.discard()
+            raise
     if reuse:
         try:
             updates = start_in_running_ramdisk(task, provision_input, ahead, asked)

@@ -137,6 +137,15 @@ class TestDeploy(FastTrackCase):
         session.close.assert_called_once_with()
         session.run.assert_not_called()       # nothing was sent on it
 
+    def test_no_connection_is_made_for_a_node_whose_records_rule_its_ramdisk_out(self):
+        self.alive(provision_ramdisk_boot_skipped=True, agent_secret_token=None)
+        connected = []
+        power, _prepare, start, _bound, _ = self.run_steps(
+            states.DEPLOYING, lambda t: t.driver.deploy.deploy(t),
+            connect=lambda *args: connected.append(args) or mock.Mock())
+        power.assert_called_once_with(mock.ANY, states.REBOOT)
+        self.assertEqual([], connected)
+
     def test_fast_track_off_power_cycles(self):
         self.config(fast_track=False, group="deploy")
         self.alive()
