@@ -119,8 +119,10 @@ def test_clean_then_deploy_with_no_power_action_between(ironic, ramdisk, tmp_pat
     dii = node["driver_internal_info"]
     assert dii["provision_exit_code"] == 0
     timings = dii["provision_start_timings"]
-    # started from the deploy step itself: no heartbeat or poll waited for
-    assert timings["to_look"] == 0 and timings["total"] < 10, timings
+    # Started from the deploy step itself, no heartbeat or poll waited for: to_look is the step
+    # asking Ironic's fast-track rules (the BMC's power state, fake here) while the SSH
+    # connection opens beside it, milliseconds; a heartbeat's wait would be seconds.
+    assert timings["to_look"] < 1 and timings["total"] < 10, timings
     print(f"\nfast-track deploy start timings (s): {timings}")
     # the instance's boot (reboot_to_instance) is the one power cycle, after provision
     after = log.power_actions(uuid)
