@@ -13,13 +13,36 @@
 # NET_GRACE s after one family is done with an address (an IPv6-only network must not wait
 # out IPv4 DHCP, nor an IPv4-only one a DHCPv6 server that never answers), or at
 # NET_DEADLINE s. The clients keep running after it: a lease that comes later is still taken.
+#
+# NET_NEED (4 or 6; /init sets it from the host of ipa-api-url, else of the inspection
+# callback URL) is the one family the agent needs to reach Ironic: once it is done with an
+# address, the wait ends without the other family's. In the lab the IPv4 lease came 1-2 s
+# after the clients started and IPv6 (a second router solicitation, DHCPv6) 1-5 s later; an
+# IPv6-only network waited NET_GRACE s more for IPv4. The other family goes on in the
+# background as after the deadline, its DHCPv6 client started when its RA is heard.
 NET_STATE=${NET_STATE:-/run/provision-net}    # each NIC's RA mode, the clients' logs
+NET_NEED=${NET_NEED:-}
 NET_DEADLINE=${NET_DEADLINE:-60}
 NET_GRACE=${NET_GRACE:-10}
 NET_RA_WAIT=${NET_RA_WAIT:-6}
 # A RA without the M flag gives its SLAAC addresses within a second or two of its arrival
 # (duplicate address detection); one that gives none by then had no prefix to take.
 NET_SLAAC_WAIT=${NET_SLAAC_WAIT:-5}
+
+# url_family URL: 4 or 6 when the URL's host is an IPv4 or an IPv6 literal; nothing for a name
+# (DNS may answer with either family) or no URL.
+url_family() {
+  host=${1#*://}
+  host=${host%%/*}
+  case $host in
+    \[*) echo 6; return ;;
+  esac
+  host=${host%:*}
+  case $host in
+    *[!0-9.]* | "") ;;
+    *.*.*.*) echo 4 ;;
+  esac
+}
 
 # Global addresses of NIC $1 and family $2 (4 or 6), blank-separated, CIDR form.
 nic_addresses() {
@@ -39,6 +62,7 @@ v6_done() {
 # $NET_STATE/ra ("NIC MODE" lines) for network_report.
 network_up() {
   mkdir -p /var/lib/dhcp "$NET_STATE"
+  rm -f "$NET_STATE/nics"
   t0=$(date +%s)
   for n in "$@"; do
     echo 1 > "/proc/sys/net/ipv6/conf/$n/accept_ra" 2>/dev/null
@@ -66,6 +90,7 @@ network_up() {
     done
     [ -n "$got" ] && [ -z "$first" ] && first=$now
     [ -n "$v4_done" ] && [ -n "$v6_all" ] && break
+    needed=$(need_met "$v4_done" "$v6_all" "$@") && break
     [ $((now - t0)) -ge "$NET_DEADLINE" ] && break
     # one family done and an address somewhere: the other has NET_GRACE s more
     if [ -n "$got" ] && { [ -n "$v4_done" ] || [ -n "$v6_all" ]; } &&
@@ -74,10 +99,45 @@ network_up() {
     fi
     sleep 0.5
   done
-  [ -f "$NET_STATE/ra" ] || for n in "$@"; do echo "$n none"; done > "$NET_STATE/ra"
+  printf '%s\n' "$@" > "$NET_STATE/nics"
+  if [ -n "$needed" ] && [ -z "$t_ra" ]; then
+    # ended before the RAs were read: DHCPv6 starts when they are (ra.py ends by NET_RA_WAIT)
+    dhcpv6_later &
+  else
+    [ -f "$NET_STATE/ra" ] || for n in "$@"; do echo "$n none"; done > "$NET_STATE/ra"
+  fi
   v4_said=${v4_done:+done} v6_said=${v6_all:+done}
   say "network: waited $((now - t0)) s; IPv4 DHCP ${v4_said:-still trying};" \
-      "IPv6 ${v6_said:-still waiting} (clients keep running)"
+      "IPv6 ${v6_said:-still waiting} (clients keep running)${needed:+; $needed}"
+}
+
+# need_met V4_DONE V6_ALL NIC...: prints why the wait may end when NET_NEED's family is done
+# with a global address on some NIC; fails otherwise.
+need_met() {
+  case $NET_NEED in
+    4) [ -n "$1" ] || return 1 ;;
+    6) [ -n "$2" ] || return 1 ;;
+    *) return 1 ;;
+  esac
+  shift 2
+  for n in "$@"; do
+    if [ -n "$(nic_addresses "$n" "$NET_NEED")" ]; then
+      echo "IPv$NET_NEED is what Ironic's URL needs"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# DHCPv6 for the NICs whose RA asks for it, once ra.py has read the RAs (it gives up at
+# NET_RA_WAIT s, with "none" for a NIC that heard none), or not at all after NET_DEADLINE s.
+dhcpv6_later() {
+  waited=0
+  while [ ! -f "$NET_STATE/ra" ] && [ "$waited" -lt $((NET_DEADLINE * 2)) ]; do
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  [ -f "$NET_STATE/ra" ] && dhcpv6_start
 }
 
 # 1 when every NIC of $NET_STATE/ra has what its RA promises (at time $1), else nothing.
@@ -119,11 +179,14 @@ network_report() {
   for n in "$@"; do
     v4=$(nic_addresses "$n" 4) v6=$(nic_addresses "$n" 6)
     mode=$(awk -v n="$n" '$1 == n {print $2}' "$NET_STATE/ra" 2>/dev/null)
+    # a NIC the clients run on whose RA was not read yet (the wait ended on NET_NEED)
+    [ -z "$mode" ] && grep -qx "$n" "$NET_STATE/nics" 2>/dev/null && mode=unread
     case $mode in
       managed) how="RA: DHCPv6 stateful" ;;
       other) how="RA: SLAAC, DHCPv6 stateless" ;;
       slaac) how="RA: SLAAC" ;;
       none) how="no router advertisement" ;;
+      unread) how="router advertisements still being read" ;;
       *) how="configured from network_data" ;;
     esac
     say "network: $n: IPv4 ${v4:-none}; IPv6 ${v6:-none} ($how)"
