@@ -61,6 +61,13 @@ v6_done() {
 # network_up NIC...: starts the clients and waits as said above; leaves each NIC's RA mode in
 # $NET_STATE/ra ("NIC MODE" lines) for network_report.
 network_up() {
+  network_start "$@"
+  network_wait "$@"
+}
+
+# network_start NIC...: the clients started; network_wait NIC... (the same NICs) waits for
+# them. /init assembles the multipath disks in between.
+network_start() {
   mkdir -p /var/lib/dhcp "$NET_STATE"
   rm -f "$NET_STATE/nics"
   t0=$(date +%s)
@@ -75,6 +82,9 @@ network_up() {
   rm -f "$NET_STATE/ra"
   { python3 -m provision_agent.agent.ra --wait "$NET_RA_WAIT" "$@" > "$NET_STATE/ra.part" \
       2>/dev/console && mv "$NET_STATE/ra.part" "$NET_STATE/ra"; } &
+}
+
+network_wait() {
   v4_done="" first="" t_ra=""
   while :; do
     now=$(date +%s)
