@@ -1,5 +1,8 @@
 """A scripted stand-in for provision_agent.run.runner.Runner: records argv, answers by prefix."""
 
+import os
+
+from provision_agent.drivers import chroot
 from provision_agent.errors import CommandError
 from provision_agent.run.runner import Result
 
@@ -7,6 +10,18 @@ WRITING = ("sgdisk", "parted", "sfdisk --part-type", "sfdisk --quiet", "wipefs",
            "mdadm --assemble", "mdadm --zero-superblock", "mdadm --stop", "pvcreate", "pvremove",
            "vgcreate", "vgchange", "lvcreate", "mkfs", "mkswap", "mount", "umount", "dd",
            "grub-install", "fallocate", "blkdiscard", "cryptsetup")
+
+
+def act_like_grub_mkconfig(argv):
+    """What the image's grub-mkconfig leaves when run in a target (chroot.Chroot.argv): its
+    -o file, inside the target root."""
+    if "grub-mkconfig" not in argv or chroot.ENTER not in argv or "-o" not in argv:
+        return
+    root, output = argv[argv.index(chroot.ENTER) + 1], argv[argv.index("-o") + 1]
+    path = os.path.join(root, output.lstrip("/"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("# by the fake grub-mkconfig\n")
 
 
 class FakeRunner:
@@ -35,6 +50,7 @@ class FakeRunner:
                 break
         if check and rc not in ok_codes:
             raise CommandError(argv, rc, out, "")
+        act_like_grub_mkconfig(argv)
         return Result(tuple(argv), rc, out, "", 0.0)
 
     def lines(self):

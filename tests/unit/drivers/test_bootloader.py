@@ -1,3 +1,5 @@
+import threading
+
 import pytest
 
 from provision_agent.drivers import bootloader, chroot, initramfs, kernel_cmdline
@@ -5,6 +7,7 @@ from provision_agent.errors import ImageError
 from provision_agent.run.runner import Result
 from tests.unit.drivers.initramfs_files import MICROCODE, TOOLS
 from tests.unit.drivers.initramfs_files import initramfs as make_initramfs
+from tests.unit.fakes import act_like_grub_mkconfig
 
 
 class FakeRunner:
@@ -19,6 +22,7 @@ class FakeRunner:
         self.timeouts.append(kw.get("timeout"))
         if self.fail_on and self.fail_on in argv:
             raise RuntimeError("boom")
+        act_like_grub_mkconfig(argv)
         return Result(tuple(argv), 0, "", "", 0.0)
 
 
@@ -240,11 +244,14 @@ def test_on_md_and_lvm_kept_only_when_its_initramfs_carries_mdadm_and_lvm(tmp_pa
 def test_the_targets_grub_cfg_is_gone_until_the_step_writes_its_own_after_a_sync(tmp_path):
     """Issue 57: the image's own grub.cfg (or a kept /boot's old one) stayed while grub was
     installed, so a power cut before grub-mkconfig left a disk that booted by it; and nothing
-    made sure the run's writes were on the disk before the configuration that boots them."""
+    made sure the run's writes were on the disk before the configuration that boots them.
+    grub-mkconfig now runs beside grub-install (issue 58): it writes a pending file, which
+    becomes grub.cfg only after the installs' sync."""
     _target_with_grub(tmp_path)
     cfg = tmp_path / "boot/grub/grub.cfg"
     cfg.parent.mkdir(parents=True)
     cfg.write_text("menuentry 'the image's own' {}\n")
+    (tmp_path / "boot/grub/grub.cfg.provision").write_text("an earlier run's, cut short\n")
     seen = []
 
     class Watching(FakeRunner):
@@ -257,5 +264,38 @@ def test_the_targets_grub_cfg_is_gone_until_the_step_writes_its_own_after_a_sync
     order = [c for c, _ in seen]
     grub = [i for i, c in enumerate(order) if "grub-install" in c or "update-initramfs" in c]
     mkconfig = next(i for i, c in enumerate(order) if "grub-mkconfig" in c)
-    assert grub and not any(there for c, there in seen[min(grub):mkconfig + 1])
-    assert order.index("sync") > max(grub) and order.index("sync") < mkconfig
+    synced = order.index("sync")
+    assert grub and synced > max(grub)
+    # no grub.cfg from the first install to the sync, nor when grub-mkconfig starts
+    assert not any(there for _, there in seen[min(grub):synced + 1] + [seen[mkconfig]])
+    assert any(c.endswith("grub-mkconfig -o /boot/grub/grub.cfg.provision") for c in order)
+    assert cfg.read_text() == "# by the fake grub-mkconfig\n"
+    assert sorted(p.name for p in cfg.parent.iterdir()) == ["grub.cfg"]
+
+
+def test_grub_mkconfig_runs_beside_grub_install_and_its_failure_fails_the_step(tmp_path):
+    """Under emulation grub-mkconfig took 10-19 s and each grub-install 2.5-3 s, one after the
+    other (issue 58). Here grub-install waits (5 s at most) for grub-mkconfig to start: one
+    after the other it never does."""
+    _target_with_grub(tmp_path)
+    started = threading.Event()
+    waited = []
+
+    class Beside(FakeRunner):
+        def run(self, argv, **kw):
+            line = " ".join(str(a) for a in argv)
+            if "grub-mkconfig" in line:
+                started.set()
+            elif "grub-install" in line:
+                waited.append(started.wait(5))
+            return super().run(argv, **kw)
+
+    bootloader.install(Beside(), str(tmp_path), {"boot_mode": "bios", "initramfs": "rebuild",
+                                                 "targets": ["/dev/vda", "/dev/vdb"]})
+    assert waited == [True, True]
+    assert (tmp_path / "boot/grub/grub.cfg").exists()
+    (tmp_path / "boot/grub/grub.cfg").unlink()
+    with pytest.raises(RuntimeError, match="boom"):
+        bootloader.install(FakeRunner(fail_on="grub-mkconfig"), str(tmp_path),
+                           {"boot_mode": "bios", "targets": ["/dev/vda"], "initramfs": "keep"})
+    assert not (tmp_path / "boot/grub/grub.cfg").exists()
