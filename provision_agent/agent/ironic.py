@@ -30,7 +30,6 @@ Provision itself is not run from here: the conductor runs it over SSH. The token
 URL's credentials never reach a log line.
 """
 
-import argparse
 import logging
 import os
 import random
@@ -44,7 +43,6 @@ import tenacity
 from provision_agent import binding, redact
 from provision_agent.agent.api import HEADERS, HIDDEN_TOKEN, AgentError, NotYet, reason, request
 from provision_agent.agent.host import (
-    DEFAULT_HOST_KEY,
     callback_url,
     kernel_params,
     mac_addresses,
@@ -52,13 +50,11 @@ from provision_agent.agent.host import (
     source_address,
 )
 from provision_agent.agent.job_watch import DEFAULT_JOB_DIR, ExitWatch
+from provision_agent.agent.startup import DEFAULT_BINDING_DIR, after_network, parse_args
 from provision_agent.plan import urls
 
 LOG = logging.getLogger("provision-ironic-agent")
 
-# [provision_agent]binding_dir on the conductor: keep the two defaults equal. Outside what the
-# image's chroot gets of /run (provision_agent/drivers/chroot.py).
-DEFAULT_BINDING_DIR = "/run/provision-ironic-agent"
 STARTUP_PAUSES = (3, 10, 30)
 # How often a pause between heartbeats checks whether the job exited (a stat of one file).
 WATCH_EVERY = 1.0
@@ -234,43 +230,11 @@ def _version():
         return "unknown"
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(
-        prog="provision-ironic-agent",
-        description="Find this machine's node in Ironic (lookup by MAC) and heartbeat, so that "
-                    "the conductor's provision deploy interface learns where to reach the "
-                    "ramdisk over SSH and which host key to expect. Settings come from the "
-                    "kernel command line (ipa-api-url, ipa-agent-token, ipa-insecure); the "
-                    "options override them.")
-    p.add_argument("--cmdline_file", default="/proc/cmdline",
-                   help="Kernel command line to read (default %(default)s).")
-    p.add_argument("--api_url", help="Ironic API URL (default: ipa-api-url).")
-    p.add_argument("--mac", action="append", help="MAC address to look up by (repeatable; "
-                   "default: every Ethernet NIC's).")
-    p.add_argument("--address", help="Address to announce (default: the source address of "
-                   "the route to the API).")
-    p.add_argument("--ssh_port", type=int, default=22, help="sshd's port (default 22).")
-    p.add_argument("--host_key_file", default=DEFAULT_HOST_KEY,
-                   help="SSH host public key to report (default %(default)s).")
-    p.add_argument("--binding_dir", default=DEFAULT_BINDING_DIR,
-                   help="Where the node binding the conductor checks is written (root-only; "
-                        "default %(default)s, the conductor's [provision_agent]binding_dir).")
-    p.add_argument("--job_dir", default=DEFAULT_JOB_DIR,
-                   help="Where the conductor runs its job (its [provision_agent]remote_dir; "
-                        "default %(default)s): when the job's exit code appears there, the "
-                        "next heartbeat goes at once and says so, so the conductor need not "
-                        "wait for its next look.")
-    p.add_argument("--interval", type=float, default=60,
-                   help="Seconds between heartbeats once settled (default 60; Ironic's "
-                        "[api]ramdisk_heartbeat_timeout is 300).")
-    p.add_argument("--debug", action="store_true")
-    return p.parse_args(argv)
-
-
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    after_network(args.after, args.after_seconds)
     try:
         with open(args.cmdline_file) as f:
             params = kernel_params(f.read())
