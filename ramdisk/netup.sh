@@ -85,7 +85,7 @@ network_start() {
 }
 
 network_wait() {
-  v4_done="" first="" t_ra=""
+  v4_done="" first="" t_ra="" needed=""
   while :; do
     now=$(date +%s)
     [ -n "$v4_done" ] || kill -0 "$v4" 2>/dev/null || v4_done=1
