@@ -44,9 +44,17 @@ url_family() {
   esac
 }
 
-# Global addresses of NIC $1 and family $2 (4 or 6), blank-separated, CIDR form.
+# Global addresses of NIC $1 and family $2 (4 or 6), blank-separated, CIDR form. An IPv6
+# address still in duplicate address detection (tentative) does not count: the kernel does not
+# use it as a source yet, and the agent, started once the wait is over, would announce the
+# link-local address it routes by instead (the IPv6-only lab, 2026-11-29).
 nic_addresses() {
-  ip "-$2" -o addr show dev "$1" scope global 2>/dev/null | awk '{print $4}' | paste -sd' '
+  case $2 in
+    6) usable=-tentative ;;
+    *) usable="" ;;
+  esac
+  ip "-$2" -o addr show dev "$1" scope global $usable 2>/dev/null | awk '{print $4}' |
+    paste -sd' '
 }
 
 # Whether NIC $1 has what its RA mode $2 promises: any global address, or for "managed" the

@@ -17,6 +17,9 @@ ADDRS = {
                     "valid_lft 600sec preferred_lft 300sec",
     ("-6", "ens4"): "4: ens4    inet6 fd00:7::5/64 scope global \\       valid_lft forever "
                     "preferred_lft forever",
+    # a DHCPv6 lease still in duplicate address detection: not usable as a source yet
+    ("-6", "ens5"): "5: ens5    inet6 fd00:6::1b3/128 scope global tentative dynamic \\       "
+                    "valid_lft 600sec preferred_lft 300sec",
 }
 
 
@@ -25,9 +28,12 @@ def _fake_ip(tmp_path):
     bin_dir.mkdir()
     cases = "".join(f'  "{fam} {nic}") cat <<\'OUT\'\n{text}\nOUT\n  ;;\n'
                     for (fam, nic), text in ADDRS.items())
-    # a DHCP or SLAAC address is not "permanent" (dhcpv6_start's check for a static one)
+    # a DHCP or SLAAC address is not "permanent" (dhcpv6_start's check for a static one);
+    # -tentative leaves out what is still in duplicate address detection, as iproute2 does
     (bin_dir / "ip").write_text(f'#!/bin/sh\n[ "$9" = permanent ] && exit 0\n'
-                                f'case "$1 $6" in\n{cases}esac\n')
+                                f'out=$(case "$1 $6" in\n{cases}esac)\n'
+                                'if [ "$9" = -tentative ]; then printf "%s\\n" "$out" | '
+                                'grep -v " tentative "; else printf "%s\\n" "$out"; fi\n')
     (bin_dir / "ip").chmod(0o755)
     return bin_dir
 
@@ -110,3 +116,11 @@ def test_without_a_family_to_need_the_wait_is_for_both(tmp_path):
     assert waited.endswith("IPv4 DHCP done; IPv6 done (clients keep running)"), lines
     assert lines[-2].endswith("(RA: DHCPv6 stateful)"), lines
     assert len(v6) == 1, v6
+
+
+def test_an_ipv6_address_in_duplicate_address_detection_is_not_there_yet(tmp_path):
+    """The IPv6-only lab (2026-11-29): the wait ended on a DHCPv6 lease still tentative, and
+    the agent, started at that moment, announced the link-local address the kernel routed by."""
+    out = _sh(tmp_path, "v6_done ens5 managed || echo 'ens5 waits'; "
+                        "echo \"[$(nic_addresses ens5 6)]\"; v6_done ens2 managed && echo ens2")
+    assert out.splitlines() == ["ens5 waits", "[]", "ens2"]
