@@ -30,6 +30,7 @@ Provision itself is not run from here: the conductor runs it over SSH. The token
 URL's credentials never reach a log line.
 """
 
+import ipaddress
 import logging
 import os
 import random
@@ -125,6 +126,11 @@ class Agent:
     def heartbeat(self, status=None):
         """status: Ironic's agent_status; "end" once the conductor's job exited here."""
         address = self.address or source_address(self.api_url)
+        if ipaddress.ip_address(address).is_link_local:
+            # Ironic refuses it (the conductor fails the deploy); a DHCPv6 or SLAAC address
+            # still in duplicate address detection is not yet a source the kernel picks
+            raise NotYet(f"the route to Ironic leaves from the link-local address {address}: "
+                         "no usable global address yet; the heartbeat waits for one")
         body = {"callback_url": callback_url(address, self.ssh_port),
                 "agent_token": self.token, "agent_version": agent_version()}
         if status:

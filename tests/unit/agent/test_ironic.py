@@ -291,3 +291,19 @@ def test_ipv6_api_and_ssh_address():
     assert [u for _, u, _ in session.sent] == [
         "http://[fd00::1]:6385/v1/lookup", f"http://[fd00::1]:6385/v1/heartbeat/{NODE}"]
     assert session.sent[1][2]["json"]["callback_url"] == "https://[fd00::50]:22"
+
+
+def test_no_heartbeat_names_a_link_local_address(monkeypatch):
+    """The IPv6-only lab (2026-11-29): the route to Ironic left from fe80:: while the DHCPv6
+    lease was in duplicate address detection; the heartbeat named it and the conductor failed
+    the deploy. The heartbeat now waits for a global source address."""
+    sources = iter(["fe80::5054:ff:fe5b:5b00", "fd00:5a:c8::115"])
+    monkeypatch.setattr(agent_mod, "source_address", lambda _url: next(sources))
+    session = Session([Resp(200, {"node": {"uuid": NODE}, "config": {"agent_token": "t"}}),
+                       Resp(202)])
+    agent = agent_mod.Agent("http://[fd00:5a:c8::1]:6385", ["52:54:00:aa:bb:01"],
+                            host_key="ssh-ed25519 AAAA", session=session,
+                            binding_dir=agent_mod.DEFAULT_BINDING_DIR)
+    _run(agent, session)
+    heartbeats = [kw["json"]["callback_url"] for _, url, kw in session.sent if "heartbeat" in url]
+    assert heartbeats == ["https://[fd00:5a:c8::115]:22"]
