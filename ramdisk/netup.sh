@@ -101,14 +101,21 @@ network_wait() {
       t_ra=$now
       dhcpv6_start
     fi
-    v6_all="" got=""
+    v6_all="" got4="" got6=""
     [ -n "$t_ra" ] && v6_all=$(v6_verdict "$now")
     for n in "$@"; do
-      [ -n "$(nic_addresses "$n" 4)$(nic_addresses "$n" 6)" ] && got=1
+      [ -n "$(nic_addresses "$n" 4)" ] && got4=1
+      [ -n "$(nic_addresses "$n" 6)" ] && got6=1
     done
+    got=$got4$got6
     [ -n "$got" ] && [ -z "$first" ] && first=$now
     [ -n "$v4_done" ] && [ -n "$v6_all" ] && break
-    needed=$(need_met "$v4_done" "$v6_all" "$@") && break
+    # the family Ironic's URL needs is done with an address somewhere: the agent can go
+    case $NET_NEED in
+      4) [ -n "$v4_done" ] && [ -n "$got4" ] && needed="IPv4 is what Ironic's URL needs" ;;
+      6) [ -n "$v6_all" ] && [ -n "$got6" ] && needed="IPv6 is what Ironic's URL needs" ;;
+    esac
+    [ -n "$needed" ] && break
     [ $((now - t0)) -ge "$NET_DEADLINE" ] && break
     # one family done and an address somewhere: the other has NET_GRACE s more
     if [ -n "$got" ] && { [ -n "$v4_done" ] || [ -n "$v6_all" ]; } &&
@@ -127,24 +134,6 @@ network_wait() {
   v4_said=${v4_done:+done} v6_said=${v6_all:+done}
   say "network: waited $((now - t0)) s; IPv4 DHCP ${v4_said:-still trying};" \
       "IPv6 ${v6_said:-still waiting} (clients keep running)${needed:+; $needed}"
-}
-
-# need_met V4_DONE V6_ALL NIC...: prints why the wait may end when NET_NEED's family is done
-# with a global address on some NIC; fails otherwise.
-need_met() {
-  case $NET_NEED in
-    4) [ -n "$1" ] || return 1 ;;
-    6) [ -n "$2" ] || return 1 ;;
-    *) return 1 ;;
-  esac
-  shift 2
-  for n in "$@"; do
-    if [ -n "$(nic_addresses "$n" "$NET_NEED")" ]; then
-      echo "IPv$NET_NEED is what Ironic's URL needs"
-      return 0
-    fi
-  done
-  return 1
 }
 
 # DHCPv6 for the NICs whose RA asks for it, once ra.py has read the RAs (it gives up at
